@@ -1,0 +1,222 @@
+//! A small async client: connects, shakes hands, sends requests and routes what comes back,
+//! replies to their callers and events to one receiver. Used by `agentctl` and the tests.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use interprocess::local_socket::tokio::Stream;
+use interprocess::local_socket::traits::tokio::Stream as _;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::event::{ErrorCode, ErrorInfo, Reply, ServerFrame, SessionEvent, Welcome};
+use crate::frame::{self, FrameError};
+use crate::paths::socket_name;
+use crate::request::{ClientFrame, Hello, Request};
+use crate::types::{PROTOCOL_VERSION, RequestId, SessionId};
+
+/// Why talking to the daemon failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No daemon accepted the connection.
+    #[error("cannot connect to agentd at {}: {source}", socket.display())]
+    Connect {
+        /// The socket tried.
+        socket: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The daemon refused the request or the handshake.
+    #[error("{0}")]
+    Daemon(ErrorInfo),
+    /// The connection ended before the reply came.
+    #[error("the daemon closed the connection{}", .0.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
+    Closed(Option<String>),
+    /// A frame could not be written or read.
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    /// The daemon answered with something this client does not expect.
+    #[error("unexpected answer from the daemon: {0}")]
+    Unexpected(String),
+}
+
+impl ClientError {
+    /// The daemon's error code, when the daemon refused the request.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Daemon(info) => Some(info.code),
+            _ => None,
+        }
+    }
+}
+
+/// Something the daemon sent that is not a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incoming {
+    /// An event of a subscribed session.
+    Event(SessionEvent),
+    /// A subscription was dropped because this client read too slowly; resubscribe from the
+    /// last `seq` received.
+    Lagged {
+        /// The session.
+        session: SessionId,
+        /// The last `seq` queued before the drop.
+        last_seq: u64,
+    },
+    /// The connection ended; nothing more will arrive.
+    Closed(Option<String>),
+}
+
+type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Reply, ErrorInfo>>>>>;
+
+/// A connection to the daemon after a successful handshake.
+pub struct Client {
+    stream: Arc<Stream>,
+    write_lock: tokio::sync::Mutex<()>,
+    pending: Pending,
+    closed: Arc<Mutex<Option<Option<String>>>>,
+    next_id: AtomicU64,
+    incoming: Option<mpsc::UnboundedReceiver<Incoming>>,
+    welcome: Welcome,
+    reader: JoinHandle<()>,
+}
+
+impl Client {
+    /// Connects to the daemon at `socket` and shakes hands, naming this client `client_name`.
+    pub async fn connect(socket: &Path, client_name: &str) -> Result<Client, ClientError> {
+        let connect_error = |source| ClientError::Connect {
+            socket: socket.to_path_buf(),
+            source,
+        };
+        let name = socket_name(socket).map_err(connect_error)?;
+        let stream = Stream::connect(name).await.map_err(connect_error)?;
+        let hello = ClientFrame::Hello(Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client: client_name.to_string(),
+        });
+        frame::write_frame(&mut &stream, &hello).await?;
+        let welcome = match frame::read_frame::<ServerFrame, _>(&mut &stream).await? {
+            Some(ServerFrame::Welcome(welcome)) => welcome,
+            Some(ServerFrame::Error(info)) => return Err(ClientError::Daemon(info)),
+            Some(other) => return Err(ClientError::Unexpected(format!("{other:?}"))),
+            None => return Err(ClientError::Closed(None)),
+        };
+
+        let stream = Arc::new(stream);
+        let pending: Pending = Arc::default();
+        let closed = Arc::new(Mutex::new(None));
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_loop(
+            stream.clone(),
+            pending.clone(),
+            closed.clone(),
+            events_tx,
+        ));
+        Ok(Client {
+            stream,
+            write_lock: tokio::sync::Mutex::new(()),
+            pending,
+            closed,
+            next_id: AtomicU64::new(1),
+            incoming: Some(events_rx),
+            welcome,
+            reader,
+        })
+    }
+
+    /// What the daemon said in its handshake.
+    pub fn welcome(&self) -> &Welcome {
+        &self.welcome
+    }
+
+    /// Takes the receiver of events and other unsolicited frames; `None` after the first call.
+    pub fn take_incoming(&mut self) -> Option<mpsc::UnboundedReceiver<Incoming>> {
+        self.incoming.take()
+    }
+
+    /// Sends `request` and waits for its reply.
+    pub async fn request(&self, request: Request) -> Result<Reply, ClientError> {
+        let id = RequestId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(reason) = self
+                .closed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+            {
+                return Err(ClientError::Closed(reason));
+            }
+            pending.insert(id, tx);
+        }
+        let written = {
+            let _guard = self.write_lock.lock().await;
+            frame::write_frame(&mut &*self.stream, &ClientFrame::Request { id, request }).await
+        };
+        if let Err(err) = written {
+            self.pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            return Err(err.into());
+        }
+        match rx.await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(info)) => Err(ClientError::Daemon(info)),
+            Err(_) => Err(ClientError::Closed(
+                self.closed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone()
+                    .flatten(),
+            )),
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+async fn read_loop(
+    stream: Arc<Stream>,
+    pending: Pending,
+    closed: Arc<Mutex<Option<Option<String>>>>,
+    events: mpsc::UnboundedSender<Incoming>,
+) {
+    let reason = loop {
+        match frame::read_frame::<ServerFrame, _>(&mut &*stream).await {
+            Ok(Some(ServerFrame::Reply { id, result })) => {
+                let waiter = pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(result);
+                }
+            }
+            Ok(Some(ServerFrame::Event(event))) => {
+                let _ = events.send(Incoming::Event(event));
+            }
+            Ok(Some(ServerFrame::Lagged { session, last_seq })) => {
+                let _ = events.send(Incoming::Lagged { session, last_seq });
+            }
+            Ok(Some(ServerFrame::Error(info))) => break Some(info.message),
+            Ok(Some(ServerFrame::Welcome(_))) => {
+                break Some("unexpected second welcome".to_string());
+            }
+            Ok(None) => break None,
+            Err(err) => break Some(err.to_string()),
+        }
+    };
+    // Mark closed before dropping the waiters, so a caller woken by the drop sees the reason.
+    let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
+    *closed.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
+    pending.clear();
+    let _ = events.send(Incoming::Closed(reason));
+}

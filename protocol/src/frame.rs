@@ -1,0 +1,197 @@
+//! The frame format: a 4-byte big-endian length, then a bincode 2 payload (serde, standard
+//! configuration). Limits are checked before anything is allocated for the body.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The largest payload accepted, in bytes.
+pub const MAX_FRAME_LEN: usize = 16 * 1024 * 1024;
+
+/// Bytes of the length prefix.
+pub const PREFIX_LEN: usize = 4;
+
+/// Why a frame could not be read, decoded or encoded.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The length prefix announced more than [`MAX_FRAME_LEN`].
+    #[error("frame of {len} bytes is over the limit of {MAX_FRAME_LEN} bytes")]
+    TooLarge {
+        /// The announced length.
+        len: u64,
+    },
+    /// The peer closed the connection in the middle of a frame.
+    #[error("connection closed in the middle of a frame ({got} of {expected} bytes received)")]
+    Truncated {
+        /// Bytes the frame needed (prefix included).
+        expected: usize,
+        /// Bytes that arrived.
+        got: usize,
+    },
+    /// The payload is not a valid encoding of the expected type.
+    #[error("malformed frame: {0}")]
+    Decode(String),
+    /// The payload decoded but left bytes over.
+    #[error("malformed frame: {consumed} of {len} payload bytes were used")]
+    TrailingBytes {
+        /// Bytes the value used.
+        consumed: usize,
+        /// Bytes of the payload.
+        len: usize,
+    },
+    /// The value could not be encoded.
+    #[error("cannot encode frame: {0}")]
+    Encode(String),
+    /// Reading or writing failed.
+    #[error("connection error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_FRAME_LEN>()
+}
+
+/// Encodes `value` as one whole frame, prefix included.
+pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, FrameError> {
+    let mut frame = vec![0; PREFIX_LEN];
+    bincode::serde::encode_into_std_write(value, &mut frame, config())
+        .map_err(|e| FrameError::Encode(e.to_string()))?;
+    let len = frame.len() - PREFIX_LEN;
+    if len > MAX_FRAME_LEN {
+        return Err(FrameError::TooLarge { len: len as u64 });
+    }
+    frame[..PREFIX_LEN].copy_from_slice(&(len as u32).to_be_bytes());
+    Ok(frame)
+}
+
+/// Decodes one payload (the bytes after the prefix); every byte must be used.
+pub fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
+    let (value, consumed) = bincode::serde::decode_from_slice(payload, config())
+        .map_err(|e| FrameError::Decode(e.to_string()))?;
+    if consumed != payload.len() {
+        return Err(FrameError::TrailingBytes {
+            consumed,
+            len: payload.len(),
+        });
+    }
+    Ok(value)
+}
+
+/// Reads one frame's payload. `Ok(None)` means the peer closed cleanly between frames.
+///
+/// The body buffer grows as bytes arrive, so a large announced length costs nothing until the
+/// bytes are really sent.
+pub async fn read_payload<R: AsyncRead + Unpin>(
+    reader: &mut R,
+) -> Result<Option<Vec<u8>>, FrameError> {
+    let mut prefix = [0u8; PREFIX_LEN];
+    let mut got = 0;
+    while got < PREFIX_LEN {
+        let n = reader.read(&mut prefix[got..]).await?;
+        if n == 0 {
+            if got == 0 {
+                return Ok(None);
+            }
+            return Err(FrameError::Truncated {
+                expected: PREFIX_LEN,
+                got,
+            });
+        }
+        got += n;
+    }
+    let len = u32::from_be_bytes(prefix) as usize;
+    if len > MAX_FRAME_LEN {
+        return Err(FrameError::TooLarge { len: len as u64 });
+    }
+    let mut payload = Vec::with_capacity(len.min(64 * 1024));
+    let read = (&mut *reader)
+        .take(len as u64)
+        .read_to_end(&mut payload)
+        .await?;
+    if read < len {
+        return Err(FrameError::Truncated {
+            expected: PREFIX_LEN + len,
+            got: PREFIX_LEN + read,
+        });
+    }
+    Ok(Some(payload))
+}
+
+/// Reads and decodes one frame. `Ok(None)` means the peer closed cleanly between frames.
+pub async fn read_frame<T: DeserializeOwned, R: AsyncRead + Unpin>(
+    reader: &mut R,
+) -> Result<Option<T>, FrameError> {
+    match read_payload(reader).await? {
+        Some(payload) => decode(&payload).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Encodes `value` and writes it as one frame, then flushes.
+pub async fn write_frame<T: Serialize, W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    value: &T,
+) -> Result<(), FrameError> {
+    let frame = encode(value)?;
+    writer.write_all(&frame).await?;
+    writer.flush().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ClientFrame, Hello, Request, RequestId};
+
+    #[test]
+    fn encoded_frame_decodes_to_the_same_value() {
+        let frame = ClientFrame::Request {
+            id: RequestId(7),
+            request: Request::Status,
+        };
+        let bytes = encode(&frame).unwrap();
+        let len = u32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, bytes.len() - 4);
+        assert_eq!(decode::<ClientFrame>(&bytes[4..]).unwrap(), frame);
+    }
+
+    #[test]
+    fn trailing_bytes_are_refused() {
+        let mut bytes = encode(&ClientFrame::Hello(Hello {
+            protocol_version: 1,
+            client: "t".into(),
+        }))
+        .unwrap();
+        bytes.push(0);
+        assert!(matches!(
+            decode::<ClientFrame>(&bytes[4..]),
+            Err(FrameError::TrailingBytes { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn oversized_prefix_is_refused_before_the_body() {
+        let bytes = u32::MAX.to_be_bytes();
+        let err = read_payload(&mut &bytes[..]).await.unwrap_err();
+        assert!(matches!(err, FrameError::TooLarge { len } if len == u32::MAX as u64));
+    }
+
+    #[tokio::test]
+    async fn truncated_body_is_reported() {
+        let mut bytes = 10u32.to_be_bytes().to_vec();
+        bytes.extend_from_slice(b"abc");
+        let err = read_payload(&mut &bytes[..]).await.unwrap_err();
+        assert!(matches!(
+            err,
+            FrameError::Truncated {
+                expected: 14,
+                got: 7
+            }
+        ));
+    }
+
+    #[tokio::test]
+    async fn clean_close_between_frames_is_not_an_error() {
+        assert!(read_payload(&mut &b""[..]).await.unwrap().is_none());
+    }
+}

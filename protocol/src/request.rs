@@ -1,0 +1,126 @@
+//! What a client sends: the handshake, then requests that each get exactly one reply.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{
+    Decision, Delivery, Mode, PermissionRequestId, RequestId, RunOptions, SessionId,
+};
+
+/// Every frame a client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientFrame {
+    /// The first frame of every connection.
+    Hello(Hello),
+    /// A request; the daemon answers it with exactly one `ServerFrame::Reply` of the same id.
+    Request {
+        /// Echoed in the reply.
+        id: RequestId,
+        /// What the client asks for.
+        request: Request,
+    },
+}
+
+/// Opens a connection: the client's protocol version and a name for logs and approvals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The protocol version the client speaks.
+    pub protocol_version: u32,
+    /// A short name of the client, e.g. `agentctl 0.1.0 (attach)`.
+    pub client: String,
+}
+
+/// Everything a client can ask of the daemon (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Create a session; replies `SessionCreated`.
+    CreateSession(CreateSession),
+    /// List every session, newest first; replies `Sessions`.
+    ListSessions,
+    /// The session's history so far; replies `History`.
+    GetHistory {
+        /// The session.
+        session: SessionId,
+    },
+    /// Receive the session's events after `from_seq` (0 for all), then live ones; replies
+    /// `Subscribed` before the first event.
+    Subscribe {
+        /// The session.
+        session: SessionId,
+        /// The last `seq` the client already has.
+        from_seq: u64,
+    },
+    /// Stop receiving the session's events; replies `Done`.
+    Unsubscribe {
+        /// The session.
+        session: SessionId,
+    },
+    /// Send a user message: it steers or follows the running run, or starts a run on an idle
+    /// session; replies `Sent`.
+    Send {
+        /// The session.
+        session: SessionId,
+        /// The message.
+        text: String,
+        /// Where it goes while a run is going.
+        delivery: Delivery,
+        /// Options for the run, if this message starts one.
+        options: RunOptions,
+    },
+    /// Cancel the session's run; replies `Done` (also when nothing was running).
+    Cancel {
+        /// The session.
+        session: SessionId,
+    },
+    /// Answer a pending permission request; replies `Done`, or an error naming who already
+    /// decided.
+    Answer {
+        /// The session.
+        session: SessionId,
+        /// The request being answered.
+        request: PermissionRequestId,
+        /// The answer.
+        decision: Decision,
+    },
+    /// Change the session's permission mode; replies `Done`.
+    SetMode {
+        /// The session.
+        session: SessionId,
+        /// The new mode.
+        mode: Mode,
+    },
+    /// Summarise the older history now; replies `Done` once the compaction ran.
+    Compact {
+        /// The session.
+        session: SessionId,
+    },
+    /// Delete a session and its stored history; refused while a run is going unless `force`,
+    /// which cancels the run first. Replies `Done`.
+    DeleteSession {
+        /// The session.
+        session: SessionId,
+        /// Cancel a running run first instead of refusing.
+        force: bool,
+    },
+    /// The daemon's status; replies `Status`.
+    Status,
+    /// Stop the daemon cleanly; replies `Done` before it goes.
+    Shutdown,
+}
+
+/// The settings of a new session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateSession {
+    /// The directory the agent works in; must exist.
+    pub cwd: String,
+    /// The model, if not the configured default.
+    pub model: Option<String>,
+    /// The provider profile, if not the configured default.
+    pub provider: Option<String>,
+    /// The permission mode.
+    pub mode: Mode,
+    /// The turn limit of runs in this session; `None` for the configured default, `Some(0)` for
+    /// unlimited.
+    pub max_turns: Option<u32>,
+    /// A short title.
+    pub title: Option<String>,
+}
