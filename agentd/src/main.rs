@@ -1,1 +1,64 @@
-fn main() {}
+//! The `agentd` binary: usually started by `agentctl`; runs in the foreground until stopped.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use protocol::paths::Paths;
+
+/// The agentd daemon. Started on demand by `agentctl`; it listens on a local socket until
+/// `agentctl daemon stop`, SIGTERM or SIGINT.
+#[derive(Parser)]
+#[command(version, about)]
+struct Args {}
+
+fn main() -> ExitCode {
+    Args::parse();
+    let paths = match Paths::from_env() {
+        Ok(paths) => paths,
+        Err(err) => {
+            eprintln!("agentd: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(err) = init_logging(&paths) {
+        eprintln!("agentd: {err}");
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("agentd: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(agentd::daemon::run(paths)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err}");
+            eprintln!("agentd: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs to `<data>/logs/agentd.log`; `AGENTD_LOG` sets the filter (default `info`).
+fn init_logging(paths: &Paths) -> Result<(), String> {
+    let dir = paths.logs_dir();
+    agentd::daemon::private_dir(&dir).map_err(|e| e.to_string())?;
+    let file = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(paths.log_file())
+        .map_err(|e| format!("cannot open {}: {e}", paths.log_file().display()))?;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .init();
+    Ok(())
+}

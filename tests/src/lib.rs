@@ -1,1 +1,260 @@
+//! Test support: a fixture that runs the real `agentd` binary in a private temporary home and
+//! drives it with the real `agentctl` binary or the protocol client.
 
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use protocol::client::{Client, Incoming};
+use protocol::paths::Paths;
+use protocol::{CreateSession, Event, Mode, Reply, Request, SessionEvent, SessionId, SessionInfo};
+use tempfile::TempDir;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// How long any single wait in a test may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// The directory holding the built `agentd` and `agentctl` binaries.
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AGENTD_TEST_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    // Test executables live in target/<profile>/deps; the binaries one level up.
+    let exe = std::env::current_exe().expect("current test executable");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test executable in target/<profile>/deps")
+        .to_path_buf();
+    for name in ["agentd", "agentctl"] {
+        let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            bin.is_file(),
+            "{} is missing: run the tests with `cargo test --workspace` (which builds the binaries)",
+            bin.display()
+        );
+    }
+    dir
+}
+
+/// The path of one of the workspace's binaries.
+pub fn binary(name: &str) -> PathBuf {
+    bin_dir().join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// A private temporary home for one daemon: short, so the socket path fits in `sun_path`.
+pub struct Home {
+    dir: TempDir,
+}
+
+impl Home {
+    /// A fresh, empty home.
+    pub fn new() -> Home {
+        let dir = tempfile::Builder::new()
+            .prefix("ad")
+            .tempdir_in("/tmp")
+            .expect("temporary home");
+        Home { dir }
+    }
+
+    /// The home directory (`AGENTD_HOME`).
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The daemon's paths under this home.
+    pub fn paths(&self) -> Paths {
+        Paths::under(self.path())
+    }
+
+    /// An `agentctl` command with this home in its environment.
+    pub fn agentctl(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(binary("agentctl"));
+        command
+            .args(args)
+            .env("AGENTD_HOME", self.path())
+            .env_remove("AGENTD_SOCKET")
+            .env("AGENTD_BIN", binary("agentd"))
+            .env("NO_COLOR", "1");
+        command
+    }
+
+    /// Runs `agentctl` with `args` to completion.
+    pub fn run_agentctl(&self, args: &[&str]) -> Output {
+        self.agentctl(args).output().expect("agentctl runs")
+    }
+
+    /// An `agentd` command with this home in its environment, stdout piped.
+    pub fn agentd(&self) -> Command {
+        let mut command = Command::new(binary("agentd"));
+        command
+            .env("AGENTD_HOME", self.path())
+            .env_remove("AGENTD_SOCKET")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+}
+
+impl Drop for Home {
+    /// Kills a daemon still running in this home (one that `agentctl` started, say), so a
+    /// failing test leaves nothing behind. Only a daemon that still holds the pid file's lock
+    /// is running; a stale pid is never signalled.
+    fn drop(&mut self) {
+        let pid_file = self.paths().pid_file();
+        let Ok(file) = std::fs::File::open(&pid_file) else {
+            return;
+        };
+        if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock()
+            && let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse::<u32>().ok())
+        {
+            signal(pid, libc::SIGKILL);
+        }
+    }
+}
+
+impl Default for Home {
+    fn default() -> Self {
+        Home::new()
+    }
+}
+
+/// A running daemon in its own home; stopped (SIGTERM, then SIGKILL) on drop.
+pub struct Daemon {
+    /// The daemon's home.
+    pub home: Home,
+    child: Child,
+}
+
+impl Daemon {
+    /// Starts `agentd` in a fresh home and waits for its ready line.
+    pub fn start() -> Daemon {
+        Daemon::start_in(Home::new())
+    }
+
+    /// Starts `agentd` in `home` and waits for its ready line.
+    pub fn start_in(home: Home) -> Daemon {
+        let mut child = home.agentd().spawn().expect("agentd starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("agentd writes its ready line");
+        if !line.starts_with("agentd ready") {
+            let output = child.wait_with_output().expect("agentd exits");
+            panic!(
+                "agentd did not start: {line}{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Daemon { home, child }
+    }
+
+    /// The daemon's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The daemon's paths.
+    pub fn paths(&self) -> Paths {
+        self.home.paths()
+    }
+
+    /// A protocol client connected to the daemon.
+    pub async fn client(&self) -> Client {
+        Client::connect(&self.paths().socket, "test")
+            .await
+            .expect("client connects")
+    }
+
+    /// Sends SIGTERM and waits for the daemon to exit; returns whether it exited cleanly.
+    pub fn terminate(&mut self) -> bool {
+        signal(self.child.id(), libc::SIGTERM);
+        self.child.wait().map(|s| s.success()).unwrap_or(false)
+    }
+
+    /// Waits for the daemon to exit by itself (after `Shutdown`).
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        self.child.wait().expect("agentd exits")
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            signal(self.child.id(), libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Sends `sig` to process `pid`.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+/// Creates a session in `cwd` (the temp dir by default) and returns its listing.
+pub async fn create_session(client: &Client, cwd: &Path) -> SessionInfo {
+    let reply = client
+        .request(Request::CreateSession(CreateSession {
+            cwd: cwd.to_string_lossy().into_owned(),
+            model: None,
+            provider: None,
+            mode: Mode::Default,
+            max_turns: None,
+            title: None,
+        }))
+        .await
+        .expect("session created");
+    match reply {
+        Reply::SessionCreated(info) => info,
+        other => panic!("unexpected reply {other:?}"),
+    }
+}
+
+/// Subscribes `client` to `session` from `from_seq`.
+pub async fn subscribe(client: &Client, session: &SessionId, from_seq: u64) -> SessionInfo {
+    match client
+        .request(Request::Subscribe {
+            session: session.clone(),
+            from_seq,
+        })
+        .await
+        .expect("subscribed")
+    {
+        Reply::Subscribed(info) => info,
+        other => panic!("unexpected reply {other:?}"),
+    }
+}
+
+/// Receives the next event, failing the test after [`WAIT`].
+pub async fn next_event(incoming: &mut UnboundedReceiver<Incoming>) -> SessionEvent {
+    match tokio::time::timeout(WAIT, incoming.recv()).await {
+        Ok(Some(Incoming::Event(event))) => event,
+        Ok(other) => panic!("expected an event, got {other:?}"),
+        Err(_) => panic!("no event within {WAIT:?}"),
+    }
+}
+
+/// Receives events until one matches `done`, returning all of them.
+pub async fn events_until(
+    incoming: &mut UnboundedReceiver<Incoming>,
+    done: impl Fn(&Event) -> bool,
+) -> Vec<SessionEvent> {
+    let mut events = Vec::new();
+    loop {
+        let event = next_event(incoming).await;
+        let finished = done(&event.event);
+        events.push(event);
+        if finished {
+            return events;
+        }
+    }
+}

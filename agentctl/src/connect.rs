@@ -1,0 +1,190 @@
+//! Reaching the daemon: connect to its socket, starting it first when none is running.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use protocol::client::{Client, ClientError};
+use protocol::paths::Paths;
+
+/// How long a freshly started daemon may take to accept connections.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the daemon could not be reached.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// No daemon runs, and none was to be started.
+    NotRunning(PathBuf),
+    /// Starting the daemon failed.
+    Start(String),
+    /// The daemon answered but refused, or the connection failed.
+    Client(ClientError),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::NotRunning(socket) => {
+                write!(f, "agentd is not running (socket {})", socket.display())
+            }
+            ConnectError::Start(message) => f.write_str(message),
+            ConnectError::Client(err) => write!(f, "{err}"),
+        }
+    }
+}
+
+/// The name this client gives the daemon.
+pub fn client_name(command: &str) -> String {
+    format!("agentctl {} ({command})", env!("CARGO_PKG_VERSION"))
+}
+
+/// Connects to a running daemon; `NotRunning` when nobody listens.
+pub async fn connect_running(paths: &Paths, command: &str) -> Result<Client, ConnectError> {
+    match Client::connect(&paths.socket, &client_name(command)).await {
+        Ok(client) => Ok(client),
+        Err(ClientError::Connect { source, .. }) if nobody_listens(&source) => {
+            Err(ConnectError::NotRunning(paths.socket.clone()))
+        }
+        Err(err) => Err(ConnectError::Client(err)),
+    }
+}
+
+/// Connects to the daemon, starting it first when none is running.
+pub async fn connect(paths: &Paths, command: &str) -> Result<Client, ConnectError> {
+    match connect_running(paths, command).await {
+        Err(ConnectError::NotRunning(_)) => {
+            start(paths).await?;
+            connect_running(paths, command).await
+        }
+        other => other,
+    }
+}
+
+fn nobody_listens(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        err.kind(),
+        ErrorKind::NotFound | ErrorKind::ConnectionRefused | ErrorKind::AddrNotAvailable
+    )
+}
+
+/// Starts the daemon detached (own session, output to its log) and waits until it accepts.
+/// Returns its pid.
+pub async fn start(paths: &Paths) -> Result<u32, ConnectError> {
+    let binary = daemon_binary();
+    let logs = paths.logs_dir();
+    private_dirs(&logs)
+        .map_err(|e| ConnectError::Start(format!("cannot create {}: {e}", logs.display())))?;
+    let log_path = paths.log_file();
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| ConnectError::Start(format!("cannot open {}: {e}", log_path.display())))?;
+    let log_len = log.metadata().map_or(0, |m| m.len());
+    let stderr = log
+        .try_clone()
+        .map_err(|e| ConnectError::Start(format!("cannot open {}: {e}", log_path.display())))?;
+    let mut command = Command::new(&binary);
+    command.stdin(Stdio::null()).stdout(log).stderr(stderr);
+    detach(&mut command);
+    let mut child = command.spawn().map_err(|e| {
+        ConnectError::Start(format!(
+            "cannot start the daemon `{}`: {e}; set AGENTD_BIN to the agentd binary",
+            binary.display()
+        ))
+    })?;
+    wait_until_accepting(paths, &mut child, &log_path, log_len).await
+}
+
+async fn wait_until_accepting(
+    paths: &Paths,
+    child: &mut Child,
+    log_path: &Path,
+    log_len: u64,
+) -> Result<u32, ConnectError> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        match Client::connect(&paths.socket, &client_name("start")).await {
+            Ok(client) => return Ok(client.welcome().pid),
+            Err(ClientError::Connect { .. }) => {}
+            Err(err) => return Err(ConnectError::Client(err)),
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            // Another client may have started a daemon at the same moment; use that one.
+            if let Ok(client) = Client::connect(&paths.socket, &client_name("start")).await {
+                return Ok(client.welcome().pid);
+            }
+            return Err(ConnectError::Start(format!(
+                "the daemon exited ({status}) before accepting connections:\n{}",
+                log_since(log_path, log_len)
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(ConnectError::Start(format!(
+                "the daemon did not accept connections within {} s; see {}",
+                START_TIMEOUT.as_secs(),
+                log_path.display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// What the daemon wrote to its log since `offset`, for an error message.
+fn log_since(path: &Path, offset: u64) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let start = (offset as usize).min(text.len());
+    let tail = String::from_utf8_lossy(&text[start..]).trim().to_string();
+    if tail.is_empty() {
+        format!("(nothing in {})", path.display())
+    } else {
+        tail
+    }
+}
+
+/// The daemon binary: `AGENTD_BIN`, else `agentd` beside this executable, else from `PATH`.
+fn daemon_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("AGENTD_BIN").filter(|b| !b.is_empty()) {
+        return PathBuf::from(bin);
+    }
+    let name = format!("agentd{}", std::env::consts::EXE_SUFFIX);
+    if let Ok(me) = std::env::current_exe()
+        && let Some(sibling) = me.parent().map(|dir| dir.join(&name))
+        && sibling.is_file()
+    {
+        return sibling;
+    }
+    PathBuf::from(name)
+}
+
+/// Creates `dir` and its missing parents readable by this user only.
+fn private_dirs(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+#[cfg(unix)]
+fn detach(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid is async-signal-safe and touches only the child.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn detach(command: &mut Command) {
+    use std::os::windows::process::CommandExt;
+    const DETACHED_PROCESS: u32 = 0x0000_0008;
+    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+    command.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
+}

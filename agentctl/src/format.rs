@@ -1,0 +1,61 @@
+//! Small formatting helpers for the human view.
+
+/// "5s ago", "3m ago", "2h ago", "4d ago" for a time `then_ms` before `now_ms`.
+pub fn ago(then_ms: u64, now_ms: u64) -> String {
+    let secs = now_ms.saturating_sub(then_ms) / 1000;
+    match secs {
+        0..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86_400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// "512 B", "3.4 KiB", "12.0 MiB", "1.2 GiB".
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// "42s", "3m 12s", "5h 02m", "2d 03h" for a duration in milliseconds.
+pub fn duration(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m {:02}s", secs / 60, secs % 60),
+        3600..86_400 => format!("{}h {:02}m", secs / 3600, secs % 3600 / 60),
+        _ => format!("{}d {:02}h", secs / 86_400, secs % 86_400 / 3600),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_and_sizes_read_naturally() {
+        assert_eq!(ago(0, 59_000), "59s ago");
+        assert_eq!(ago(0, 61_000), "1m ago");
+        assert_eq!(ago(0, 7_200_000), "2h ago");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(3 * 1024 * 1024), "3.0 MiB");
+        assert_eq!(duration(192_000), "3m 12s");
+    }
+}

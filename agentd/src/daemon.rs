@@ -1,0 +1,299 @@
+//! The daemon process: claims the socket, accepts connections, and shuts down cleanly.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use interprocess::local_socket::ListenerOptions;
+use interprocess::local_socket::traits::tokio::Listener as _;
+use kameo::prelude::*;
+use protocol::paths::{Paths, socket_name};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::ConnectionId;
+use crate::connection;
+use crate::supervisor::{StopAll, Supervisor, SupervisorArgs};
+use crate::tools::pool::ToolPool;
+
+/// What every connection task shares.
+pub struct Shared {
+    /// The registry of sessions.
+    pub supervisor: ActorRef<Supervisor>,
+    /// Cancelled when the daemon begins to shut down.
+    pub shutdown: CancellationToken,
+    /// Open connections.
+    pub clients: Arc<AtomicU64>,
+    /// The socket path, for `Status`.
+    pub socket: String,
+}
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Another daemon owns the socket.
+    #[error("agentd is already running{} on {}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default(), socket.display())]
+    AlreadyRunning {
+        /// The running daemon's pid, if its pid file says.
+        pid: Option<u32>,
+        /// The socket it owns.
+        socket: PathBuf,
+    },
+    /// A directory or file could not be prepared.
+    #[error("cannot prepare {}: {source}", path.display())]
+    Prepare {
+        /// The path.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The socket's directory is not private to this user.
+    #[error("{} is owned by another user; refusing to put the socket there (set AGENTD_SOCKET)", path.display())]
+    UnsafeDirectory {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The socket could not be bound.
+    #[error("cannot listen on {}: {source}", path.display())]
+    Listen {
+        /// The socket.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+}
+
+/// Runs the daemon until `Shutdown`, SIGTERM or SIGINT.
+pub async fn run(paths: Paths) -> Result<(), StartError> {
+    let shutdown = CancellationToken::new();
+    watch_signals(shutdown.clone());
+    let pid_file = PidFile::claim(&paths)?;
+    let listener = listen(&paths.socket)?;
+    pid_file.write_pid()?;
+    private_dir(&paths.data_dir)?;
+    tracing::info!(pid = std::process::id(), socket = %paths.socket.display(), "agentd started");
+    // One line on stdout says the socket accepts connections (whoever started us may wait for it).
+    // Write errors are ignored: nobody may be reading.
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(
+        stdout,
+        "agentd ready pid={} socket={}",
+        std::process::id(),
+        paths.socket.display()
+    )
+    .and_then(|()| stdout.flush());
+
+    let clients = Arc::new(AtomicU64::new(0));
+    let supervisor = Supervisor::spawn_with_mailbox(
+        SupervisorArgs {
+            paths: paths.clone(),
+            clients: clients.clone(),
+            tool_executors: ToolPool::default_size(),
+        },
+        kameo::mailbox::unbounded(),
+    );
+    let shared = Arc::new(Shared {
+        supervisor: supervisor.clone(),
+        shutdown: shutdown.clone(),
+        clients,
+        socket: paths.socket.to_string_lossy().into_owned(),
+    });
+
+    let mut connections = JoinSet::new();
+    let mut next_conn = 0u64;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(stream) => {
+                    next_conn += 1;
+                    shared.clients.fetch_add(1, Ordering::Relaxed);
+                    connections.spawn(connection::serve(stream, ConnectionId(next_conn), shared.clone()));
+                }
+                Err(err) => {
+                    // Usually out of file descriptors: back off instead of spinning.
+                    tracing::warn!("accept failed: {err}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = shutdown.cancelled() => break,
+        }
+    }
+
+    tracing::info!("shutting down");
+    drop(listener);
+    let _ = supervisor.ask(StopAll).await;
+    let _ = supervisor.stop_gracefully().await;
+    supervisor.wait_for_shutdown().await;
+    let drained = tokio::time::timeout(Duration::from_secs(2), async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        connections.abort_all();
+    }
+    drop(pid_file);
+    tracing::info!("agentd stopped");
+    Ok(())
+}
+
+/// Cancels `shutdown` on SIGTERM or SIGINT. The handlers are installed before this returns,
+/// so a signal sent right after the ready line is never missed.
+fn watch_signals(shutdown: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = term.recv() => tracing::info!("SIGTERM received"),
+                        _ = int.recv() => tracing::info!("SIGINT received"),
+                    }
+                    shutdown.cancel();
+                });
+            }
+            _ => tracing::error!("cannot watch signals"),
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            shutdown.cancel();
+        }
+    });
+}
+
+/// Binds the socket with owner-only permissions; the socket file is removed when the listener
+/// is dropped.
+fn listen(socket: &Path) -> Result<interprocess::local_socket::tokio::Listener, StartError> {
+    let listen_error = |source| StartError::Listen {
+        path: socket.to_path_buf(),
+        source,
+    };
+    let name = socket_name(socket).map_err(listen_error)?;
+    let options = ListenerOptions::new().name(name).reclaim_name(true);
+    #[cfg(unix)]
+    let options = {
+        use interprocess::os::unix::local_socket::ListenerOptionsExt;
+        options.mode(0o600)
+    };
+    options.create_tokio().map_err(listen_error)
+}
+
+/// The pid file, locked for as long as the daemon runs: the lock is what makes a second
+/// daemon on the same socket refuse to start. Removed on drop.
+struct PidFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl PidFile {
+    /// Prepares the socket's directory, takes the lock, and clears a stale socket file.
+    fn claim(paths: &Paths) -> Result<PidFile, StartError> {
+        if let Some(dir) = paths.socket.parent() {
+            private_dir(dir)?;
+        }
+        let path = paths.pid_file();
+        let prepare = |source| StartError::Prepare {
+            path: path.clone(),
+            source,
+        };
+        let mut file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(prepare)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                return Err(StartError::AlreadyRunning {
+                    pid: text.trim().parse().ok(),
+                    socket: paths.socket.clone(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(err)) => return Err(prepare(err)),
+        }
+        clear_stale_socket(&paths.socket)?;
+        Ok(PidFile { path, file })
+    }
+
+    fn write_pid(&self) -> Result<(), StartError> {
+        let mut file = &self.file;
+        file.set_len(0)
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .map_err(|source| StartError::Prepare {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        // Removed while still locked, so a new daemon never sees a half-removed file.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A socket file nobody accepts on is left over from a daemon that died: remove it. One that
+/// accepts belongs to a live daemon that does not use our pid file: refuse.
+fn clear_stale_socket(socket: &Path) -> Result<(), StartError> {
+    #[cfg(unix)]
+    {
+        if std::fs::symlink_metadata(socket).is_err() {
+            return Ok(());
+        }
+        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+            return Err(StartError::AlreadyRunning {
+                pid: None,
+                socket: socket.to_path_buf(),
+            });
+        }
+        tracing::info!(socket = %socket.display(), "removing stale socket");
+        std::fs::remove_file(socket).map_err(|source| StartError::Prepare {
+            path: socket.to_path_buf(),
+            source,
+        })?;
+    }
+    #[cfg(not(unix))]
+    let _ = socket;
+    Ok(())
+}
+
+/// Creates `dir` (mode 0700 for what is created) and checks that it belongs to this user.
+pub fn private_dir(dir: &Path) -> Result<(), StartError> {
+    let prepare = |source| StartError::Prepare {
+        path: dir.to_path_buf(),
+        source,
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(prepare)?;
+        let meta = std::fs::metadata(dir).map_err(prepare)?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if meta.uid() != unsafe { libc::geteuid() } {
+            return Err(StartError::UnsafeDirectory {
+                path: dir.to_path_buf(),
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir).map_err(prepare)?;
+    Ok(())
+}
