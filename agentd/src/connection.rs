@@ -179,9 +179,13 @@ impl Connection {
         tracing::debug!(conn = self.conn.0, "bad frame: {err}");
         let code = match err {
             FrameError::TooLarge { .. } => ErrorCode::FrameTooLarge,
-            FrameError::Decode(_) | FrameError::TrailingBytes { .. } => ErrorCode::MalformedFrame,
-            // The client is gone: nobody to tell.
-            FrameError::Truncated { .. } | FrameError::Io(_) | FrameError::Encode(_) => return,
+            // A truncated frame may come from a client that only closed its sending side and
+            // still reads, so it is told too.
+            FrameError::Decode(_)
+            | FrameError::TrailingBytes { .. }
+            | FrameError::Truncated { .. } => ErrorCode::MalformedFrame,
+            // The connection itself failed: nobody to tell.
+            FrameError::Io(_) | FrameError::Encode(_) => return,
         };
         self.send(ServerFrame::Error(ErrorInfo::new(code, err.to_string())))
             .await;

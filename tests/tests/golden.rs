@@ -1,0 +1,376 @@
+//! Golden bytes: one encoded frame of every request, reply and event kind. An accidental change
+//! of the wire format fails here; an intended one bumps `PROTOCOL_VERSION` and regenerates the
+//! file with `UPDATE_GOLDEN=1 cargo test --workspace --test golden`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use protocol::*;
+
+fn session() -> SessionId {
+    SessionId("0a1b2c3d".into())
+}
+
+fn info() -> SessionInfo {
+    SessionInfo {
+        id: session(),
+        cwd: "/work/app".into(),
+        title: Some("fix tests".into()),
+        model: None,
+        mode: Mode::AcceptEdits,
+        state: SessionState::Running,
+        turns: 3,
+        steer_queued: 1,
+        follow_up_queued: 2,
+        created_ms: 1_700_000_000_000,
+        last_activity_ms: 1_700_000_001_000,
+        last_seq: 42,
+    }
+}
+
+fn usage() -> TokenUsage {
+    TokenUsage {
+        input: 120,
+        output: 45,
+        cache_read: 1000,
+        cache_write: 300,
+    }
+}
+
+fn call() -> ToolCallInfo {
+    ToolCallInfo {
+        id: "toolu_01".into(),
+        name: "read".into(),
+        args: r#"{"path":"README.md"}"#.into(),
+    }
+}
+
+fn requests() -> Vec<Request> {
+    vec![
+        Request::CreateSession(CreateSession {
+            cwd: "/work/app".into(),
+            model: Some("claude-sonnet-4-5".into()),
+            provider: None,
+            mode: Mode::Plan,
+            max_turns: Some(100),
+            title: None,
+        }),
+        Request::ListSessions,
+        Request::GetHistory { session: session() },
+        Request::Subscribe {
+            session: session(),
+            from_seq: 7,
+        },
+        Request::Unsubscribe { session: session() },
+        Request::Send {
+            session: session(),
+            text: "fix the failing test".into(),
+            delivery: Delivery::FollowUp,
+            options: RunOptions {
+                max_turns: Some(0),
+                grants: vec![PermissionClass::Write],
+                deny_unanswered: true,
+            },
+        },
+        Request::Cancel { session: session() },
+        Request::Answer {
+            session: session(),
+            request: PermissionRequestId(2),
+            decision: Decision::AllowAlways,
+        },
+        Request::SetMode {
+            session: session(),
+            mode: Mode::Bypass,
+        },
+        Request::Compact { session: session() },
+        Request::DeleteSession {
+            session: session(),
+            force: true,
+        },
+        Request::Status,
+        Request::Shutdown,
+    ]
+}
+
+fn events() -> Vec<Event> {
+    vec![
+        Event::RunStarted {
+            run: RunId(1),
+            trigger: Delivery::Steer,
+            max_turns: 100,
+        },
+        Event::UserMessage {
+            text: "hi".into(),
+            delivery: Delivery::FollowUp,
+        },
+        Event::TurnStarted { turn: 1 },
+        Event::TextDelta { text: "Hel".into() },
+        Event::ThinkingDelta { text: "hmm".into() },
+        Event::AssistantMessage {
+            turn: 1,
+            text: "Hello".into(),
+            thinking: "hmm".into(),
+            tool_calls: vec![call()],
+            stop_reason: ModelStopReason::ToolUse,
+        },
+        Event::ToolCall(call()),
+        Event::ToolResult {
+            id: "toolu_01".into(),
+            name: "read".into(),
+            is_error: false,
+            output: "1\t# app".into(),
+            duration_ms: 3,
+        },
+        Event::PermissionRequested {
+            request: PermissionRequestId(1),
+            tool: "bash".into(),
+            args: r#"{"command":"cargo test"}"#.into(),
+            summary: "run `cargo test`".into(),
+        },
+        Event::PermissionResolved {
+            request: PermissionRequestId(1),
+            decision: Decision::Deny,
+            by_client: "agentctl #3".into(),
+        },
+        Event::QueueChanged {
+            steer: vec!["a".into()],
+            follow_up: vec!["b".into(), "c".into()],
+        },
+        Event::Usage {
+            turn: usage(),
+            cumulative: usage(),
+        },
+        Event::Retrying {
+            attempt: 2,
+            wait_ms: 1500,
+            reason: "HTTP 529 overloaded_error".into(),
+        },
+        Event::Compacted {
+            before_tokens: 150_000,
+            after_tokens: 20_000,
+        },
+        Event::Health {
+            kind: HealthKind::RepeatedCalls,
+            detail: "5 identical replies".into(),
+        },
+        Event::FileChanged {
+            path: "src/lib.rs".into(),
+        },
+        Event::ModeChanged { mode: Mode::Plan },
+        Event::RunFinished {
+            run: RunId(1),
+            stop_reason: StopReason::Aborted,
+            turns: 4,
+            truncated: false,
+            usage: usage(),
+            returned_messages: vec![QueuedMessage {
+                text: "later".into(),
+                delivery: Delivery::FollowUp,
+            }],
+            error: None,
+        },
+        Event::Error {
+            message: "provider failed".into(),
+        },
+        Event::SessionDeleted,
+    ]
+}
+
+fn replies() -> Vec<Reply> {
+    let event = SessionEvent {
+        session: session(),
+        seq: 1,
+        time_ms: 1_700_000_000_500,
+        event: Event::TurnStarted { turn: 1 },
+    };
+    vec![
+        Reply::Done,
+        Reply::SessionCreated(info()),
+        Reply::Sessions(vec![info()]),
+        Reply::History {
+            session: info(),
+            events: vec![event],
+        },
+        Reply::Subscribed(info()),
+        Reply::Sent {
+            started: Some(RunId(2)),
+        },
+        Reply::Status(DaemonStatus {
+            daemon_version: "0.1.0".into(),
+            protocol_version: 1,
+            pid: 4242,
+            uptime_ms: 60_000,
+            socket: "/run/user/1000/agentd/agentd.sock".into(),
+            sessions: 3,
+            running: 1,
+            clients: 2,
+            rss_bytes: Some(10 << 20),
+            data_dir: "/home/u/.local/share/agentd".into(),
+            config_error: None,
+        }),
+    ]
+}
+
+fn request_name(request: &Request) -> &'static str {
+    match request {
+        Request::CreateSession(_) => "CreateSession",
+        Request::ListSessions => "ListSessions",
+        Request::GetHistory { .. } => "GetHistory",
+        Request::Subscribe { .. } => "Subscribe",
+        Request::Unsubscribe { .. } => "Unsubscribe",
+        Request::Send { .. } => "Send",
+        Request::Cancel { .. } => "Cancel",
+        Request::Answer { .. } => "Answer",
+        Request::SetMode { .. } => "SetMode",
+        Request::Compact { .. } => "Compact",
+        Request::DeleteSession { .. } => "DeleteSession",
+        Request::Status => "Status",
+        Request::Shutdown => "Shutdown",
+    }
+}
+
+fn reply_name(reply: &Reply) -> &'static str {
+    match reply {
+        Reply::Done => "Done",
+        Reply::SessionCreated(_) => "SessionCreated",
+        Reply::Sessions(_) => "Sessions",
+        Reply::History { .. } => "History",
+        Reply::Subscribed(_) => "Subscribed",
+        Reply::Sent { .. } => "Sent",
+        Reply::Status(_) => "Status",
+    }
+}
+
+/// Every frame, named, in a fixed order.
+fn frames() -> Vec<(String, Vec<u8>)> {
+    let mut frames = Vec::new();
+    let mut push = |name: String, bytes: Vec<u8>| frames.push((name, bytes));
+    push(
+        "client Hello".into(),
+        frame::encode(&ClientFrame::Hello(Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client: "agentctl 0.1.0 (run)".into(),
+        }))
+        .unwrap(),
+    );
+    for request in requests() {
+        let name = format!("request {}", request_name(&request));
+        push(
+            name,
+            frame::encode(&ClientFrame::Request {
+                id: RequestId(9),
+                request,
+            })
+            .unwrap(),
+        );
+    }
+    push(
+        "server Welcome".into(),
+        frame::encode(&ServerFrame::Welcome(Welcome {
+            protocol_version: 1,
+            daemon_version: "0.1.0".into(),
+            pid: 4242,
+        }))
+        .unwrap(),
+    );
+    for reply in replies() {
+        let name = format!("reply {}", reply_name(&reply));
+        push(
+            name,
+            frame::encode(&ServerFrame::Reply {
+                id: RequestId(9),
+                result: Ok(reply),
+            })
+            .unwrap(),
+        );
+    }
+    push(
+        "reply error".into(),
+        frame::encode(&ServerFrame::Reply {
+            id: RequestId(9),
+            result: Err(ErrorInfo::new(ErrorCode::UnknownSession, "no session `x`")),
+        })
+        .unwrap(),
+    );
+    for event in events() {
+        let name = format!("event {}", event.kind());
+        let frame = ServerFrame::Event(SessionEvent {
+            session: session(),
+            seq: 5,
+            time_ms: 1_700_000_000_500,
+            event,
+        });
+        push(name, frame::encode(&frame).unwrap());
+    }
+    push(
+        "server Lagged".into(),
+        frame::encode(&ServerFrame::Lagged {
+            session: session(),
+            last_seq: 77,
+        })
+        .unwrap(),
+    );
+    push(
+        "server Error".into(),
+        frame::encode(&ServerFrame::Error(ErrorInfo::new(
+            ErrorCode::VersionMismatch,
+            "versions differ",
+        )))
+        .unwrap(),
+    );
+    frames
+}
+
+fn render(frames: &[(String, Vec<u8>)]) -> String {
+    let mut out = String::new();
+    for (name, bytes) in frames {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(out, "{name}: {hex}").unwrap();
+    }
+    out
+}
+
+#[test]
+fn every_kind_of_frame_has_a_sample() {
+    let requests: BTreeSet<_> = requests().iter().map(request_name).collect();
+    let replies: BTreeSet<_> = replies().iter().map(reply_name).collect();
+    let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
+    // The name functions match exhaustively, so a new variant fails to compile until it is
+    // named there; these counts then fail until it has a sample.
+    assert_eq!(requests.len(), 13);
+    assert_eq!(replies.len(), 7);
+    assert_eq!(events.len(), 20);
+}
+
+#[test]
+fn frames_match_the_golden_bytes() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/frames.txt");
+    let actual = render(&frames());
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; generate it with UPDATE_GOLDEN=1", path.display()));
+    for (want, got) in expected.lines().zip(actual.lines()) {
+        assert_eq!(
+            got, want,
+            "the wire encoding changed; bump PROTOCOL_VERSION if intended"
+        );
+    }
+    assert_eq!(expected.lines().count(), actual.lines().count());
+}
+
+#[test]
+fn golden_frames_decode_back_to_their_values() {
+    for (name, bytes) in frames() {
+        let payload = &bytes[frame::PREFIX_LEN..];
+        if name.starts_with("client") || name.starts_with("request") {
+            let value: ClientFrame = frame::decode(payload).unwrap();
+            assert_eq!(frame::encode(&value).unwrap(), bytes, "{name}");
+        } else {
+            let value: ServerFrame = frame::decode(payload).unwrap();
+            assert_eq!(frame::encode(&value).unwrap(), bytes, "{name}");
+        }
+    }
+}
