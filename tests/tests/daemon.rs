@@ -164,3 +164,31 @@ fn daemon_status_shows_version_pid_uptime_socket_sessions_and_memory() {
     assert!(text.contains("sessions  2 (0 running)"), "{text}");
     assert!(text.contains("MiB resident"), "{text}");
 }
+
+#[test]
+fn agentctl_explains_when_the_daemon_cannot_start() {
+    let home = Home::new();
+    let missing = home
+        .agentctl(&["sessions"])
+        .env("AGENTD_BIN", "/no/such/agentd")
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let text = stderr(&missing);
+    assert!(
+        text.contains("cannot start the daemon `/no/such/agentd`") && text.contains("AGENTD_BIN"),
+        "{text}"
+    );
+
+    let failing = home
+        .agentctl(&["sessions"])
+        .env("AGENTD_BIN", "/bin/false")
+        .output()
+        .unwrap();
+    assert_eq!(failing.status.code(), Some(1));
+    let text = stderr(&failing);
+    assert!(
+        text.contains("the daemon exited") && text.contains("before accepting connections"),
+        "{text}"
+    );
+}

@@ -177,3 +177,52 @@ impl ToolPool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Parent;
+
+    impl Actor for Parent {
+        type Args = ();
+        type Error = std::convert::Infallible;
+
+        async fn on_start(_: (), _: ActorRef<Self>) -> Result<Self, Self::Error> {
+            Ok(Parent)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_becomes_an_error_and_the_pool_keeps_working() {
+        let parent = Parent::spawn(());
+        let pool = ToolPool::spawn(&parent, 1).await;
+        let output = pool.run(Box::pin(async { panic!("boom") })).await;
+        assert!(output.is_error);
+        assert!(output.output.contains("boom"), "{}", output.output);
+        // The single executor was restarted and serves the next job.
+        let output = pool.run(Box::pin(async { ToolOutput::ok("fine") })).await;
+        assert_eq!(output, ToolOutput::ok("fine"));
+    }
+
+    #[tokio::test]
+    async fn jobs_beyond_the_pool_size_wait_for_a_free_executor() {
+        let parent = Parent::spawn(());
+        let pool = ToolPool::spawn(&parent, 2).await;
+        let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let peak = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let jobs = (0..6).map(|_| {
+            let (running, peak) = (running.clone(), peak.clone());
+            pool.run(Box::pin(async move {
+                use std::sync::atomic::Ordering::SeqCst;
+                let now = running.fetch_add(1, SeqCst) + 1;
+                peak.fetch_max(now, SeqCst);
+                tokio::task::yield_now().await;
+                running.fetch_sub(1, SeqCst);
+                ToolOutput::ok("")
+            }))
+        });
+        futures::future::join_all(jobs).await;
+        assert!(peak.load(std::sync::atomic::Ordering::SeqCst) <= 2);
+    }
+}
