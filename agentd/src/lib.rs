@@ -3,6 +3,8 @@
 
 pub mod connection;
 pub mod daemon;
+pub mod history;
+pub mod provider;
 pub mod session;
 pub mod supervisor;
 pub mod tools;

@@ -1,3 +1,232 @@
-//! Tools the agent can call, and the pool of executors that runs them.
+//! Tools the agent can call (SPEC §5), the pool of executors that runs them, and the batching
+//! of one reply's calls by concurrency safety.
 
+pub mod bash;
+pub mod batch;
+pub mod edit;
+pub mod glob;
+pub mod grep;
 pub mod pool;
+pub mod read;
+pub mod write;
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use protocol::PermissionClass;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::provider::ToolSpec;
+pub use pool::{ToolOutput, ToolPool};
+
+/// The most characters a tool result may hold; longer output keeps its head and tail.
+pub const MAX_OUTPUT_CHARS: usize = 30_000;
+
+/// The built-in tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// Read a file.
+    Read,
+    /// Write a whole file.
+    Write,
+    /// Replace text in a file.
+    Edit,
+    /// Run a shell command.
+    Bash,
+    /// Search file contents.
+    Grep,
+    /// Find files by name.
+    Glob,
+}
+
+impl Tool {
+    /// Every tool, in the order the model is told of them.
+    pub const ALL: [Tool; 6] = [
+        Tool::Read,
+        Tool::Write,
+        Tool::Edit,
+        Tool::Bash,
+        Tool::Grep,
+        Tool::Glob,
+    ];
+
+    /// The tool called `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    /// The name the model calls it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Read => "read",
+            Tool::Write => "write",
+            Tool::Edit => "edit",
+            Tool::Bash => "bash",
+            Tool::Grep => "grep",
+            Tool::Glob => "glob",
+        }
+    }
+
+    /// Whether calls of this tool may run in parallel with each other.
+    pub fn concurrency_safe(self) -> bool {
+        matches!(self, Tool::Read | Tool::Grep | Tool::Glob)
+    }
+
+    /// What kind of effect the tool has.
+    pub fn class(self) -> PermissionClass {
+        match self {
+            Tool::Read | Tool::Grep | Tool::Glob => PermissionClass::Read,
+            Tool::Write | Tool::Edit => PermissionClass::Write,
+            Tool::Bash => PermissionClass::Command,
+        }
+    }
+
+    /// What the model is told of the tool.
+    pub fn spec(self) -> ToolSpec {
+        match self {
+            Tool::Read => read::spec(),
+            Tool::Write => write::spec(),
+            Tool::Edit => edit::spec(),
+            Tool::Bash => bash::spec(),
+            Tool::Grep => grep::spec(),
+            Tool::Glob => glob::spec(),
+        }
+    }
+}
+
+/// The specs of every tool.
+pub fn specs() -> Vec<ToolSpec> {
+    Tool::ALL.into_iter().map(Tool::spec).collect()
+}
+
+/// The error result for a call of a tool that does not exist.
+pub fn unknown_tool(name: &str) -> ToolOutput {
+    let names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+    ToolOutput::error(format!(
+        "unknown tool `{name}`; the available tools are: {}",
+        names.join(", ")
+    ))
+}
+
+/// What a tool call may use besides its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The session directory; relative paths resolve against it.
+    pub cwd: PathBuf,
+    /// Fires when the run is cancelled.
+    pub cancel: CancellationToken,
+    /// The default `bash` timeout.
+    pub bash_timeout: Duration,
+}
+
+/// Runs one call of `tool` with `args` (a JSON object).
+pub async fn execute(tool: Tool, args: Value, ctx: ToolContext) -> ToolOutput {
+    match tool {
+        Tool::Read => with_args(tool, args, |a| read::run(a, ctx)).await,
+        Tool::Write => with_args(tool, args, |a| write::run(a, ctx)).await,
+        Tool::Edit => with_args(tool, args, |a| edit::run(a, ctx)).await,
+        Tool::Bash => with_args(tool, args, |a| bash::run(a, ctx)).await,
+        Tool::Grep => with_args(tool, args, |a| grep::run(a, ctx)).await,
+        Tool::Glob => with_args(tool, args, |a| glob::run(a, ctx)).await,
+    }
+}
+
+async fn with_args<A: DeserializeOwned, F: Future<Output = ToolOutput>>(
+    tool: Tool,
+    args: Value,
+    run: impl FnOnce(A) -> F,
+) -> ToolOutput {
+    match serde_json::from_value::<A>(args) {
+        Ok(args) => run(args).await,
+        Err(err) => ToolOutput::error(format!("invalid arguments for {}: {err}", tool.name())),
+    }
+}
+
+/// Resolves `path` against the session directory, without touching the file system:
+/// `.` and `..` are folded so that the result can be compared with other paths.
+pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
+    let expanded = match path.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map_or_else(|| PathBuf::from(path), |h| PathBuf::from(h).join(rest)),
+        None => PathBuf::from(path),
+    };
+    let joined = if expanded.is_absolute() {
+        expanded
+    } else {
+        cwd.join(expanded)
+    };
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` as the user should see it: relative to the session directory when inside it.
+pub fn display(cwd: &Path, path: &Path) -> String {
+    match path.strip_prefix(cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// Caps `text` at `max` characters, keeping its head and tail with a note of what was left out.
+pub fn cap(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_string();
+    }
+    let keep = max / 2;
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(total - keep).collect();
+    format!(
+        "{head}\n\n[... {} characters omitted ...]\n\n{tail}",
+        total - 2 * keep
+    )
+}
+
+/// "1 line", "3 lines".
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_against_the_session_directory() {
+        let cwd = Path::new("/work/app");
+        assert_eq!(
+            resolve(cwd, "src/main.rs"),
+            Path::new("/work/app/src/main.rs")
+        );
+        assert_eq!(resolve(cwd, "./a/../b"), Path::new("/work/app/b"));
+        assert_eq!(resolve(cwd, "/etc/hosts"), Path::new("/etc/hosts"));
+        assert_eq!(display(cwd, Path::new("/work/app/src/x.rs")), "src/x.rs");
+        assert_eq!(display(cwd, Path::new("/etc/hosts")), "/etc/hosts");
+    }
+
+    #[test]
+    fn capping_keeps_head_and_tail() {
+        let text = "a".repeat(50) + &"b".repeat(50);
+        let capped = cap(&text, 20);
+        assert!(capped.starts_with("aaaaaaaaaa\n"));
+        assert!(capped.ends_with("\nbbbbbbbbbb"));
+        assert!(capped.contains("[... 80 characters omitted ...]"));
+        assert_eq!(cap("short", 20), "short");
+    }
+}

@@ -1,0 +1,514 @@
+//! Anthropic's Messages API: `POST {base}/v1/messages` with `stream: true`.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use protocol::{ModelStopReason, TokenUsage};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::sse::{SseDecoder, SseEvent};
+use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec, cancellable, retry_after};
+use crate::history::{AssistantReply, Block, Message, ToolCall};
+
+/// The public API's address.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The API version header sent with every request.
+pub const API_VERSION: &str = "2023-06-01";
+const NAME: &str = "Anthropic";
+
+/// A client of the Messages API.
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: String,
+}
+
+impl Anthropic {
+    /// A client for `base_url` with `api_key`.
+    pub fn new(http: reqwest::Client, base_url: &str, api_key: String) -> Self {
+        Anthropic {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+        }
+    }
+
+    /// Streams one reply (see [`super::Provider::stream`]).
+    pub async fn stream(
+        &self,
+        request: ModelRequest<'_>,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AssistantReply, ProviderError> {
+        let url = format!("{}/v1/messages", self.base_url);
+        let body = request_body(&request);
+        let send = self
+            .http
+            .post(&url)
+            .header("x-api-key", &self.api_key)
+            .header("anthropic-version", API_VERSION)
+            .header("accept", "text/event-stream")
+            .json(&body)
+            .send();
+        let response = cancellable(cancel, send)
+            .await?
+            .map_err(|e| ProviderError::Connect {
+                url: url.clone(),
+                message: error_chain(&e),
+            })?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let text = cancellable(cancel, response.text())
+                .await?
+                .unwrap_or_default();
+            let (error_type, message) = parse_error(&text);
+            return Err(ProviderError::Http {
+                provider: NAME,
+                status: status.as_u16(),
+                error_type,
+                message: message.unwrap_or_else(|| {
+                    if text.trim().is_empty() {
+                        status
+                            .canonical_reason()
+                            .unwrap_or("no message")
+                            .to_string()
+                    } else {
+                        text.trim().chars().take(500).collect()
+                    }
+                }),
+                retry_after,
+            });
+        }
+
+        let mut bytes = response.bytes_stream();
+        let mut decoder = SseDecoder::new();
+        let mut reply = ReplyBuilder::default();
+        let mut events = Vec::new();
+        loop {
+            let chunk = match cancellable(cancel, bytes.next()).await? {
+                Some(Ok(chunk)) => chunk,
+                Some(Err(err)) => return Err(ProviderError::Broken(error_chain(&err))),
+                None => {
+                    return Err(ProviderError::Broken(
+                        "the stream ended without message_stop".to_string(),
+                    ));
+                }
+            };
+            decoder.feed(&chunk, &mut events);
+            for event in events.drain(..) {
+                if reply.apply(event, on_delta)? {
+                    return Ok(reply.finish());
+                }
+            }
+        }
+    }
+}
+
+/// The full message of an error and its sources.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(inner) = source {
+        let text = inner.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = inner.source();
+    }
+    message
+}
+
+/// The error type and message of an Anthropic error body.
+fn parse_error(body: &str) -> (Option<String>, Option<String>) {
+    let Ok(value) = serde_json::from_str::<Value>(body) else {
+        return (None, None);
+    };
+    let error = &value["error"];
+    (
+        error["type"].as_str().map(str::to_string),
+        error["message"].as_str().map(str::to_string),
+    )
+}
+
+/// The JSON body of a request, with prompt caching on the system prompt, the tools and the last
+/// message so that a long session reuses the cache.
+pub fn request_body(request: &ModelRequest<'_>) -> Value {
+    let cache = json!({"type": "ephemeral"});
+    let mut tools: Vec<Value> = request.tools.iter().map(tool_json).collect();
+    if let Some(last) = tools.last_mut() {
+        last["cache_control"] = cache.clone();
+    }
+    let mut messages = messages_json(request.messages);
+    if let Some(block) = messages
+        .last_mut()
+        .and_then(|m| m["content"].as_array_mut())
+        .and_then(|blocks| blocks.last_mut())
+    {
+        block["cache_control"] = cache.clone();
+    }
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "stream": true,
+        "system": [{"type": "text", "text": request.system, "cache_control": cache}],
+        "messages": messages,
+    });
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+fn tool_json(tool: &ToolSpec) -> Value {
+    json!({
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+    })
+}
+
+/// Maps the history to Messages API messages. Consecutive messages of one role are merged
+/// (tool results followed by a steering message become one user message, results first).
+fn messages_json(history: &[Message]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for message in history {
+        let (role, blocks) = match message {
+            Message::User { text, .. } => ("user", vec![json!({"type": "text", "text": text})]),
+            Message::Summary { text } => (
+                "user",
+                vec![json!({"type": "text", "text": format!("Summary of the earlier conversation:\n\n{text}")})],
+            ),
+            Message::ToolResults { results } => (
+                "user",
+                results
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "type": "tool_result",
+                            "tool_use_id": r.call_id,
+                            "content": if r.output.is_empty() { "(no output)" } else { r.output.as_str() },
+                            "is_error": r.is_error,
+                        })
+                    })
+                    .collect(),
+            ),
+            Message::Assistant(reply) => ("assistant", assistant_blocks(reply)),
+        };
+        match out.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(existing) = last["content"].as_array_mut() {
+                    existing.extend(blocks);
+                }
+            }
+            _ => out.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    out
+}
+
+fn assistant_blocks(reply: &AssistantReply) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    for block in &reply.content {
+        match block {
+            Block::Text { text } if !text.is_empty() => {
+                blocks.push(json!({"type": "text", "text": text}));
+            }
+            Block::Text { .. } => {}
+            // Unsigned reasoning cannot be verified by the API, so it is not sent back.
+            Block::Thinking {
+                thinking,
+                signature: Some(signature),
+            } => blocks
+                .push(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
+            Block::Thinking { .. } => {}
+            Block::RedactedThinking { data } => {
+                blocks.push(json!({"type": "redacted_thinking", "data": data}));
+            }
+            Block::ToolCall(call) => {
+                // Arguments the model cut off are not valid JSON; the API needs an object.
+                let input = call
+                    .args_json()
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({}));
+                blocks.push(
+                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                );
+            }
+        }
+    }
+    if blocks.is_empty() {
+        blocks.push(json!({"type": "text", "text": "(empty reply)"}));
+    }
+    blocks
+}
+
+/// A content block being assembled from deltas.
+enum Partial {
+    Text(String),
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    Redacted(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+}
+
+/// Assembles a reply from stream events.
+#[derive(Default)]
+struct ReplyBuilder {
+    blocks: BTreeMap<u64, Partial>,
+    stop_reason: Option<String>,
+    usage: TokenUsage,
+}
+
+impl ReplyBuilder {
+    /// Applies one event; true when the message is complete.
+    fn apply(
+        &mut self,
+        event: SseEvent,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<bool, ProviderError> {
+        let value: Value = serde_json::from_str(&event.data).map_err(|e| {
+            ProviderError::Invalid(format!("`{}` event is not JSON: {e}", event.event))
+        })?;
+        let kind = value["type"]
+            .as_str()
+            .unwrap_or(event.event.as_str())
+            .to_string();
+        match kind.as_str() {
+            "message_start" => self.read_usage(&value["message"]["usage"]),
+            "content_block_start" => {
+                let index = index_of(&value)?;
+                let block = &value["content_block"];
+                let partial = match block["type"].as_str() {
+                    Some("text") => Partial::Text(str_of(&block["text"])),
+                    Some("thinking") => Partial::Thinking {
+                        thinking: str_of(&block["thinking"]),
+                        signature: str_of(&block["signature"]),
+                    },
+                    Some("redacted_thinking") => Partial::Redacted(str_of(&block["data"])),
+                    Some("tool_use") => Partial::ToolUse {
+                        id: str_of(&block["id"]),
+                        name: str_of(&block["name"]),
+                        // The start carries `input: {}`; the real input follows as JSON pieces.
+                        json: String::new(),
+                    },
+                    // Block kinds this client does not use (server tools) are skipped.
+                    _ => return Ok(false),
+                };
+                self.blocks.insert(index, partial);
+            }
+            "content_block_delta" => {
+                let index = index_of(&value)?;
+                let delta = &value["delta"];
+                let Some(block) = self.blocks.get_mut(&index) else {
+                    return Ok(false);
+                };
+                match (delta["type"].as_str(), block) {
+                    (Some("text_delta"), Partial::Text(text)) => {
+                        let piece = str_of(&delta["text"]);
+                        text.push_str(&piece);
+                        on_delta(StreamDelta::Text(piece));
+                    }
+                    (Some("thinking_delta"), Partial::Thinking { thinking, .. }) => {
+                        let piece = str_of(&delta["thinking"]);
+                        thinking.push_str(&piece);
+                        on_delta(StreamDelta::Thinking(piece));
+                    }
+                    (Some("signature_delta"), Partial::Thinking { signature, .. }) => {
+                        signature.push_str(&str_of(&delta["signature"]));
+                    }
+                    (Some("input_json_delta"), Partial::ToolUse { json, .. }) => {
+                        json.push_str(&str_of(&delta["partial_json"]));
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" | "ping" => {}
+            "message_delta" => {
+                if let Some(reason) = value["delta"]["stop_reason"].as_str() {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                self.read_usage(&value["usage"]);
+            }
+            "message_stop" => return Ok(true),
+            "error" => {
+                return Err(ProviderError::Stream {
+                    provider: NAME,
+                    error_type: value["error"]["type"]
+                        .as_str()
+                        .unwrap_or("error")
+                        .to_string(),
+                    message: value["error"]["message"]
+                        .as_str()
+                        .unwrap_or("no message")
+                        .to_string(),
+                });
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// Takes the counts present in a usage object; later events carry the final numbers.
+    fn read_usage(&mut self, usage: &Value) {
+        let count = |key: &str| usage[key].as_u64();
+        if let Some(n) = count("input_tokens") {
+            self.usage.input = n;
+        }
+        if let Some(n) = count("output_tokens") {
+            self.usage.output = n;
+        }
+        if let Some(n) = count("cache_read_input_tokens") {
+            self.usage.cache_read = n;
+        }
+        if let Some(n) = count("cache_creation_input_tokens") {
+            self.usage.cache_write = n;
+        }
+    }
+
+    fn finish(self) -> AssistantReply {
+        let content = self
+            .blocks
+            .into_values()
+            .map(|partial| match partial {
+                Partial::Text(text) => Block::Text { text },
+                Partial::Thinking {
+                    thinking,
+                    signature,
+                } => Block::Thinking {
+                    thinking,
+                    signature: (!signature.is_empty()).then_some(signature),
+                },
+                Partial::Redacted(data) => Block::RedactedThinking { data },
+                Partial::ToolUse { id, name, json } => Block::ToolCall(ToolCall {
+                    id,
+                    name,
+                    args: json,
+                }),
+            })
+            .collect();
+        AssistantReply {
+            content,
+            stop_reason: match self.stop_reason.as_deref() {
+                Some("end_turn") | None => ModelStopReason::EndTurn,
+                Some("tool_use") => ModelStopReason::ToolUse,
+                Some("max_tokens") => ModelStopReason::MaxTokens,
+                Some("stop_sequence") => ModelStopReason::StopSequence,
+                Some(other) => ModelStopReason::Other(other.to_string()),
+            },
+            usage: self.usage,
+        }
+    }
+}
+
+fn index_of(value: &Value) -> Result<u64, ProviderError> {
+    value["index"]
+        .as_u64()
+        .ok_or_else(|| ProviderError::Invalid("content block event without an index".to_string()))
+}
+
+fn str_of(value: &Value) -> String {
+    value.as_str().unwrap_or_default().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::Delivery;
+
+    fn event(data: Value) -> SseEvent {
+        SseEvent {
+            event: data["type"].as_str().unwrap().to_string(),
+            data: data.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_tool_call_is_assembled_from_json_pieces() {
+        let mut builder = ReplyBuilder::default();
+        let mut deltas = Vec::new();
+        let mut sink = |d| deltas.push(d);
+        let events = [
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "cache_read_input_tokens": 4, "cache_creation_input_tokens": 2, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Reading."}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"pa"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "th\": \"a\"}"}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
+        ];
+        for e in events {
+            assert!(!builder.apply(event(e), &mut sink).unwrap());
+        }
+        assert!(
+            builder
+                .apply(event(json!({"type": "message_stop"})), &mut sink)
+                .unwrap()
+        );
+        let reply = builder.finish();
+        assert_eq!(reply.text(), "Reading.");
+        assert_eq!(
+            reply.tool_calls()[0].args_json().unwrap(),
+            json!({"path": "a"})
+        );
+        assert_eq!(reply.stop_reason, ModelStopReason::ToolUse);
+        assert_eq!(
+            reply.usage,
+            TokenUsage {
+                input: 10,
+                output: 20,
+                cache_read: 4,
+                cache_write: 2
+            }
+        );
+        assert_eq!(deltas, vec![StreamDelta::Text("Reading.".into())]);
+    }
+
+    #[test]
+    fn tool_results_and_a_steer_merge_into_one_user_message() {
+        let call = ToolCall {
+            id: "t1".into(),
+            name: "read".into(),
+            args: "{\"path\":\"a\"}".into(),
+        };
+        let history = vec![
+            Message::User {
+                text: "go".into(),
+                delivery: Delivery::FollowUp,
+            },
+            Message::Assistant(AssistantReply {
+                content: vec![Block::ToolCall(call)],
+                stop_reason: ModelStopReason::ToolUse,
+                usage: TokenUsage::default(),
+            }),
+            Message::ToolResults {
+                results: vec![crate::history::ToolResult {
+                    call_id: "t1".into(),
+                    name: "read".into(),
+                    output: "x".into(),
+                    is_error: false,
+                }],
+            },
+            Message::User {
+                text: "also check b".into(),
+                delivery: Delivery::Steer,
+            },
+        ];
+        let messages = messages_json(&history);
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+        assert_eq!(messages[2]["content"][1]["text"], "also check b");
+    }
+}

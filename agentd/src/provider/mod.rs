@@ -1,0 +1,144 @@
+//! Model providers: one request shape in, one reply shape out, streamed over HTTP with SSE.
+//! Each provider maps the history to its wire format and its stream back to an
+//! [`AssistantReply`]; the loop never sees a provider's wire format.
+
+pub mod anthropic;
+pub mod sse;
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::history::{AssistantReply, Message};
+
+/// A tool as the model is told of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: &'static str,
+    /// What it does and when to use it.
+    pub description: &'static str,
+    /// The JSON schema of its arguments.
+    pub input_schema: serde_json::Value,
+}
+
+/// One model call.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'a> {
+    /// The model name.
+    pub model: &'a str,
+    /// The system prompt.
+    pub system: &'a str,
+    /// The history so far.
+    pub messages: &'a [Message],
+    /// The tools the model may call.
+    pub tools: &'a [ToolSpec],
+    /// The output token limit of the reply.
+    pub max_tokens: u32,
+}
+
+/// A piece of a reply as it streams, for live display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    /// Text for the user.
+    Text(String),
+    /// Visible reasoning.
+    Thinking(String),
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// No API key is configured.
+    #[error(
+        "{env} is not set. Export your API key (`export {env}=...`), or run against a local \
+         OpenAI-compatible server (llama.cpp, Ollama, vLLM) with `--provider openai` and \
+         OPENAI_BASE_URL."
+    )]
+    MissingKey {
+        /// The environment variable that should hold the key.
+        env: String,
+    },
+    /// The provider answered with an HTTP error.
+    #[error("{provider} API error {status}{}: {message}", error_type.as_ref().map(|t| format!(" ({t})")).unwrap_or_default())]
+    Http {
+        /// The provider's name.
+        provider: &'static str,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's error type, if it named one.
+        error_type: Option<String>,
+        /// The provider's message.
+        message: String,
+        /// How long the provider asked us to wait before retrying.
+        retry_after: Option<Duration>,
+    },
+    /// The provider reported an error inside the stream.
+    #[error("{provider} stream error ({error_type}): {message}")]
+    Stream {
+        /// The provider's name.
+        provider: &'static str,
+        /// The provider's error type.
+        error_type: String,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider could not be reached.
+    #[error("cannot reach {url}: {message}")]
+    Connect {
+        /// The URL tried.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+    /// The stream broke or ended before the reply was complete.
+    #[error("the reply stream broke before the reply was complete: {0}")]
+    Broken(String),
+    /// The provider sent something that is not its documented format.
+    #[error("the provider sent an invalid reply: {0}")]
+    Invalid(String),
+    /// The call was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// A configured model provider.
+#[derive(Debug, Clone)]
+pub enum Provider {
+    /// Anthropic's Messages API.
+    Anthropic(anthropic::Anthropic),
+}
+
+impl Provider {
+    /// Streams one reply, passing text and reasoning to `on_delta` as they arrive. A reply is
+    /// returned only when it arrived whole; cancelling drops the HTTP request.
+    pub async fn stream(
+        &self,
+        request: ModelRequest<'_>,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AssistantReply, ProviderError> {
+        match self {
+            Provider::Anthropic(provider) => provider.stream(request, on_delta, cancel).await,
+        }
+    }
+}
+
+/// Reads `retry-after` (seconds, possibly fractional) from a response's headers.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let secs: f64 = value.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
+}
+
+/// Awaits `future` unless `cancel` fires first.
+pub async fn cancellable<T>(
+    cancel: &CancellationToken,
+    future: impl Future<Output = T>,
+) -> Result<T, ProviderError> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ProviderError::Cancelled),
+        value = future => Ok(value),
+    }
+}

@@ -1,0 +1,271 @@
+//! `bash`: run a command with `bash -c` in the session directory, in its own process group, with
+//! a timeout and capped output. Cancel, timeout and the command's end all kill the whole group.
+
+use std::os::fd::OwnedFd;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+
+use super::{MAX_OUTPUT_CHARS, ToolContext, ToolOutput, cap};
+use crate::provider::ToolSpec;
+
+/// The longest timeout a call may ask for.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long output may keep arriving after the group was killed (from a process that left it).
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// The model's description of `bash`.
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "bash",
+        description: "Run a shell command with `bash -c` in the working directory. stdout and \
+                      stderr are merged; long output keeps its start and end. Default timeout \
+                      120000 ms, at most 600000. Background processes are stopped when the \
+                      command ends. Prefer read, grep and glob for looking at files.",
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line."},
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000, max 600000)."}
+            },
+            "required": ["command"]
+        }),
+    }
+}
+
+/// The arguments of `bash`.
+#[derive(Debug, Deserialize)]
+pub struct Args {
+    /// The command line.
+    pub command: String,
+    timeout_ms: Option<u64>,
+}
+
+enum Ending {
+    Exited(std::process::ExitStatus),
+    TimedOut(Duration),
+    Cancelled,
+}
+
+/// Runs the command.
+pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+    let timeout = args
+        .timeout_ms
+        .map_or(ctx.bash_timeout, Duration::from_millis)
+        .min(MAX_TIMEOUT);
+    match run_command(&args.command, &ctx, timeout).await {
+        Ok((ending, output)) => report(ending, output),
+        Err(err) => ToolOutput::error(format!("cannot run the command: {err}")),
+    }
+}
+
+async fn run_command(
+    command: &str,
+    ctx: &ToolContext,
+    timeout: Duration,
+) -> std::io::Result<(Ending, String)> {
+    let (reader, writer) = std::io::pipe()?;
+    let mut child = {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(&ctx.cwd)
+            .stdin(Stdio::null())
+            .stdout(writer.try_clone()?)
+            .stderr(writer)
+            .env("PAGER", "cat")
+            .env("GIT_PAGER", "cat")
+            .process_group(0)
+            .kill_on_drop(true);
+        // The command (and its copies of the pipe's write end) is dropped here, so the reader
+        // sees the end of output once the group is gone.
+        cmd.spawn()?
+    };
+    let group = ProcessGroup(child.id().map(|id| id as i32));
+    let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    let mut collect = tokio::spawn(async move {
+        let mut output = HeadTail::new(MAX_OUTPUT_CHARS * 2);
+        let mut buf = vec![0u8; 16 * 1024];
+        while let Ok(n) = receiver.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            output.push(&buf[..n]);
+        }
+        output
+    });
+
+    let started = Instant::now();
+    let ending = tokio::select! {
+        status = child.wait() => Ending::Exited(status?),
+        () = tokio::time::sleep(timeout) => Ending::TimedOut(timeout),
+        () = ctx.cancel.cancelled() => Ending::Cancelled,
+    };
+    group.kill();
+    if !matches!(ending, Ending::Exited(_)) {
+        let _ = child.wait().await;
+    }
+    let output = match tokio::time::timeout(DRAIN_GRACE, &mut collect).await {
+        Ok(Ok(output)) => output.into_string(),
+        _ => {
+            collect.abort();
+            "(output unavailable: a process that left the command's process group kept it open)"
+                .to_string()
+        }
+    };
+    tracing::debug!(
+        command,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "bash finished"
+    );
+    Ok((ending, output))
+}
+
+fn report(ending: Ending, output: String) -> ToolOutput {
+    let output = cap(output.trim_end(), MAX_OUTPUT_CHARS);
+    let body = if output.is_empty() {
+        "(no output)".to_string()
+    } else {
+        output
+    };
+    match ending {
+        Ending::Exited(status) => match (status.code(), signal_of(&status)) {
+            (Some(0), _) => ToolOutput::ok(format!("{body}\n[exit code: 0]")),
+            (Some(code), _) => ToolOutput::error(format!("{body}\n[exit code: {code}]")),
+            (None, Some(signal)) => {
+                ToolOutput::error(format!("{body}\n[killed by signal {signal}]"))
+            }
+            (None, None) => ToolOutput::error(format!("{body}\n[ended without an exit code]")),
+        },
+        Ending::TimedOut(after) => ToolOutput::error(format!(
+            "{body}\n[timed out after {} ms; the command and its processes were killed]",
+            after.as_millis()
+        )),
+        Ending::Cancelled => ToolOutput::error(format!(
+            "{body}\n[interrupted: the run was cancelled and the command was killed]"
+        )),
+    }
+}
+
+fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
+
+/// A process group, killed with SIGKILL when the call ends for any reason.
+struct ProcessGroup(Option<i32>);
+
+impl ProcessGroup {
+    fn kill(&self) {
+        if let Some(pgid) = self.0 {
+            // SAFETY: killpg has no memory-safety preconditions; a group that is gone is ESRCH.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Output kept as its first and last bytes, with a count of what fell between.
+struct HeadTail {
+    limit: usize,
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    dropped: usize,
+}
+
+impl HeadTail {
+    fn new(limit: usize) -> Self {
+        HeadTail {
+            limit,
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            dropped: 0,
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        let room = (self.limit / 2).saturating_sub(self.head.len());
+        let take = room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..take]);
+        bytes = &bytes[take..];
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(self.limit / 2);
+        self.tail.drain(..excess);
+        self.dropped += excess;
+    }
+
+    fn into_string(self) -> String {
+        let head = String::from_utf8_lossy(&self.head).into_owned();
+        let tail: Vec<u8> = self.tail.into_iter().collect();
+        let tail = String::from_utf8_lossy(&tail);
+        if self.dropped == 0 {
+            head + &tail
+        } else {
+            format!(
+                "{head}\n\n[... {} bytes omitted ...]\n\n{tail}",
+                self.dropped
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            cwd: dir.to_path_buf(),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            bash_timeout: Duration::from_secs(120),
+        }
+    }
+
+    #[tokio::test]
+    async fn output_and_exit_code_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ending, output) = run_command(
+            "echo out; echo err >&2; exit 3",
+            &ctx(dir.path()),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        let result = report(ending, output);
+        assert!(result.is_error);
+        assert_eq!(result.output, "out\nerr\n[exit code: 3]");
+    }
+
+    #[tokio::test]
+    async fn background_processes_do_not_hold_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ending, output) = run_command(
+            "sleep 30 & echo started",
+            &ctx(dir.path()),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+        assert!(matches!(ending, Ending::Exited(_)));
+        assert_eq!(output, "started\n");
+    }
+
+    #[test]
+    fn long_output_keeps_head_and_tail() {
+        let mut buffer = HeadTail::new(10);
+        buffer.push(b"0123456789abcdefghij");
+        assert_eq!(
+            buffer.into_string(),
+            "01234\n\n[... 10 bytes omitted ...]\n\nfghij"
+        );
+    }
+}

@@ -1,0 +1,59 @@
+//! `write`: create or replace a whole file.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::read::describe;
+use super::{ToolContext, ToolOutput, display, plural, resolve};
+use crate::provider::ToolSpec;
+
+/// The model's description of `write`.
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "write",
+        description: "Create a file or replace its whole content. Missing parent directories are \
+                      created. Prefer `edit` for changing part of an existing file.",
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file to write."},
+                "content": {"type": "string", "description": "The complete new content."}
+            },
+            "required": ["path", "content"]
+        }),
+    }
+}
+
+/// The arguments of `write`.
+#[derive(Debug, Deserialize)]
+pub struct Args {
+    /// The file to write.
+    pub path: String,
+    /// The complete new content.
+    pub content: String,
+}
+
+/// Writes the file.
+pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+    let path = resolve(&ctx.cwd, &args.path);
+    let shown = display(&ctx.cwd, &path);
+    let existed = tokio::fs::try_exists(&path).await.unwrap_or(false);
+    if let Some(parent) = path.parent()
+        && let Err(err) = tokio::fs::create_dir_all(parent).await
+    {
+        return ToolOutput::error(format!(
+            "cannot create the directory of {shown}: {}",
+            describe(&err)
+        ));
+    }
+    if let Err(err) = tokio::fs::write(&path, &args.content).await {
+        return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
+    }
+    let lines = args.content.lines().count();
+    let verb = if existed { "Replaced" } else { "Created" };
+    ToolOutput::ok(format!(
+        "{verb} {shown} ({}, {} bytes)",
+        plural(lines, "line"),
+        args.content.len()
+    ))
+}
