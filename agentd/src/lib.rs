@@ -1,9 +1,13 @@
 //! agentd: the daemon that owns every agent session. Clients talk to it over a local socket
 //! with the `protocol` crate; see SPEC §2 for the actors inside.
 
+pub mod config;
 pub mod connection;
 pub mod daemon;
+pub mod health;
 pub mod history;
+pub mod permission;
+pub mod prompt;
 pub mod provider;
 pub mod session;
 pub mod supervisor;

@@ -160,6 +160,7 @@ impl Message<Create> for Supervisor {
             cwd,
             title: request.title.filter(|t| !t.trim().is_empty()),
             model: request.model,
+            provider: request.provider,
             mode: request.mode,
             state: SessionState::Idle,
             turns: 0,

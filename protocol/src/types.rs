@@ -328,6 +328,14 @@ pub struct RunOptions {
     /// Whether asks not covered by `grants` are denied at once instead of waiting for an answer
     /// (a `run` without a terminal).
     pub deny_unanswered: bool,
+    /// The model for this run, overriding the session's.
+    pub model: Option<String>,
+    /// The provider profile for this run, overriding the session's.
+    pub provider: Option<String>,
+    /// Provider settings from the client's environment (`*_API_KEY`, `*_BASE_URL`), which take
+    /// precedence over the daemon's own environment: the daemon may have been started from
+    /// another shell.
+    pub env: Vec<(String, String)>,
 }
 
 /// What `ListSessions` and other replies tell about one session.
@@ -341,6 +349,8 @@ pub struct SessionInfo {
     pub title: Option<String>,
     /// The model the session uses, if not the configured default.
     pub model: Option<String>,
+    /// The provider profile the session uses, if not the configured default.
+    pub provider: Option<String>,
     /// The permission mode.
     pub mode: Mode,
     /// What the session is doing.

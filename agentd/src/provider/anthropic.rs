@@ -13,6 +13,8 @@ use crate::history::{AssistantReply, Block, Message, ToolCall};
 
 /// The public API's address.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The model used when neither the session nor the configuration names one.
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// The API version header sent with every request.
 pub const API_VERSION: &str = "2023-06-01";
 const NAME: &str = "Anthropic";

@@ -1,0 +1,273 @@
+//! `config.toml`: defaults for runs (provider, model, limits) and provider profiles.
+//!
+//! ```toml
+//! provider = "anthropic"          # a profile name below, or "anthropic" / "openai"
+//! model = "claude-sonnet-4-5"
+//! max_turns = 100                 # for `agentctl run`; interactive clients run unlimited
+//!
+//! [providers.local]
+//! kind = "openai"
+//! base_url = "http://127.0.0.1:8080/v1"
+//! model = "qwen2.5-coder"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use protocol::Mode;
+use serde::Deserialize;
+
+use crate::provider::{Provider, ProviderError, anthropic};
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// OpenAI's Chat Completions API (also local servers).
+    Openai,
+}
+
+/// A named provider profile.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderProfile {
+    /// The wire format.
+    pub kind: ProviderKind,
+    /// The API's base URL.
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// The model, if the profile has its own.
+    pub model: Option<String>,
+}
+
+/// The daemon's configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// The default provider: a profile name or a kind.
+    pub provider: String,
+    /// The default model.
+    pub model: Option<String>,
+    /// The turn limit of a `run` that does not give one; 0 for unlimited.
+    pub max_turns: u32,
+    /// The output token limit of one reply.
+    pub max_tokens: u32,
+    /// The mode of new sessions that do not ask for one.
+    pub default_mode: ModeName,
+    /// The default `bash` timeout, in milliseconds.
+    pub bash_timeout_ms: u64,
+    /// Executors in the tool pool; 0 for the default (twice the cores, at least 4).
+    pub tool_pool_size: usize,
+    /// Provider profiles by name.
+    pub providers: BTreeMap<String, ProviderProfile>,
+}
+
+/// A mode as written in the config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModeName(pub Mode);
+
+impl<'de> Deserialize<'de> for ModeName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map(ModeName).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            provider: "anthropic".to_string(),
+            model: None,
+            max_turns: 100,
+            max_tokens: 8192,
+            default_mode: ModeName::default(),
+            bash_timeout_ms: 120_000,
+            tool_pool_size: 0,
+            providers: BTreeMap::new(),
+        }
+    }
+}
+
+/// A configuration file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    /// The file.
+    pub file: String,
+    /// The line of the problem, when known.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Config {
+    /// Reads `path`; a missing file gives the defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, path),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(err) => Err(ConfigError {
+                file: path.display().to_string(),
+                line: None,
+                message: err.to_string(),
+            }),
+        }
+    }
+
+    /// Parses the text of `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|err| ConfigError {
+            file: path.display().to_string(),
+            line: err
+                .span()
+                .map(|span| text[..span.start.min(text.len())].lines().count().max(1)),
+            message: err.message().trim().to_string(),
+        })?;
+        config.check(path)?;
+        Ok(config)
+    }
+
+    fn check(&self, path: &Path) -> Result<(), ConfigError> {
+        let known = matches!(self.provider.as_str(), "anthropic" | "openai")
+            || self.providers.contains_key(&self.provider);
+        if !known {
+            return Err(ConfigError {
+                file: path.display().to_string(),
+                line: None,
+                message: format!(
+                    "provider `{}` is neither `anthropic`, `openai` nor a [providers.{}] profile",
+                    self.provider, self.provider
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The default `bash` timeout.
+    pub fn bash_timeout(&self) -> Duration {
+        Duration::from_millis(self.bash_timeout_ms.max(1))
+    }
+
+    /// Builds the provider `name` (or the default) with `model` (or the configured one), taking
+    /// keys and base URLs from `env` first and the daemon's environment second.
+    pub fn provider(
+        &self,
+        http: &reqwest::Client,
+        name: Option<&str>,
+        model: Option<&str>,
+        env: &[(String, String)],
+    ) -> Result<(Provider, String), ProviderError> {
+        let name = name.unwrap_or(&self.provider);
+        let profile = match self.providers.get(name) {
+            Some(profile) => profile.clone(),
+            None => ProviderProfile {
+                kind: match name {
+                    "openai" => ProviderKind::Openai,
+                    "anthropic" => ProviderKind::Anthropic,
+                    other => {
+                        return Err(ProviderError::Invalid(format!(
+                            "no provider `{other}`; use anthropic, openai or a profile from config.toml"
+                        )));
+                    }
+                },
+                base_url: None,
+                api_key_env: None,
+                model: None,
+            },
+        };
+        let lookup = |key: &str| {
+            env.iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(key).ok())
+                .filter(|v| !v.trim().is_empty())
+        };
+        match profile.kind {
+            ProviderKind::Anthropic => {
+                let key_env = profile
+                    .api_key_env
+                    .as_deref()
+                    .unwrap_or("ANTHROPIC_API_KEY");
+                let key = lookup(key_env).ok_or_else(|| ProviderError::MissingKey {
+                    env: key_env.to_string(),
+                })?;
+                let base = profile
+                    .base_url
+                    .or_else(|| lookup("ANTHROPIC_BASE_URL"))
+                    .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
+                let model = model
+                    .map(str::to_string)
+                    .or(profile.model)
+                    .or_else(|| self.model.clone())
+                    .unwrap_or_else(|| anthropic::DEFAULT_MODEL.to_string());
+                Ok((
+                    Provider::Anthropic(anthropic::Anthropic::new(http.clone(), &base, key)),
+                    model,
+                ))
+            }
+            ProviderKind::Openai => Err(ProviderError::Invalid(
+                "the OpenAI-compatible provider is not available in this build".to_string(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_file_gives_the_defaults() {
+        let config = Config::load(Path::new("/no/such/config.toml")).unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(config.max_turns, 100);
+    }
+
+    #[test]
+    fn an_error_names_the_file_and_line() {
+        let text = "model = \"m\"\nmax_turns = \"many\"\n";
+        let err = Config::parse(text, Path::new("/c/config.toml")).unwrap_err();
+        assert_eq!(err.line, Some(2));
+        assert!(err.to_string().starts_with("/c/config.toml:2: "), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error() {
+        let err = Config::parse("modle = \"x\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.message.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn profiles_and_modes_parse() {
+        let text = "provider = \"local\"\ndefault_mode = \"plan\"\n[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n";
+        let config = Config::parse(text, Path::new("c.toml")).unwrap();
+        assert_eq!(config.default_mode.0, Mode::Plan);
+        assert_eq!(config.providers["local"].kind, ProviderKind::Openai);
+    }
+
+    #[test]
+    fn the_client_environment_wins_over_the_daemons() {
+        let config = Config::default();
+        let env = vec![
+            ("ANTHROPIC_API_KEY".to_string(), "k".to_string()),
+            (
+                "ANTHROPIC_BASE_URL".to_string(),
+                "http://127.0.0.1:9".to_string(),
+            ),
+        ];
+        let (_, model) = config
+            .provider(&reqwest::Client::new(), None, None, &env)
+            .unwrap();
+        assert_eq!(model, anthropic::DEFAULT_MODEL);
+        let missing = config.provider(&reqwest::Client::new(), None, None, &[]);
+        if std::env::var_os("ANTHROPIC_API_KEY").is_none() {
+            assert!(
+                matches!(missing, Err(ProviderError::MissingKey { env }) if env == "ANTHROPIC_API_KEY")
+            );
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The system prompt: the agent's role, its environment, the mode's instructions, and the
+//! project's own instructions (`AGENTS.md`, `CLAUDE.md`) from the repository root down to the
+//! session directory (SPEC §7).
+
+use std::path::{Path, PathBuf};
+
+use protocol::Mode;
+
+/// Characters of one instructions file included before it is cut.
+const MAX_INSTRUCTIONS: usize = 20_000;
+
+const ROLE: &str = "You are agentd, a coding agent working in the user's terminal. You read, \
+search, edit and run code in the working directory to complete the user's task.
+
+How to work:
+- Look before you change: use glob and grep to find things and read to see them; do not guess \
+file contents.
+- Make focused changes with edit (exact, unique old_string) or write for new files. Keep the \
+project's style.
+- Check your work by running the project's build or tests with bash when it makes sense.
+- Tool calls that do not depend on each other may be made together in one reply; reads, greps \
+and globs then run in parallel.
+- If a tool fails, read the error and adjust instead of repeating the same call.
+- When you are done, answer briefly: what you found or changed and anything the user must do.";
+
+const PLAN_MODE: &str = "# Plan mode
+
+Plan mode is active. You may explore (read, grep, glob, and bash for read-only commands) but \
+must not change the project: no edits, no writes, no commits, no configuration changes. The \
+only file you may write is the plan file:
+
+{plan_file}
+
+Workflow: explore the code, work out the approach, write the plan (steps, files to change, \
+risks, how to verify) to the plan file, then summarise it and wait for the user to approve \
+before anything is changed.";
+
+/// Builds the system prompt for a session in `cwd`.
+pub fn system_prompt(cwd: &Path, mode: Mode, plan_file: &Path) -> String {
+    let mut parts = vec![ROLE.to_string(), environment(cwd)];
+    if mode == Mode::Plan {
+        parts.push(PLAN_MODE.replace("{plan_file}", &plan_file.display().to_string()));
+    }
+    for (path, text) in project_instructions(cwd) {
+        parts.push(format!(
+            "# Project instructions from {}\n\n{text}",
+            path.display()
+        ));
+    }
+    parts.join("\n\n")
+}
+
+fn environment(cwd: &Path) -> String {
+    let git = match git_root(cwd) {
+        Some(root) => match branch(&root) {
+            Some(branch) => format!("yes (root {}, branch {branch})", root.display()),
+            None => format!("yes (root {})", root.display()),
+        },
+        None => "no".to_string(),
+    };
+    format!(
+        "# Environment\n\nWorking directory: {}\nOperating system: {} ({})\nToday's date: {}\nGit repository: {git}",
+        cwd.display(),
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        today(),
+    )
+}
+
+/// The nearest directory at or above `dir` holding `.git`.
+pub fn git_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// The checked-out branch of the repository at `root`, or the short commit when detached.
+fn branch(root: &Path) -> Option<String> {
+    let dot_git = root.join(".git");
+    // A worktree or submodule has a `.git` file pointing at the real git directory.
+    let git_dir = if dot_git.is_file() {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let target = text.trim().strip_prefix("gitdir:")?.trim();
+        root.join(target)
+    } else {
+        dot_git
+    };
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = head.trim();
+    match head.strip_prefix("ref: ") {
+        Some(reference) => Some(
+            reference
+                .strip_prefix("refs/heads/")
+                .unwrap_or(reference)
+                .to_string(),
+        ),
+        None => Some(format!("detached at {}", &head[..head.len().min(12)])),
+    }
+}
+
+/// `AGENTS.md` and `CLAUDE.md` files from the repository root (or `cwd` outside a repository)
+/// down to `cwd`, outermost first.
+pub fn project_instructions(cwd: &Path) -> Vec<(PathBuf, String)> {
+    let top = git_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
+    let mut dirs: Vec<&Path> = cwd
+        .ancestors()
+        .take_while(|d| d.starts_with(&top))
+        .collect();
+    dirs.reverse();
+    let mut found = Vec::new();
+    for dir in dirs {
+        for name in ["AGENTS.md", "CLAUDE.md"] {
+            let path = dir.join(name);
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let text = text.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                let text = if text.chars().count() > MAX_INSTRUCTIONS {
+                    text.chars().take(MAX_INSTRUCTIONS).collect::<String>() + "\n[... cut ...]"
+                } else {
+                    text.to_string()
+                };
+                found.push((path, text));
+            }
+        }
+    }
+    found
+}
+
+/// Today's date as `YYYY-MM-DD` (UTC).
+fn today() -> String {
+    let days = (crate::now_ms() / 86_400_000) as i64;
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_computed_from_day_counts() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_789), (2026, 12, 2));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn instructions_come_from_the_repository_root_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/feature/x\n").unwrap();
+        std::fs::create_dir_all(root.join("app")).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "root rules").unwrap();
+        std::fs::write(root.join("app/CLAUDE.md"), "app rules").unwrap();
+        let found = project_instructions(&root.join("app"));
+        let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(texts, vec!["root rules", "app rules"]);
+        let prompt = system_prompt(&root.join("app"), Mode::Plan, Path::new("/p/plan.md"));
+        assert!(prompt.contains("branch feature/x"), "{prompt}");
+        assert!(prompt.contains("Plan mode is active") && prompt.contains("/p/plan.md"));
+        assert!(prompt.find("root rules").unwrap() < prompt.find("app rules").unwrap());
+    }
+}
