@@ -4,11 +4,12 @@
 mod commands;
 mod connect;
 mod format;
+mod view;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use protocol::Mode;
+use protocol::{Mode, PermissionClass};
 
 /// Drive the agentd coding agent from any terminal.
 #[derive(Parser)]
@@ -25,6 +26,36 @@ enum Command {
         #[command(subcommand)]
         action: DaemonAction,
     },
+    /// Run a prompt in a new session here (or --session ID) and stream it; the exit code says
+    /// how it ended: 0 completed, 1 error, 2 usage, 3 turn limit, 4 health guard, 130 cancelled.
+    Run {
+        /// The prompt; read from stdin when absent or `-`.
+        prompt: Option<String>,
+        /// Run in this existing session instead of a new one.
+        #[arg(long)]
+        session: Option<String>,
+        /// The model.
+        #[arg(long)]
+        model: Option<String>,
+        /// The provider: anthropic, openai, or a profile from config.toml.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Permission mode of a new session: default, accept-edits, plan, bypass.
+        #[arg(long)]
+        mode: Option<Mode>,
+        /// Stop after this many model replies that ask for tools (0: no limit; default 100).
+        #[arg(long)]
+        max_turns: Option<u32>,
+        /// Allow without asking: `write` (file changes) or `bash` (commands). Repeatable.
+        #[arg(long, value_name = "write|bash")]
+        allow: Vec<AllowKind>,
+        /// Allow everything without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Print each event as one JSON line.
+        #[arg(long)]
+        json: bool,
+    },
     /// List sessions, newest first.
     Sessions {
         /// Print a JSON array instead of a table.
@@ -34,8 +65,8 @@ enum Command {
     /// Create a session in the current directory and print its id.
     New {
         /// Permission mode: default, accept-edits, plan, bypass.
-        #[arg(long, default_value = "default")]
-        mode: Mode,
+        #[arg(long)]
+        mode: Option<Mode>,
         /// Model to use instead of the configured default.
         #[arg(long)]
         model: Option<String>,
@@ -53,6 +84,15 @@ enum Command {
     },
 }
 
+/// What `--allow` grants.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AllowKind {
+    /// File changes (write, edit).
+    Write,
+    /// Commands (bash).
+    Bash,
+}
+
 #[derive(Subcommand)]
 enum DaemonAction {
     /// Start the daemon if it is not running.
@@ -65,8 +105,10 @@ enum DaemonAction {
 
 /// A failure to report on stderr, with the exit code to leave with.
 pub struct Failure {
-    message: String,
-    code: u8,
+    /// What went wrong.
+    pub message: String,
+    /// The exit code.
+    pub code: u8,
 }
 
 impl Failure {
@@ -114,6 +156,39 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             DaemonAction::Stop => commands::daemon::stop(&paths).await,
             DaemonAction::Status => commands::daemon::status(&paths).await,
         },
+        Command::Run {
+            prompt,
+            session,
+            model,
+            provider,
+            mode,
+            max_turns,
+            allow,
+            yes,
+            json,
+        } => {
+            let mut grants: Vec<PermissionClass> = allow
+                .iter()
+                .map(|a| match a {
+                    AllowKind::Write => PermissionClass::Write,
+                    AllowKind::Bash => PermissionClass::Command,
+                })
+                .collect();
+            if yes {
+                grants = vec![PermissionClass::Write, PermissionClass::Command];
+            }
+            let args = commands::run::RunArgs {
+                prompt,
+                session,
+                model,
+                provider,
+                mode,
+                max_turns,
+                allow: grants,
+                json,
+            };
+            commands::run::run(&paths, args).await
+        }
         Command::Sessions { json } => commands::sessions::list(&paths, json).await,
         Command::New { mode, model, title } => {
             commands::sessions::new(&paths, mode, model, title).await

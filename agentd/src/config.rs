@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::Mode;
@@ -92,6 +93,31 @@ impl Default for Config {
     }
 }
 
+/// The configuration in force, and the error of a newer file that could not be used.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigState {
+    /// The configuration in force.
+    pub config: Arc<Config>,
+    /// Why the file on disk is not the one in force, if it is not.
+    pub error: Option<ConfigError>,
+}
+
+impl ConfigState {
+    /// Loads `path`: its configuration, or the defaults and the error.
+    pub fn load(path: &Path) -> ConfigState {
+        match Config::load(path) {
+            Ok(config) => ConfigState {
+                config: Arc::new(config),
+                error: None,
+            },
+            Err(error) => ConfigState {
+                config: Arc::default(),
+                error: Some(error),
+            },
+        }
+    }
+}
+
 /// A configuration file that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
@@ -132,6 +158,13 @@ impl Config {
     }
 
     fn check(&self, path: &Path) -> Result<(), ConfigError> {
+        if self.default_mode.0 == Mode::Bypass {
+            return Err(ConfigError {
+                file: path.display().to_string(),
+                line: None,
+                message: "default_mode cannot be `bypass`; ask for it on the command line with --mode bypass".to_string(),
+            });
+        }
         let known = matches!(self.provider.as_str(), "anthropic" | "openai")
             || self.providers.contains_key(&self.provider);
         if !known {

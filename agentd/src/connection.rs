@@ -22,7 +22,9 @@ use tokio::task::JoinHandle;
 use crate::ConnectionId;
 use crate::daemon::Shared;
 use crate::session::SessionActor;
-use crate::session::actor::{GetHistory, SetMode, Subscribe, Unsubscribe};
+use crate::session::actor::{
+    Answer, Cancel, GetHistory, SendMessage, SetMode, Subscribe, Unsubscribe,
+};
 use crate::session::events::Subscription;
 use crate::supervisor::{Create, Delete, List, Lookup, Status};
 
@@ -270,15 +272,45 @@ impl Connection {
                 ask(&self.session(&session).await?, SetMode(mode)).await?;
                 Ok(Reply::Done)
             }
-            Request::Send { .. }
-            | Request::Cancel { .. }
-            | Request::Answer { .. }
-            | Request::Compact { .. } => {
-                // Make sure the session exists so that the error names the real problem.
-                self.session(&request_session(&request)).await?;
+            Request::Send {
+                session,
+                text,
+                delivery,
+                options,
+            } => {
+                let started = ask(
+                    &self.session(&session).await?,
+                    SendMessage {
+                        text,
+                        delivery,
+                        options,
+                    },
+                )
+                .await?;
+                Ok(Reply::Sent { started })
+            }
+            Request::Cancel { session } => {
+                ask(&self.session(&session).await?, Cancel).await?;
+                Ok(Reply::Done)
+            }
+            Request::Answer {
+                session,
+                request,
+                decision,
+            } => {
+                let answer = Answer {
+                    request,
+                    decision,
+                    by_client: self.client.clone(),
+                };
+                ask(&self.session(&session).await?, answer).await?;
+                Ok(Reply::Done)
+            }
+            Request::Compact { session } => {
+                self.session(&session).await?;
                 Err(ErrorInfo::new(
                     ErrorCode::InvalidRequest,
-                    "this daemon cannot run the agent yet",
+                    "compaction is not available in this version of agentd",
                 ))
             }
         }
@@ -296,16 +328,6 @@ impl Connection {
             }
         }
         self.shared.clients.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-fn request_session(request: &Request) -> SessionId {
-    match request {
-        Request::Send { session, .. }
-        | Request::Cancel { session }
-        | Request::Answer { session, .. }
-        | Request::Compact { session } => session.clone(),
-        _ => SessionId(String::new()),
     }
 }
 

@@ -15,9 +15,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::ConnectionId;
+use crate::config::ConfigState;
 use crate::connection;
 use crate::supervisor::{StopAll, Supervisor, SupervisorArgs};
-use crate::tools::pool::ToolPool;
 
 /// What every connection task shares.
 pub struct Shared {
@@ -87,11 +87,24 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     .and_then(|()| stdout.flush());
 
     let clients = Arc::new(AtomicU64::new(0));
+    let config = ConfigState::load(&paths.config_file());
+    if let Some(error) = &config.error {
+        tracing::error!("configuration not used, defaults in force: {error}");
+    }
+    let (_config_tx, config_rx) = tokio::sync::watch::channel(config);
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| StartError::Prepare {
+            path: paths.config_file(),
+            source: std::io::Error::other(e),
+        })?;
     let supervisor = Supervisor::spawn_with_mailbox(
         SupervisorArgs {
             paths: paths.clone(),
             clients: clients.clone(),
-            tool_executors: ToolPool::default_size(),
+            config: config_rx,
+            http,
         },
         kameo::mailbox::unbounded(),
     );

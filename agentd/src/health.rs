@@ -61,7 +61,7 @@ impl HealthMonitor {
             self.repeats = 1;
             self.last_calls = Some(signature);
         }
-        if self.repeats >= REPEAT_LIMIT && self.repeats % REPEAT_LIMIT == 0 {
+        if self.repeats >= REPEAT_LIMIT && self.repeats.is_multiple_of(REPEAT_LIMIT) {
             let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
             reports.push(Report {
                 kind: HealthKind::RepeatedCalls,

@@ -15,8 +15,9 @@ use protocol::{
     SessionState,
 };
 
+use crate::config::ConfigState;
 use crate::session::actor::Close;
-use crate::session::{SessionActor, SessionArgs};
+use crate::session::{SessionActor, SessionArgs, SessionEnv};
 use crate::tools::pool::ToolPool;
 use crate::{now_ms, resident_memory};
 
@@ -26,8 +27,10 @@ pub struct SupervisorArgs {
     pub paths: Paths,
     /// Open client connections, counted by the listener.
     pub clients: Arc<AtomicU64>,
-    /// Executors in the tool pool.
-    pub tool_executors: usize,
+    /// The configuration in force.
+    pub config: tokio::sync::watch::Receiver<ConfigState>,
+    /// The HTTP client for model providers.
+    pub http: reqwest::Client,
 }
 
 struct Entry {
@@ -41,7 +44,7 @@ pub struct Supervisor {
     clients: Arc<AtomicU64>,
     started: Instant,
     sessions: HashMap<SessionId, Entry>,
-    tools: ToolPool,
+    env: Arc<SessionEnv>,
     me: ActorRef<Supervisor>,
 }
 
@@ -50,13 +53,23 @@ impl Actor for Supervisor {
     type Error = ErrorInfo;
 
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
-        let tools = ToolPool::spawn(&me, args.tool_executors).await;
+        let size = match args.config.borrow().config.tool_pool_size {
+            0 => ToolPool::default_size(),
+            n => n,
+        };
+        let tools = ToolPool::spawn(&me, size).await;
+        let env = Arc::new(SessionEnv {
+            paths: args.paths.clone(),
+            tools,
+            http: args.http,
+            config: args.config,
+        });
         Ok(Supervisor {
             paths: args.paths,
             clients: args.clients,
             started: Instant::now(),
             sessions: HashMap::new(),
-            tools,
+            env,
             me,
         })
     }
@@ -161,7 +174,7 @@ impl Message<Create> for Supervisor {
             title: request.title.filter(|t| !t.trim().is_empty()),
             model: request.model,
             provider: request.provider,
-            mode: request.mode,
+            mode: request.mode.unwrap_or(self.env.config().default_mode.0),
             state: SessionState::Idle,
             turns: 0,
             steer_queued: 0,
@@ -170,12 +183,16 @@ impl Message<Create> for Supervisor {
             last_activity_ms: now,
             last_seq: 0,
         };
-        let actor = SessionActor::spawn_link(
+        // Unbounded, so that the run task and the supervisor never wait on a busy session.
+        let actor = SessionActor::spawn_link_with_mailbox(
             &self.me,
             SessionArgs {
                 info: info.clone(),
+                max_turns: request.max_turns,
                 supervisor: self.me.clone(),
+                env: self.env.clone(),
             },
+            kameo::mailbox::unbounded(),
         )
         .await;
         tracing::info!(session = %info.id, cwd = %info.cwd, "session created");
@@ -282,7 +299,13 @@ impl Message<Status> for Supervisor {
             clients: self.clients.load(Ordering::Relaxed),
             rss_bytes: resident_memory(),
             data_dir: self.paths.data_dir.to_string_lossy().into_owned(),
-            config_error: None,
+            config_error: self
+                .env
+                .config
+                .borrow()
+                .error
+                .as_ref()
+                .map(|e| e.to_string()),
         })
     }
 }
@@ -300,6 +323,6 @@ impl Message<StopAll> for Supervisor {
         for entry in self.sessions.values() {
             entry.actor.wait_for_shutdown().await;
         }
-        self.tools.stop().await;
+        self.env.tools.stop().await;
     }
 }

@@ -116,8 +116,8 @@ pub struct CreateSession {
     pub model: Option<String>,
     /// The provider profile, if not the configured default.
     pub provider: Option<String>,
-    /// The permission mode.
-    pub mode: Mode,
+    /// The permission mode; `None` for the configured default.
+    pub mode: Option<Mode>,
     /// The turn limit of runs in this session; `None` for the configured default, `Some(0)` for
     /// unlimited.
     pub max_turns: Option<u32>,

@@ -1,5 +1,8 @@
 //! Test support: a fixture that runs the real `agentd` binary in a private temporary home and
-//! drives it with the real `agentctl` binary or the protocol client.
+//! drives it with the real `agentctl` binary or the protocol client, plus a scripted model
+//! server that speaks the providers' wire formats.
+
+pub mod model_server;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -8,7 +11,7 @@ use std::time::Duration;
 
 use protocol::client::{Client, Incoming};
 use protocol::paths::Paths;
-use protocol::{CreateSession, Event, Mode, Reply, Request, SessionEvent, SessionId, SessionInfo};
+use protocol::{CreateSession, Event, Reply, Request, SessionEvent, SessionId, SessionInfo};
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -83,6 +86,24 @@ impl Home {
     /// Runs `agentctl` with `args` to completion.
     pub fn run_agentctl(&self, args: &[&str]) -> Output {
         self.agentctl(args).output().expect("agentctl runs")
+    }
+
+    /// An `agentctl` command against the scripted `server`, run in `cwd`.
+    pub fn agentctl_with(
+        &self,
+        server: &model_server::ModelServer,
+        cwd: &Path,
+        args: &[&str],
+    ) -> tokio::process::Command {
+        let mut command = tokio::process::Command::from(self.agentctl(args));
+        command
+            .current_dir(cwd)
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
     }
 
     /// An `agentd` command with this home in its environment, stdout piped.
@@ -207,7 +228,7 @@ pub async fn create_session(client: &Client, cwd: &Path) -> SessionInfo {
             cwd: cwd.to_string_lossy().into_owned(),
             model: None,
             provider: None,
-            mode: Mode::Default,
+            mode: None,
             max_turns: None,
             title: None,
         }))

@@ -52,7 +52,7 @@ fn requests() -> Vec<Request> {
             cwd: "/work/app".into(),
             model: Some("claude-sonnet-4-5".into()),
             provider: None,
-            mode: Mode::Plan,
+            mode: Some(Mode::Plan),
             max_turns: Some(100),
             title: None,
         }),

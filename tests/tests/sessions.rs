@@ -85,7 +85,7 @@ async fn a_session_needs_an_existing_absolute_directory() {
                 cwd: cwd.into(),
                 model: None,
                 provider: None,
-                mode: Mode::Default,
+                mode: None,
                 max_turns: None,
                 title: None,
             }))

@@ -1,6 +1,7 @@
 //! One module per group of commands.
 
 pub mod daemon;
+pub mod run;
 pub mod sessions;
 
 use protocol::client::Client;

@@ -93,7 +93,7 @@ fn print_table(sessions: &[SessionInfo]) {
 /// Creates a session in the current directory and prints its id.
 pub async fn new(
     paths: &Paths,
-    mode: Mode,
+    mode: Option<Mode>,
     model: Option<String>,
     title: Option<String>,
 ) -> Result<u8, Failure> {

@@ -1,28 +1,76 @@
-//! The session actor: the single authority for one session. It holds the session's settings,
-//! its event log and its subscribers, and answers the requests that name the session.
+//! The session actor: the single authority for one session. It holds the history, the queues,
+//! the running run and its cancellation token, pending permission requests, and the event log
+//! with its subscribers. The agent loop runs as a task the actor owns, so every message here is
+//! handled while a run is in progress.
 
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::FutureExt;
 use kameo::prelude::*;
 use protocol::{
-    ErrorCode, ErrorInfo, Event, Mode, SessionEvent, SessionId, SessionInfo, SessionState,
+    Decision, Delivery, ErrorCode, ErrorInfo, Event, Mode, PermissionRequestId, RunId, RunOptions,
+    SessionEvent, SessionId, SessionInfo, SessionState, StopReason, TokenUsage, ToolCallInfo,
 };
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::ConnectionId;
+use crate::history::Message as HistoryMessage;
+use crate::permission::{self, AlwaysRule, Verdict};
+use crate::session::SessionEnv;
 use crate::session::events::{EventLog, Subscription};
+use crate::session::queue::Queues;
+use crate::session::run::{self, RunOutcome, RunSetup};
 use crate::supervisor::{SessionChanged, Supervisor};
+use crate::tools::Tool;
 
 /// What a session actor starts from.
 pub struct SessionArgs {
     /// The session's settings and counters.
     pub info: SessionInfo,
+    /// The session's turn limit, if it was created with one.
+    pub max_turns: Option<u32>,
     /// Told whenever the session's listing changes.
     pub supervisor: ActorRef<Supervisor>,
+    /// What all sessions share.
+    pub env: Arc<SessionEnv>,
+}
+
+/// The run in progress.
+struct ActiveRun {
+    id: RunId,
+    cancel: CancellationToken,
+    options: RunOptions,
+    _task: JoinHandle<()>,
+}
+
+/// A permission request waiting for an answer.
+struct PendingAsk {
+    answer: oneshot::Sender<Decision>,
+    tool: Tool,
+    args: Value,
 }
 
 /// One session (SPEC §2).
 pub struct SessionActor {
     info: SessionInfo,
+    max_turns: Option<u32>,
     log: EventLog,
     supervisor: ActorRef<Supervisor>,
+    env: Arc<SessionEnv>,
+    history: Vec<HistoryMessage>,
+    queues: Queues,
+    run: Option<ActiveRun>,
+    runs: u64,
+    pending: HashMap<PermissionRequestId, PendingAsk>,
+    decided: HashMap<PermissionRequestId, String>,
+    requests: u64,
+    always: Vec<AlwaysRule>,
 }
 
 impl Actor for SessionActor {
@@ -30,12 +78,32 @@ impl Actor for SessionActor {
     type Error = ErrorInfo;
 
     async fn on_start(args: Self::Args, _: ActorRef<Self>) -> Result<Self, Self::Error> {
-        let log = EventLog::new(args.info.id.clone());
         Ok(SessionActor {
+            log: EventLog::new(args.info.id.clone()),
             info: args.info,
-            log,
+            max_turns: args.max_turns,
             supervisor: args.supervisor,
+            env: args.env,
+            history: Vec::new(),
+            queues: Queues::default(),
+            run: None,
+            runs: 0,
+            pending: HashMap::new(),
+            decided: HashMap::new(),
+            requests: 0,
+            always: Vec::new(),
         })
+    }
+
+    async fn on_stop(
+        &mut self,
+        _: WeakActorRef<Self>,
+        _: ActorStopReason,
+    ) -> Result<(), Self::Error> {
+        if let Some(run) = &self.run {
+            run.cancel.cancel();
+        }
+        Ok(())
     }
 }
 
@@ -47,14 +115,126 @@ impl SessionActor {
         if self.log.last_time_ms() > 0 {
             info.last_activity_ms = self.log.last_time_ms();
         }
+        (info.steer_queued, info.follow_up_queued) = self.queues.lens();
         info
     }
 
     /// Emits `event` and tells the supervisor the listing changed.
     fn emit(&mut self, event: Event) {
+        let fold = matches!(event, Event::AssistantMessage { .. });
         self.log.emit(event);
+        if fold {
+            self.log.fold_deltas();
+        }
         // The supervisor's mailbox is unbounded, so this never waits.
         let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
+    }
+
+    fn emit_queues(&mut self) {
+        self.emit(Event::QueueChanged {
+            steer: self.queues.steer(),
+            follow_up: self.queues.follow_up(),
+        });
+    }
+
+    fn push_user(&mut self, text: String, delivery: Delivery) {
+        self.history.push(HistoryMessage::User {
+            text: text.clone(),
+            delivery,
+        });
+        self.emit(Event::UserMessage { text, delivery });
+    }
+
+    fn cwd(&self) -> PathBuf {
+        PathBuf::from(&self.info.cwd)
+    }
+
+    fn plan_file(&self) -> PathBuf {
+        self.env
+            .paths
+            .plans_dir()
+            .join(format!("{}.md", self.info.id))
+    }
+
+    /// Starts a run whose first message is `text`.
+    fn start_run(
+        &mut self,
+        text: String,
+        delivery: Delivery,
+        options: RunOptions,
+        me: ActorRef<Self>,
+    ) -> RunId {
+        self.runs += 1;
+        let id = RunId(self.runs);
+        let config = self.env.config();
+        let max_turns = options
+            .max_turns
+            .or(self.max_turns)
+            .unwrap_or(config.max_turns);
+        self.emit(Event::RunStarted {
+            run: id,
+            trigger: delivery,
+            max_turns,
+        });
+        self.push_user(text, delivery);
+        self.info.state = SessionState::Running;
+        let cancel = CancellationToken::new();
+        let provider = config.provider(
+            &self.env.http,
+            options
+                .provider
+                .as_deref()
+                .or(self.info.provider.as_deref()),
+            options.model.as_deref().or(self.info.model.as_deref()),
+            &options.env,
+        );
+        let setup = RunSetup {
+            session: me.clone(),
+            run: id,
+            cwd: self.cwd(),
+            provider,
+            tools: self.env.tools.clone(),
+            cancel: cancel.clone(),
+            max_turns,
+            max_tokens: config.max_tokens,
+            bash_timeout: config.bash_timeout(),
+        };
+        let task = tokio::spawn(async move {
+            let outcome = AssertUnwindSafe(run::run(setup))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|panic| {
+                    let text = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    tracing::error!("agent loop panicked: {text}");
+                    RunOutcome {
+                        stop_reason: StopReason::Error,
+                        turns: 0,
+                        truncated: false,
+                        usage: TokenUsage::default(),
+                        error: Some(format!("internal error in the agent loop: {text}")),
+                    }
+                });
+            let _ = me.tell(RunDone { run: id, outcome }).await;
+        });
+        self.run = Some(ActiveRun {
+            id,
+            cancel,
+            options,
+            _task: task,
+        });
+        tracing::info!(session = %self.info.id, run = id.0, "run started");
+        id
+    }
+
+    fn set_state(&mut self, state: SessionState) {
+        if self.info.state != state {
+            self.info.state = state;
+            let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
+        }
     }
 }
 
@@ -119,6 +299,119 @@ impl Message<SetMode> for SessionActor {
     }
 }
 
+/// A user message: it steers or follows the running run, or starts a run.
+pub struct SendMessage {
+    /// The message.
+    pub text: String,
+    /// Where it goes while a run is going.
+    pub delivery: Delivery,
+    /// Options for the run it may start.
+    pub options: RunOptions,
+}
+
+impl Message<SendMessage> for SessionActor {
+    /// The run it started, if it started one.
+    type Reply = Result<Option<RunId>, ErrorInfo>;
+
+    async fn handle(
+        &mut self,
+        msg: SendMessage,
+        ctx: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        if msg.text.trim().is_empty() {
+            return Err(ErrorInfo::new(
+                ErrorCode::InvalidRequest,
+                "the message is empty",
+            ));
+        }
+        if self.run.is_some() {
+            self.queues.push(msg.text, msg.delivery);
+            self.emit_queues();
+            return Ok(None);
+        }
+        let me = ctx.actor_ref().clone();
+        Ok(Some(self.start_run(
+            msg.text,
+            msg.delivery,
+            msg.options,
+            me,
+        )))
+    }
+}
+
+/// Cancel the running run, if any.
+pub struct Cancel;
+
+impl Message<Cancel> for SessionActor {
+    type Reply = Result<(), ErrorInfo>;
+
+    async fn handle(&mut self, _: Cancel, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        if let Some(run) = &self.run {
+            tracing::info!(session = %self.info.id, run = run.id.0, "run cancelled");
+            run.cancel.cancel();
+        }
+        Ok(())
+    }
+}
+
+/// Answer a pending permission request.
+pub struct Answer {
+    /// The request.
+    pub request: PermissionRequestId,
+    /// The answer.
+    pub decision: Decision,
+    /// Who answered.
+    pub by_client: String,
+}
+
+impl Message<Answer> for SessionActor {
+    type Reply = Result<(), ErrorInfo>;
+
+    async fn handle(&mut self, msg: Answer, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let Some(pending) = self.pending.remove(&msg.request) else {
+            return Err(match self.decided.get(&msg.request) {
+                Some(by) => ErrorInfo::new(
+                    ErrorCode::AlreadyDecided,
+                    format!(
+                        "permission request {} was already decided by {by}",
+                        msg.request
+                    ),
+                ),
+                None => ErrorInfo::new(
+                    ErrorCode::UnknownPermissionRequest,
+                    format!(
+                        "no pending permission request {} in this session",
+                        msg.request
+                    ),
+                ),
+            });
+        };
+        if msg.decision == Decision::AllowAlways {
+            let (cwd, plan) = (self.cwd(), self.plan_file());
+            let call = permission::Call {
+                tool: pending.tool,
+                args: &pending.args,
+                cwd: &cwd,
+                plan_file: &plan,
+            };
+            if let Some(rule) = permission::rule_for(call) {
+                self.always.push(rule);
+            }
+        }
+        let _ = pending.answer.send(msg.decision);
+        self.decided.insert(msg.request, msg.by_client.clone());
+        self.emit(Event::PermissionResolved {
+            request: msg.request,
+            decision: msg.decision,
+            by_client: msg.by_client,
+        });
+        if self.pending.is_empty() && self.run.is_some() {
+            self.set_state(SessionState::Running);
+        }
+        Ok(())
+    }
+}
+
 /// Close the session for deletion: refuse while running unless `force`, tell subscribers,
 /// and stop the actor.
 pub struct Close {
@@ -130,18 +423,238 @@ impl Message<Close> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, msg: Close, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if self.info.state != SessionState::Idle && !msg.force {
-            return Err(ErrorInfo::new(
-                ErrorCode::Busy,
-                format!(
-                    "session {} is running; cancel it first or delete with --force",
-                    self.info.id
-                ),
-            ));
+        if let Some(run) = &self.run {
+            if !msg.force {
+                return Err(ErrorInfo::new(
+                    ErrorCode::Busy,
+                    format!(
+                        "session {} is running; cancel it first or delete with --force",
+                        self.info.id
+                    ),
+                ));
+            }
+            run.cancel.cancel();
         }
         self.log.emit(Event::SessionDeleted);
         self.log.close_all();
         ctx.stop();
         Ok(())
+    }
+}
+
+// Messages from the run task.
+
+/// Emit an event of the run (text deltas, tool calls and results, usage).
+pub struct Emit(pub Event);
+
+impl Message<Emit> for SessionActor {
+    type Reply = ();
+
+    async fn handle(&mut self, msg: Emit, _: &mut Context<Self, Self::Reply>) {
+        self.emit(msg.0);
+    }
+}
+
+/// Append a message to the history, with the event that announces it.
+pub struct Push {
+    /// The message.
+    pub message: HistoryMessage,
+    /// Its event, if it has one.
+    pub event: Option<Event>,
+}
+
+impl Message<Push> for SessionActor {
+    type Reply = Result<(), ErrorInfo>;
+
+    async fn handle(&mut self, msg: Push, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        if matches!(msg.message, HistoryMessage::Assistant(_)) {
+            self.info.turns += 1;
+        }
+        self.history.push(msg.message);
+        if let Some(event) = msg.event {
+            self.emit(event);
+        }
+        Ok(())
+    }
+}
+
+/// What the next model call sees.
+pub struct TurnInput {
+    /// The system prompt as of now (the mode may have changed).
+    pub system: String,
+    /// The history, queued steering included.
+    pub messages: Vec<HistoryMessage>,
+}
+
+/// Deliver queued steering and hand out the next model call's input.
+pub struct BeginTurn;
+
+impl Message<BeginTurn> for SessionActor {
+    type Reply = Result<TurnInput, ErrorInfo>;
+
+    async fn handle(&mut self, _: BeginTurn, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let steer = self.queues.take_steer();
+        if !steer.is_empty() {
+            for text in steer {
+                self.push_user(text, Delivery::Steer);
+            }
+            self.emit_queues();
+        }
+        Ok(TurnInput {
+            system: crate::prompt::system_prompt(&self.cwd(), self.info.mode, &self.plan_file()),
+            messages: self.history.clone(),
+        })
+    }
+}
+
+/// The run would complete: deliver queued steering, or else the next follow-up.
+pub struct NextQueued;
+
+impl Message<NextQueued> for SessionActor {
+    /// What was delivered, if anything.
+    type Reply = Result<Option<Delivery>, ErrorInfo>;
+
+    async fn handle(&mut self, _: NextQueued, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let steer = self.queues.take_steer();
+        let delivered = if !steer.is_empty() {
+            for text in steer {
+                self.push_user(text, Delivery::Steer);
+            }
+            Some(Delivery::Steer)
+        } else if let Some(text) = self.queues.take_follow_up() {
+            self.push_user(text, Delivery::FollowUp);
+            Some(Delivery::FollowUp)
+        } else {
+            None
+        };
+        if delivered.is_some() {
+            self.emit_queues();
+        }
+        Ok(delivered)
+    }
+}
+
+/// May this call run?
+pub struct Authorize {
+    /// The tool.
+    pub tool: Tool,
+    /// Its arguments.
+    pub args: Value,
+    /// The call as the model made it.
+    pub call: ToolCallInfo,
+}
+
+/// The answer to [`Authorize`].
+pub enum Authorization {
+    /// Run it.
+    Allowed,
+    /// Do not; the model gets this reason.
+    Denied(String),
+    /// Wait for a user's answer.
+    Pending(oneshot::Receiver<Decision>),
+}
+
+impl Message<Authorize> for SessionActor {
+    type Reply = Result<Authorization, ErrorInfo>;
+
+    async fn handle(&mut self, msg: Authorize, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let Some(run) = &self.run else {
+            return Ok(Authorization::Denied(
+                "denied: the run has ended".to_string(),
+            ));
+        };
+        let (cwd, plan) = (self.cwd(), self.plan_file());
+        let call = permission::Call {
+            tool: msg.tool,
+            args: &msg.args,
+            cwd: &cwd,
+            plan_file: &plan,
+        };
+        match permission::check(call, self.info.mode, &run.options.grants, &self.always) {
+            Verdict::Allow => Ok(Authorization::Allowed),
+            Verdict::Ask if run.options.deny_unanswered => Ok(Authorization::Denied(
+                permission::unattended_denial(msg.tool.class()),
+            )),
+            Verdict::Ask => {
+                self.requests += 1;
+                let request = PermissionRequestId(self.requests);
+                let summary = permission::summary(call);
+                let (answer, receiver) = oneshot::channel();
+                self.pending.insert(
+                    request,
+                    PendingAsk {
+                        answer,
+                        tool: msg.tool,
+                        args: msg.args.clone(),
+                    },
+                );
+                self.info.state = SessionState::AwaitingApproval;
+                self.emit(Event::PermissionRequested {
+                    request,
+                    tool: msg.call.name,
+                    args: msg.call.args,
+                    summary,
+                });
+                Ok(Authorization::Pending(receiver))
+            }
+        }
+    }
+}
+
+/// The run task ended.
+pub struct RunDone {
+    /// The run.
+    pub run: RunId,
+    /// How it ended.
+    pub outcome: RunOutcome,
+}
+
+impl Message<RunDone> for SessionActor {
+    type Reply = ();
+
+    async fn handle(&mut self, msg: RunDone, ctx: &mut Context<Self, Self::Reply>) {
+        if self.run.as_ref().map(|r| r.id) != Some(msg.run) {
+            return;
+        }
+        let Some(finished) = self.run.take() else {
+            return;
+        };
+        let outcome = msg.outcome;
+        for (request, _) in self.pending.drain() {
+            self.decided
+                .insert(request, "the end of the run".to_string());
+            self.log.emit(Event::PermissionResolved {
+                request,
+                decision: Decision::Deny,
+                by_client: "the end of the run".to_string(),
+            });
+        }
+        // A completed run leaves nothing queued except what arrived after its last look at
+        // the queues; that starts the next run below. Any other end returns the queue.
+        let returned = if outcome.stop_reason == StopReason::Completed {
+            Vec::new()
+        } else {
+            self.queues.drain()
+        };
+        if !returned.is_empty() {
+            self.emit_queues();
+        }
+        self.info.state = SessionState::Idle;
+        tracing::info!(session = %self.info.id, run = msg.run.0, stop = %outcome.stop_reason, "run finished");
+        self.emit(Event::RunFinished {
+            run: msg.run,
+            stop_reason: outcome.stop_reason,
+            turns: outcome.turns,
+            truncated: outcome.truncated,
+            usage: outcome.usage,
+            returned_messages: returned,
+            error: outcome.error,
+        });
+        if let Some((text, delivery)) = self.queues.take_next() {
+            self.emit_queues();
+            let me = ctx.actor_ref().clone();
+            // The next run goes on with the same options (grants, provider settings).
+            self.start_run(text, delivery, finished.options, me);
+        }
     }
 }

@@ -1,6 +1,35 @@
-//! Sessions: the actor that owns one session, and its event log.
+//! Sessions: the actor that owns one session, its event log and queues, and the agent loop it
+//! runs.
 
 pub mod actor;
 pub mod events;
+pub mod queue;
+pub mod run;
 
+use std::sync::Arc;
+
+use protocol::paths::Paths;
+use tokio::sync::watch;
+
+use crate::config::{Config, ConfigState};
+use crate::tools::ToolPool;
 pub use actor::{SessionActor, SessionArgs};
+
+/// What every session shares.
+pub struct SessionEnv {
+    /// The daemon's paths.
+    pub paths: Paths,
+    /// The tool executors.
+    pub tools: ToolPool,
+    /// The HTTP client for providers (one connection pool).
+    pub http: reqwest::Client,
+    /// The configuration in force.
+    pub config: watch::Receiver<ConfigState>,
+}
+
+impl SessionEnv {
+    /// The configuration in force now.
+    pub fn config(&self) -> Arc<Config> {
+        self.config.borrow().config.clone()
+    }
+}

@@ -1,0 +1,235 @@
+//! `agentctl run`: one prompt, one run, streamed to the terminal; the exit code tells how the
+//! run ended (SPEC §1).
+
+use std::io::{IsTerminal, Read};
+
+use protocol::client::{Client, Incoming};
+use protocol::paths::Paths;
+use protocol::{
+    CreateSession, Delivery, Event, Mode, PermissionClass, Reply, Request, RunId, RunOptions,
+    SessionId, SessionInfo,
+};
+
+use super::{request, unexpected};
+use crate::Failure;
+use crate::connect;
+use crate::view::{HumanView, Style, event_json};
+
+/// What `run` was asked to do.
+pub struct RunArgs {
+    /// The prompt, `-` or absent for stdin.
+    pub prompt: Option<String>,
+    /// An existing session to run in.
+    pub session: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// The provider profile.
+    pub provider: Option<String>,
+    /// The mode of a new session.
+    pub mode: Option<Mode>,
+    /// The turn limit (0 for none).
+    pub max_turns: Option<u32>,
+    /// Permission classes allowed without asking.
+    pub allow: Vec<PermissionClass>,
+    /// Print JSON lines instead of the human view.
+    pub json: bool,
+}
+
+/// Runs the prompt and returns the exit code of the run's stop reason.
+pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
+    let prompt = read_prompt(args.prompt.as_deref())?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
+    let mut client = connect::connect(paths, "run").await?;
+    let mut incoming = client
+        .take_incoming()
+        .expect("incoming events are taken once");
+
+    let session = match &args.session {
+        Some(id) => SessionId(id.clone()),
+        None => {
+            let reply = request(
+                &client,
+                Request::CreateSession(CreateSession {
+                    cwd: cwd.to_string_lossy().into_owned(),
+                    model: args.model.clone(),
+                    provider: args.provider.clone(),
+                    mode: args.mode,
+                    max_turns: None,
+                    title: Some(title_of(&prompt)),
+                }),
+            )
+            .await?;
+            match reply {
+                Reply::SessionCreated(info) => info.id,
+                other => return Err(unexpected(other)),
+            }
+        }
+    };
+    let info = subscribe(&client, &session, None).await?;
+    let session = info.id.clone();
+    let mut last_seq = info.last_seq;
+
+    let options = RunOptions {
+        max_turns: args.max_turns,
+        grants: args.allow.clone(),
+        deny_unanswered: true,
+        model: args.model.clone(),
+        provider: args.provider.clone(),
+        env: provider_env(),
+    };
+    let sent = request(
+        &client,
+        Request::Send {
+            session: session.clone(),
+            text: prompt,
+            delivery: Delivery::FollowUp,
+            options,
+        },
+    )
+    .await?;
+    // A message to a busy session joins its running run: follow that run to its end.
+    let mut ours: Option<RunId> = match sent {
+        Reply::Sent { started } => started,
+        other => return Err(unexpected(other)),
+    };
+
+    let mut view = HumanView::new(Style::detect());
+    view.echo_user = false;
+    let mut cancels = 0;
+    loop {
+        let next = tokio::select! {
+            next = incoming.recv() => next,
+            _ = tokio::signal::ctrl_c() => {
+                cancels += 1;
+                if cancels > 1 {
+                    return Ok(130);
+                }
+                eprintln!("\ncancelling… (Ctrl+C again to leave now)");
+                request(&client, Request::Cancel { session: session.clone() }).await?;
+                continue;
+            }
+        };
+        match next {
+            Some(Incoming::Event(event)) => {
+                if event.seq <= last_seq {
+                    continue;
+                }
+                last_seq = event.seq;
+                if let Event::RunStarted { run, .. } = &event.event
+                    && ours.is_none()
+                {
+                    ours = Some(*run);
+                }
+                if args.json {
+                    println!("{}", event_json(&event));
+                } else {
+                    view.show(&event);
+                }
+                if let Event::RunFinished {
+                    run, stop_reason, ..
+                } = &event.event
+                    && ours.is_none_or(|r| r == *run)
+                {
+                    return Ok(stop_reason.exit_code() as u8);
+                }
+            }
+            Some(Incoming::Lagged { .. }) => {
+                subscribe(&client, &session, Some(last_seq)).await?;
+            }
+            Some(Incoming::Closed(reason)) => return Err(lost_daemon(reason)),
+            None => return Err(lost_daemon(None)),
+        }
+    }
+}
+
+fn lost_daemon(reason: Option<String>) -> Failure {
+    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+    Failure::new(format!("lost the daemon before the run ended{reason}"))
+}
+
+/// Subscribes from `from_seq`, or from the session's newest event.
+async fn subscribe(
+    client: &Client,
+    session: &SessionId,
+    from_seq: Option<u64>,
+) -> Result<SessionInfo, Failure> {
+    let from = match from_seq {
+        Some(seq) => seq,
+        None => match request(
+            client,
+            Request::GetHistory {
+                session: session.clone(),
+            },
+        )
+        .await?
+        {
+            Reply::History { session, .. } => session.last_seq,
+            other => return Err(unexpected(other)),
+        },
+    };
+    match request(
+        client,
+        Request::Subscribe {
+            session: session.clone(),
+            from_seq: from,
+        },
+    )
+    .await?
+    {
+        Reply::Subscribed(mut info) => {
+            info.last_seq = from;
+            Ok(info)
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+/// The prompt from the argument, or from stdin when it is `-` or absent and stdin is a pipe.
+fn read_prompt(arg: Option<&str>) -> Result<String, Failure> {
+    let usage = |message: &str| Failure {
+        message: message.to_string(),
+        code: 2,
+    };
+    let text = match arg {
+        Some(text) if text != "-" => text.to_string(),
+        _ => {
+            if std::io::stdin().is_terminal() {
+                return Err(usage(
+                    "give a prompt: agentctl run \"PROMPT\" (or pipe it on stdin)",
+                ));
+            }
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| Failure::new(format!("cannot read the prompt from stdin: {e}")))?;
+            text
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(usage("the prompt is empty"));
+    }
+    Ok(text)
+}
+
+/// A session title from the prompt's first line.
+fn title_of(prompt: &str) -> String {
+    let first = prompt
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim();
+    if first.chars().count() > 60 {
+        first.chars().take(59).collect::<String>() + "…"
+    } else {
+        first.to_string()
+    }
+}
+
+/// Provider keys and addresses from this shell (`*_API_KEY`, `*_BASE_URL`): the daemon may have
+/// been started from another one.
+pub fn provider_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(key, _)| key.ends_with("_API_KEY") || key.ends_with("_BASE_URL"))
+        .collect()
+}

@@ -1,0 +1,499 @@
+//! How events look: the human view (text as it streams, one line per tool call, a summary at
+//! the end) and the JSON view (one object per line with stable field names). Both consume the
+//! same event stream.
+
+use std::io::{IsTerminal, Write};
+
+use protocol::{Event, SessionEvent, StopReason, TokenUsage};
+use serde_json::{Value, json};
+
+/// ANSI styling, off when `NO_COLOR` is set or stdout is not a terminal.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    color: bool,
+}
+
+impl Style {
+    /// Decides from the environment.
+    pub fn detect() -> Style {
+        Style {
+            color: std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    /// Dim text.
+    pub fn dim(&self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    /// Green text.
+    pub fn green(&self, text: &str) -> String {
+        self.paint("32", text)
+    }
+
+    /// Red text.
+    pub fn red(&self, text: &str) -> String {
+        self.paint("31", text)
+    }
+
+    /// Yellow text.
+    pub fn yellow(&self, text: &str) -> String {
+        self.paint("33", text)
+    }
+
+    /// Bold text.
+    pub fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+}
+
+/// One line describing a tool call: `read README.md`, `bash cargo test`.
+pub fn tool_summary(name: &str, args: &str) -> String {
+    let value: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+    let field = |key: &str| value[key].as_str().unwrap_or_default().to_string();
+    let detail = match name {
+        "read" | "write" | "edit" => field("path"),
+        "bash" => {
+            let command = field("command");
+            let first = command.lines().next().unwrap_or_default().to_string();
+            if command.lines().count() > 1 {
+                format!("{first} …")
+            } else {
+                first
+            }
+        }
+        "grep" => {
+            let path = field("path");
+            if path.is_empty() {
+                field("pattern")
+            } else {
+                format!("{} in {path}", field("pattern"))
+            }
+        }
+        "glob" => field("pattern"),
+        _ => args.to_string(),
+    };
+    let detail: String = if detail.chars().count() > 100 {
+        detail.chars().take(100).collect::<String>() + "…"
+    } else {
+        detail
+    };
+    format!("{name} {detail}").trim_end().to_string()
+}
+
+/// "1,234".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A usage line: "1,234 in (900 cached) · 56 out".
+pub fn usage_line(usage: &TokenUsage) -> String {
+    let mut line = format!("{} in", thousands(usage.total_input()));
+    if usage.cache_read > 0 || usage.cache_write > 0 {
+        line.push_str(&format!(
+            " ({} cache read, {} cache write)",
+            thousands(usage.cache_read),
+            thousands(usage.cache_write)
+        ));
+    }
+    line.push_str(&format!(" · {} out", thousands(usage.output)));
+    line
+}
+
+fn duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
+/// The human view of a session's events.
+pub struct HumanView {
+    style: Style,
+    /// The id of the tool call whose line is open (printed without its result yet).
+    open_call: Option<String>,
+    /// Whether the cursor is at the start of a line.
+    at_line_start: bool,
+    /// Whether text deltas of the current reply were shown (so the full message is not).
+    streamed: bool,
+    calls: Vec<(String, String)>,
+    /// Whether to echo user messages (off for the prompt `run` itself sent).
+    pub echo_user: bool,
+}
+
+impl HumanView {
+    /// A view with `style`.
+    pub fn new(style: Style) -> Self {
+        HumanView {
+            style,
+            open_call: None,
+            at_line_start: true,
+            streamed: false,
+            calls: Vec::new(),
+            echo_user: true,
+        }
+    }
+
+    fn out(&mut self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+        if let Some(last) = text.chars().last() {
+            self.at_line_start = last == '\n';
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.close_call();
+        if !self.at_line_start {
+            self.out("\n");
+        }
+        self.out(&format!("{text}\n"));
+    }
+
+    fn close_call(&mut self) {
+        if self.open_call.take().is_some() {
+            self.out("\n");
+        }
+    }
+
+    fn summary_of(&self, id: &str, name: &str) -> String {
+        self.calls
+            .iter()
+            .find(|(call, _)| call == id)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_else(|| name.to_string())
+    }
+
+    /// Shows one event.
+    pub fn show(&mut self, event: &SessionEvent) {
+        let style = self.style;
+        match &event.event {
+            Event::RunStarted { .. } | Event::QueueChanged { .. } | Event::Usage { .. } => {}
+            Event::UserMessage { text, delivery } => {
+                if self.echo_user {
+                    let label = match delivery {
+                        protocol::Delivery::Steer => "steer",
+                        protocol::Delivery::FollowUp => "you",
+                    };
+                    self.line(&style.bold(&format!("{label} › {text}")));
+                }
+                self.echo_user = true;
+            }
+            Event::TurnStarted { .. } => self.streamed = false,
+            Event::TextDelta { text } => {
+                self.close_call();
+                self.streamed = true;
+                self.out(text);
+            }
+            Event::ThinkingDelta { text } => {
+                self.close_call();
+                self.streamed = true;
+                let text = style.dim(text);
+                self.out(&text);
+            }
+            Event::AssistantMessage { text, .. } => {
+                if !self.streamed && !text.is_empty() {
+                    self.close_call();
+                    self.out(text);
+                }
+                if !self.at_line_start {
+                    self.out("\n");
+                }
+                self.streamed = false;
+            }
+            Event::ToolCall(call) => {
+                let summary = tool_summary(&call.name, &call.args);
+                self.calls.push((call.id.clone(), summary.clone()));
+                self.close_call();
+                if !self.at_line_start {
+                    self.out("\n");
+                }
+                self.out(&format!("{} {summary}", style.dim("●")));
+                self.open_call = Some(call.id.clone());
+            }
+            Event::ToolResult {
+                id,
+                name,
+                is_error,
+                output,
+                duration_ms,
+            } => {
+                let mark = if *is_error {
+                    style.red("✗")
+                } else {
+                    style.green("✓")
+                };
+                let took = style.dim(&duration(*duration_ms));
+                if self.open_call.as_deref() == Some(id.as_str()) {
+                    self.open_call = None;
+                    self.out(&format!(" {mark} {took}\n"));
+                } else {
+                    let summary = self.summary_of(id, name);
+                    self.line(&format!("{mark} {summary} {took}"));
+                }
+                if *is_error {
+                    let first = output
+                        .lines()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or_default();
+                    self.line(&style.dim(&format!("  {first}")));
+                }
+            }
+            Event::PermissionRequested {
+                request, summary, ..
+            } => {
+                self.line(&style.yellow(&format!("? permission needed ({request}): {summary}")));
+            }
+            Event::PermissionResolved {
+                request,
+                decision,
+                by_client,
+            } => {
+                self.line(&style.dim(&format!(
+                    "  permission {request}: {decision} by {by_client}"
+                )));
+            }
+            Event::Retrying {
+                attempt,
+                wait_ms,
+                reason,
+            } => {
+                self.line(&style.yellow(&format!(
+                    "↻ retry {attempt} in {}: {reason}",
+                    duration(*wait_ms)
+                )));
+            }
+            Event::Compacted {
+                before_tokens,
+                after_tokens,
+            } => {
+                self.line(&style.dim(&format!(
+                    "… history compacted: {} → {} tokens",
+                    thousands(*before_tokens),
+                    thousands(*after_tokens)
+                )));
+            }
+            Event::Health { kind, detail } => {
+                self.line(&style.yellow(&format!("⚠ {kind}: {detail}")));
+            }
+            Event::FileChanged { path } => {
+                self.line(&style.dim(&format!("• {path} changed on disk")))
+            }
+            Event::ModeChanged { mode } => self.line(&style.dim(&format!("• mode: {mode}"))),
+            Event::RunFinished {
+                stop_reason,
+                turns,
+                truncated,
+                usage,
+                error,
+                returned_messages,
+                ..
+            } => {
+                if *truncated {
+                    self.line(&style.yellow("(the last reply was cut off at the output limit)"));
+                }
+                if let Some(error) = error {
+                    self.line(&style.red(&format!("✗ {error}")));
+                }
+                if !returned_messages.is_empty() {
+                    self.line(&style.dim(&format!(
+                        "{} queued message(s) were not sent:",
+                        returned_messages.len()
+                    )));
+                    for message in returned_messages {
+                        self.line(&style.dim(&format!("  {}", message.text)));
+                    }
+                }
+                let verdict = match stop_reason {
+                    StopReason::Completed => style.green("completed"),
+                    StopReason::Aborted => style.yellow("cancelled"),
+                    StopReason::MaxTurns => style.yellow("stopped at the turn limit"),
+                    StopReason::Health => style.red("stopped by the health guard"),
+                    StopReason::Error => style.red("failed"),
+                };
+                self.line(&style.dim(&format!(
+                    "— {verdict}{} · {} turn{} · {}",
+                    style.dim(""),
+                    turns,
+                    if *turns == 1 { "" } else { "s" },
+                    usage_line(usage)
+                )));
+            }
+            Event::Error { message } => self.line(&style.red(&format!("error: {message}"))),
+            Event::SessionDeleted => self.line(&style.dim("• the session was deleted")),
+        }
+    }
+}
+
+fn usage_json(usage: &TokenUsage) -> Value {
+    json!({
+        "input": usage.input,
+        "output": usage.output,
+        "cache_read": usage.cache_read,
+        "cache_write": usage.cache_write,
+    })
+}
+
+fn args_json(args: &str) -> Value {
+    serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.to_string()))
+}
+
+/// One event as a JSON object: `seq`, `session`, `time_ms`, `type`, and the event's fields.
+pub fn event_json(event: &SessionEvent) -> Value {
+    let mut value = match &event.event {
+        Event::RunStarted {
+            run,
+            trigger,
+            max_turns,
+        } => {
+            json!({"run": run.0, "trigger": trigger.as_str(), "max_turns": max_turns})
+        }
+        Event::UserMessage { text, delivery } => {
+            json!({"text": text, "delivery": delivery.as_str()})
+        }
+        Event::TurnStarted { turn } => json!({"turn": turn}),
+        Event::TextDelta { text } | Event::ThinkingDelta { text } => json!({"text": text}),
+        Event::AssistantMessage {
+            turn,
+            text,
+            thinking,
+            tool_calls,
+            stop_reason,
+        } => json!({
+            "turn": turn,
+            "text": text,
+            "thinking": thinking,
+            "tool_calls": tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "args": args_json(&c.args)})).collect::<Vec<_>>(),
+            "stop_reason": stop_reason.as_str(),
+        }),
+        Event::ToolCall(call) => {
+            json!({"id": call.id, "name": call.name, "args": args_json(&call.args)})
+        }
+        Event::ToolResult {
+            id,
+            name,
+            is_error,
+            output,
+            duration_ms,
+        } => json!({
+            "id": id, "name": name, "is_error": is_error, "output": output, "duration_ms": duration_ms,
+        }),
+        Event::PermissionRequested {
+            request,
+            tool,
+            args,
+            summary,
+        } => json!({
+            "request": request.0, "tool": tool, "args": args_json(args), "summary": summary,
+        }),
+        Event::PermissionResolved {
+            request,
+            decision,
+            by_client,
+        } => json!({
+            "request": request.0, "decision": decision.as_str(), "by_client": by_client,
+        }),
+        Event::QueueChanged { steer, follow_up } => json!({"steer": steer, "follow_up": follow_up}),
+        Event::Usage { turn, cumulative } => {
+            json!({"turn": usage_json(turn), "cumulative": usage_json(cumulative)})
+        }
+        Event::Retrying {
+            attempt,
+            wait_ms,
+            reason,
+        } => json!({"attempt": attempt, "wait_ms": wait_ms, "reason": reason}),
+        Event::Compacted {
+            before_tokens,
+            after_tokens,
+        } => {
+            json!({"before_tokens": before_tokens, "after_tokens": after_tokens})
+        }
+        Event::Health { kind, detail } => json!({"kind": kind.as_str(), "detail": detail}),
+        Event::FileChanged { path } => json!({"path": path}),
+        Event::ModeChanged { mode } => json!({"mode": mode.as_str()}),
+        Event::RunFinished {
+            run,
+            stop_reason,
+            turns,
+            truncated,
+            usage,
+            returned_messages,
+            error,
+        } => json!({
+            "run": run.0,
+            "stop_reason": stop_reason.as_str(),
+            "turns": turns,
+            "truncated": truncated,
+            "usage": usage_json(usage),
+            "returned_messages": returned_messages.iter().map(|m| json!({"text": m.text, "delivery": m.delivery.as_str()})).collect::<Vec<_>>(),
+            "error": error,
+        }),
+        Event::Error { message } => json!({"message": message}),
+        Event::SessionDeleted => json!({}),
+    };
+    value["type"] = json!(event.event.kind());
+    value["seq"] = json!(event.seq);
+    value["session"] = json!(event.session.as_str());
+    value["time_ms"] = json!(event.time_ms);
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_calls_are_summarised_by_their_main_argument() {
+        assert_eq!(
+            tool_summary("read", r#"{"path":"README.md"}"#),
+            "read README.md"
+        );
+        assert_eq!(
+            tool_summary("bash", r#"{"command":"cargo test\necho"}"#),
+            "bash cargo test …"
+        );
+        assert_eq!(
+            tool_summary("grep", r#"{"pattern":"fn main","path":"src"}"#),
+            "grep fn main in src"
+        );
+    }
+
+    #[test]
+    fn numbers_get_thousands_separators() {
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
+
+    #[test]
+    fn json_events_carry_type_and_seq() {
+        let event = SessionEvent {
+            session: protocol::SessionId("s1".into()),
+            seq: 4,
+            time_ms: 9,
+            event: Event::TextDelta { text: "hi".into() },
+        };
+        let value = event_json(&event);
+        assert_eq!(
+            value,
+            json!({"type": "text_delta", "seq": 4, "session": "s1", "time_ms": 9, "text": "hi"})
+        );
+    }
+}

@@ -1,0 +1,499 @@
+//! The agent loop (SPEC §4): call the model, save its reply, run the tools it asked for, save
+//! their results, and go round again until the model answers without tools, the user cancels,
+//! the turn limit is reached, or something fails.
+//!
+//! The loop runs as a task owned by the session actor. The actor keeps the history and the
+//! queues; the loop asks it for the next turn's input and hands it every reply and result, so
+//! steer, follow-up, cancel and permission answers are handled while the loop works.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kameo::prelude::*;
+use protocol::{Delivery, Event, ModelStopReason, RunId, StopReason, TokenUsage};
+use tokio_util::sync::CancellationToken;
+
+use super::actor::{Authorization, Authorize, BeginTurn, Emit, NextQueued, Push, SessionActor};
+use crate::health::HealthMonitor;
+use crate::history::{AssistantReply, Message, ToolCall, ToolResult};
+use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta, ToolSpec};
+use crate::tools::{self, Tool, ToolContext, ToolOutput, ToolPool, batch};
+
+/// The result text of a call that was not run because the turn limit was reached.
+pub const NOT_EXECUTED_MAX_TURNS: &str = "(not executed: reached max turns)";
+/// The result text of a call of a reply that was cut off at the output limit.
+pub const NOT_EXECUTED_TRUNCATED: &str = "not executed: the reply was cut off at the output limit, so its arguments may be incomplete; send the call again";
+/// The result text of a call that had not started when the run was interrupted.
+pub const INTERRUPTED: &str = "(interrupted before this tool ran)";
+
+/// Everything a run needs.
+pub struct RunSetup {
+    /// The session the run belongs to.
+    pub session: ActorRef<SessionActor>,
+    /// The run's id.
+    pub run: RunId,
+    /// The session directory.
+    pub cwd: PathBuf,
+    /// The provider and model, or why there is none.
+    pub provider: Result<(Provider, String), ProviderError>,
+    /// The tool pool.
+    pub tools: ToolPool,
+    /// Fires when the user cancels.
+    pub cancel: CancellationToken,
+    /// The turn limit; 0 for none.
+    pub max_turns: u32,
+    /// The output token limit of one reply.
+    pub max_tokens: u32,
+    /// The default `bash` timeout.
+    pub bash_timeout: Duration,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+    /// Complete replies received.
+    pub turns: u32,
+    /// Whether the last reply was cut off at the output limit.
+    pub truncated: bool,
+    /// Tokens used.
+    pub usage: TokenUsage,
+    /// What went wrong, for `error` and `health` stops.
+    pub error: Option<String>,
+}
+
+/// What the loop does after saving a reply: the one place where "continue or stop" is decided
+/// (the second seed's state machine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// No tools were asked for and a queued message was delivered: call the model again.
+    ContinueWithQueued,
+    /// No tools were asked for and nothing is queued: the run is complete.
+    Complete {
+        /// Whether the reply was cut off at the output limit.
+        truncated: bool,
+    },
+    /// Tools were asked for, but the turn limit is reached: answer them unrun and stop.
+    StopAtMaxTurns,
+    /// Tools were asked for in a reply cut off at the output limit: refuse them and continue.
+    RejectTruncatedCalls,
+    /// Run the tools and continue.
+    RunTools,
+}
+
+/// Decides the next step after a reply. `queued` says whether a queued message was delivered
+/// (only asked when the reply has no tool calls).
+pub fn next_step(
+    reply: &AssistantReply,
+    turns: u32,
+    max_turns: u32,
+    queued: Option<Delivery>,
+) -> Step {
+    let truncated = reply.stop_reason == ModelStopReason::MaxTokens;
+    if reply.tool_calls().is_empty() {
+        return match queued {
+            Some(_) => Step::ContinueWithQueued,
+            None => Step::Complete { truncated },
+        };
+    }
+    if max_turns != 0 && turns >= max_turns {
+        Step::StopAtMaxTurns
+    } else if truncated {
+        Step::RejectTruncatedCalls
+    } else {
+        Step::RunTools
+    }
+}
+
+/// The loop's own state.
+struct Run {
+    setup: RunSetup,
+    turns: u32,
+    usage: TokenUsage,
+    health: HealthMonitor,
+    specs: Arc<Vec<ToolSpec>>,
+}
+
+/// Runs the loop to its end.
+pub async fn run(setup: RunSetup) -> RunOutcome {
+    let (provider, model) = match &setup.provider {
+        Ok((provider, model)) => (provider.clone(), model.clone()),
+        Err(err) => {
+            return RunOutcome {
+                stop_reason: StopReason::Error,
+                turns: 0,
+                truncated: false,
+                usage: TokenUsage::default(),
+                error: Some(err.to_string()),
+            };
+        }
+    };
+    let mut run = Run {
+        setup,
+        turns: 0,
+        usage: TokenUsage::default(),
+        health: HealthMonitor::new(),
+        specs: Arc::new(tools::specs()),
+    };
+    match run.drive(&provider, &model).await {
+        Ok(outcome) => outcome,
+        // The session actor is gone (the session was deleted): the run ends with it.
+        Err(Gone) => run.finish(
+            StopReason::Aborted,
+            false,
+            Some("the session was closed".to_string()),
+        ),
+    }
+}
+
+/// The session actor stopped answering.
+struct Gone;
+
+impl<M, E> From<SendError<M, E>> for Gone {
+    fn from(_: SendError<M, E>) -> Self {
+        Gone
+    }
+}
+
+impl Run {
+    fn finish(
+        &self,
+        stop_reason: StopReason,
+        truncated: bool,
+        error: Option<String>,
+    ) -> RunOutcome {
+        RunOutcome {
+            stop_reason,
+            turns: self.turns,
+            truncated,
+            usage: self.usage,
+            error,
+        }
+    }
+
+    fn cancel(&self) -> &CancellationToken {
+        &self.setup.cancel
+    }
+
+    fn emit(&self, event: Event) {
+        // The session actor's mailbox is unbounded: this never waits.
+        let _ = self.setup.session.tell(Emit(event)).try_send();
+    }
+
+    async fn push(&self, message: Message, event: Option<Event>) -> Result<(), Gone> {
+        self.setup.session.ask(Push { message, event }).await?;
+        Ok(())
+    }
+
+    async fn drive(&mut self, provider: &Provider, model: &str) -> Result<RunOutcome, Gone> {
+        loop {
+            if self.cancel().is_cancelled() {
+                return Ok(self.finish(StopReason::Aborted, false, None));
+            }
+            // Steering messages queued during the last turn enter the history here.
+            let input = self.setup.session.ask(BeginTurn).await?;
+            self.emit(Event::TurnStarted {
+                turn: self.turns + 1,
+            });
+            let request = ModelRequest {
+                model,
+                system: &input.system,
+                messages: &input.messages,
+                tools: &self.specs,
+                max_tokens: self.setup.max_tokens,
+            };
+            let session = self.setup.session.clone();
+            let mut on_delta = move |delta: StreamDelta| {
+                let event = match delta {
+                    StreamDelta::Text(text) => Event::TextDelta { text },
+                    StreamDelta::Thinking(text) => Event::ThinkingDelta { text },
+                };
+                let _ = session.tell(Emit(event)).try_send();
+            };
+            let reply = match provider.stream(request, &mut on_delta, self.cancel()).await {
+                Ok(reply) => reply,
+                // A partial reply is never saved.
+                Err(ProviderError::Cancelled) => {
+                    return Ok(self.finish(StopReason::Aborted, false, None));
+                }
+                Err(err) => {
+                    return Ok(self.finish(StopReason::Error, false, Some(err.to_string())));
+                }
+            };
+
+            self.turns += 1;
+            self.usage.add(&reply.usage);
+            let calls: Vec<ToolCall> = reply.tool_calls().into_iter().cloned().collect();
+            let event = Event::AssistantMessage {
+                turn: self.turns,
+                text: reply.text(),
+                thinking: reply.thinking(),
+                tool_calls: calls.iter().map(ToolCall::info).collect(),
+                stop_reason: reply.stop_reason.clone(),
+            };
+            let turn_usage = reply.usage;
+            let step_reply = reply.clone();
+            self.push(Message::Assistant(reply), Some(event)).await?;
+            self.emit(Event::Usage {
+                turn: turn_usage,
+                cumulative: self.usage,
+            });
+            let call_refs: Vec<&ToolCall> = calls.iter().collect();
+            for report in self.health.observe_reply(&call_refs) {
+                self.emit(Event::Health {
+                    kind: report.kind,
+                    detail: report.detail,
+                });
+            }
+
+            let queued = if calls.is_empty() {
+                self.setup.session.ask(NextQueued).await?
+            } else {
+                None
+            };
+            match next_step(&step_reply, self.turns, self.setup.max_turns, queued) {
+                Step::ContinueWithQueued => continue,
+                Step::Complete { truncated } => {
+                    return Ok(self.finish(StopReason::Completed, truncated, None));
+                }
+                Step::StopAtMaxTurns => {
+                    let results = self.fill(&calls, Vec::new(), NOT_EXECUTED_MAX_TURNS);
+                    self.push(Message::ToolResults { results }, None).await?;
+                    return Ok(self.finish(StopReason::MaxTurns, false, None));
+                }
+                Step::RejectTruncatedCalls => {
+                    let results = self.fill(&calls, Vec::new(), NOT_EXECUTED_TRUNCATED);
+                    self.push(Message::ToolResults { results }, None).await?;
+                }
+                Step::RunTools => {
+                    let done = self.execute(&calls).await?;
+                    let results = self.fill(&calls, done, INTERRUPTED);
+                    for report in self.health.observe_results(&results, Instant::now()) {
+                        self.emit(Event::Health {
+                            kind: report.kind,
+                            detail: report.detail,
+                        });
+                    }
+                    self.push(Message::ToolResults { results }, None).await?;
+                    if self.health.should_stop() {
+                        return Ok(self.finish(
+                            StopReason::Health,
+                            false,
+                            Some(format!(
+                                "stopped: {} replies in a row asked only for tools that do not exist",
+                                crate::health::UNKNOWN_TOOL_LIMIT
+                            )),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Orders `done` by call and answers every call without a result with `reason`, so that
+    /// each call in the history has exactly one result.
+    fn fill(&self, calls: &[ToolCall], done: Vec<ToolResult>, reason: &str) -> Vec<ToolResult> {
+        calls
+            .iter()
+            .map(|call| match done.iter().find(|r| r.call_id == call.id) {
+                Some(result) => result.clone(),
+                None => {
+                    let result = ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        output: reason.to_string(),
+                        is_error: true,
+                    };
+                    self.emit(result_event(&result, 0));
+                    result
+                }
+            })
+            .collect()
+    }
+
+    /// Runs the calls batch by batch; a batch of concurrency-safe calls runs in parallel. Calls
+    /// not started before a cancel are left without a result.
+    async fn execute(&self, calls: &[ToolCall]) -> Result<Vec<ToolResult>, Gone> {
+        let mut results = Vec::with_capacity(calls.len());
+        for batch in batch::partition(calls.iter().map(|c| c.name.as_str())) {
+            if self.cancel().is_cancelled() {
+                break;
+            }
+            let runs = batch.calls.iter().map(|&i| self.execute_one(&calls[i]));
+            for result in futures::future::join_all(runs).await {
+                if let Some(result) = result? {
+                    results.push(result);
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    /// Runs one call after its permission check; `None` when the run was cancelled first.
+    async fn execute_one(&self, call: &ToolCall) -> Result<Option<ToolResult>, Gone> {
+        self.emit(Event::ToolCall(call.info()));
+        let started = Instant::now();
+        let output = match self.prepare(call).await? {
+            Prepared::Run(tool, args) => {
+                let ctx = ToolContext {
+                    cwd: self.setup.cwd.clone(),
+                    cancel: self.cancel().clone(),
+                    bash_timeout: self.setup.bash_timeout,
+                };
+                self.setup
+                    .tools
+                    .run(Box::pin(tools::execute(tool, args, ctx)))
+                    .await
+            }
+            Prepared::Refused(output) => output,
+            Prepared::Interrupted => return Ok(None),
+        };
+        let result = ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            output: output.output,
+            is_error: output.is_error,
+        };
+        self.emit(result_event(&result, started.elapsed().as_millis() as u64));
+        Ok(Some(result))
+    }
+
+    /// Checks the tool, its arguments and the permission to run it.
+    async fn prepare(&self, call: &ToolCall) -> Result<Prepared, Gone> {
+        let Some(tool) = Tool::from_name(&call.name) else {
+            return Ok(Prepared::Refused(tools::unknown_tool(&call.name)));
+        };
+        let args = match call.args_json() {
+            Ok(args) if args.is_object() => args,
+            Ok(_) => {
+                return Ok(Prepared::Refused(ToolOutput::error(
+                    "the arguments must be a JSON object",
+                )));
+            }
+            Err(err) => {
+                return Ok(Prepared::Refused(ToolOutput::error(format!(
+                    "the arguments are not valid JSON ({err}); send the call again"
+                ))));
+            }
+        };
+        if self.cancel().is_cancelled() {
+            return Ok(Prepared::Interrupted);
+        }
+        let authorization = self
+            .setup
+            .session
+            .ask(Authorize {
+                tool,
+                args: args.clone(),
+                call: call.info(),
+            })
+            .await?;
+        let decision = match authorization {
+            Authorization::Allowed => return Ok(Prepared::Run(tool, args)),
+            Authorization::Denied(reason) => {
+                return Ok(Prepared::Refused(ToolOutput::error(reason)));
+            }
+            Authorization::Pending(answer) => tokio::select! {
+                decision = answer => decision,
+                () = self.cancel().cancelled() => return Ok(Prepared::Interrupted),
+            },
+        };
+        Ok(match decision {
+            Ok(protocol::Decision::Allow | protocol::Decision::AllowAlways) => {
+                Prepared::Run(tool, args)
+            }
+            Ok(protocol::Decision::Deny) | Err(_) => Prepared::Refused(ToolOutput::error(
+                "denied: the user did not allow this call",
+            )),
+        })
+    }
+}
+
+/// A call ready to run, refused, or overtaken by a cancel.
+enum Prepared {
+    Run(Tool, serde_json::Value),
+    Refused(ToolOutput),
+    Interrupted,
+}
+
+fn result_event(result: &ToolResult, duration_ms: u64) -> Event {
+    Event::ToolResult {
+        id: result.call_id.clone(),
+        name: result.name.clone(),
+        is_error: result.is_error,
+        output: result.output.clone(),
+        duration_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Block;
+
+    fn reply(calls: usize, stop: ModelStopReason) -> AssistantReply {
+        let content = (0..calls)
+            .map(|i| {
+                Block::ToolCall(ToolCall {
+                    id: format!("t{i}"),
+                    name: "read".into(),
+                    args: "{}".into(),
+                })
+            })
+            .collect();
+        AssistantReply {
+            content,
+            stop_reason: stop,
+            usage: TokenUsage::default(),
+        }
+    }
+
+    #[test]
+    fn a_reply_without_tools_completes_unless_something_is_queued() {
+        let r = reply(0, ModelStopReason::EndTurn);
+        assert_eq!(
+            next_step(&r, 1, 100, None),
+            Step::Complete { truncated: false }
+        );
+        assert_eq!(
+            next_step(&r, 1, 100, Some(Delivery::FollowUp)),
+            Step::ContinueWithQueued
+        );
+        let cut = reply(0, ModelStopReason::MaxTokens);
+        assert_eq!(
+            next_step(&cut, 1, 100, None),
+            Step::Complete { truncated: true }
+        );
+    }
+
+    #[test]
+    fn the_turn_limit_guards_tool_execution_only() {
+        assert_eq!(
+            next_step(&reply(1, ModelStopReason::ToolUse), 3, 3, None),
+            Step::StopAtMaxTurns
+        );
+        assert_eq!(
+            next_step(&reply(1, ModelStopReason::ToolUse), 3, 0, None),
+            Step::RunTools
+        );
+        assert_eq!(
+            next_step(
+                &reply(0, ModelStopReason::EndTurn),
+                9,
+                3,
+                Some(Delivery::FollowUp)
+            ),
+            Step::ContinueWithQueued
+        );
+    }
+
+    #[test]
+    fn calls_of_a_truncated_reply_are_rejected() {
+        assert_eq!(
+            next_step(&reply(2, ModelStopReason::MaxTokens), 1, 100, None),
+            Step::RejectTruncatedCalls
+        );
+    }
+}
