@@ -112,6 +112,10 @@ impl Home {
         command
             .env("AGENTD_HOME", self.path())
             .env_remove("AGENTD_SOCKET")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -278,4 +282,86 @@ pub async fn events_until(
             return events;
         }
     }
+}
+
+/// Run options that point the daemon at `server` and allow writes and commands.
+pub fn run_options(server: &model_server::ModelServer) -> protocol::RunOptions {
+    protocol::RunOptions {
+        max_turns: None,
+        grants: vec![
+            protocol::PermissionClass::Write,
+            protocol::PermissionClass::Command,
+        ],
+        deny_unanswered: true,
+        model: None,
+        provider: None,
+        env: vec![
+            ("ANTHROPIC_BASE_URL".to_string(), server.url().to_string()),
+            ("ANTHROPIC_API_KEY".to_string(), "test-key".to_string()),
+        ],
+    }
+}
+
+/// Sends `text` to an idle session and returns the run it started.
+pub async fn start_run(
+    client: &Client,
+    session: &SessionId,
+    text: &str,
+    options: protocol::RunOptions,
+) -> protocol::RunId {
+    match client
+        .request(Request::Send {
+            session: session.clone(),
+            text: text.to_string(),
+            delivery: protocol::Delivery::FollowUp,
+            options,
+        })
+        .await
+        .expect("message sent")
+    {
+        Reply::Sent { started: Some(run) } => run,
+        other => panic!("expected a new run, got {other:?}"),
+    }
+}
+
+/// Receives events until a run finishes, returning all of them.
+pub async fn until_finished(incoming: &mut UnboundedReceiver<Incoming>) -> Vec<SessionEvent> {
+    events_until(incoming, |e| matches!(e, Event::RunFinished { .. })).await
+}
+
+/// The `RunFinished` event among `events`.
+pub fn finished(events: &[SessionEvent]) -> &Event {
+    events
+        .iter()
+        .map(|e| &e.event)
+        .find(|e| matches!(e, Event::RunFinished { .. }))
+        .expect("the run finished")
+}
+
+/// A daemon, a session in `cwd` subscribed by a client, and that client's events.
+pub async fn session_in(
+    daemon: &Daemon,
+    cwd: &Path,
+) -> (Client, SessionId, UnboundedReceiver<Incoming>) {
+    let mut client = daemon.client().await;
+    let session = create_session(&client, cwd).await.id;
+    subscribe(&client, &session, 0).await;
+    let incoming = client.take_incoming().expect("incoming");
+    (client, session, incoming)
+}
+
+/// The results of tool calls among `events`, in order: (name, is_error, output).
+pub fn tool_results(events: &[SessionEvent]) -> Vec<(String, bool, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolResult {
+                name,
+                is_error,
+                output,
+                ..
+            } => Some((name.clone(), *is_error, output.clone())),
+            _ => None,
+        })
+        .collect()
 }

@@ -1,0 +1,715 @@
+//! The agent loop's branches (SPEC §4), driven through the protocol client against the real
+//! daemon and a scripted Anthropic server.
+
+use protocol::{Event, ModelStopReason, Reply, Request, StopReason};
+use serde_json::json;
+use tests::model_server::{Gate, ModelServer, anthropic};
+use tests::{
+    Daemon, finished, next_event, run_options, session_in, start_run, tool_results, until_finished,
+};
+
+#[tokio::test]
+async fn a_tool_error_goes_back_to_the_model_which_tries_again() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("README.md"), "hello\n").unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("read", json!({"path": "README.txt"})),
+        anthropic::tool("read", json!({"path": "README.md"})),
+        anthropic::text("It says hello."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "read the readme", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let results = tool_results(&events);
+    assert!(results[0].1);
+    assert_eq!(results[0].2, "cannot read README.txt: no such file");
+    assert_eq!(results[1], ("read".into(), false, "     1\thello\n".into()));
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            turns: 3,
+            ..
+        }
+    ));
+    // The model saw the error as an error result.
+    let second = &server.received()[1].body["messages"][2]["content"][0];
+    assert_eq!(second["is_error"], true);
+}
+
+#[tokio::test]
+async fn reaching_max_turns_answers_the_calls_unrun_and_stops() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("glob", json!({"pattern": "*"})),
+        anthropic::reply()
+            .tool("glob", json!({"pattern": "a"}))
+            .tool("glob", json!({"pattern": "b"}))
+            .build(),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut options = run_options(&server);
+    options.max_turns = Some(2);
+    start_run(&client, &session, "look around", options).await;
+    let events = until_finished(&mut incoming).await;
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 3);
+    for result in &results[1..] {
+        assert_eq!(result.2, "(not executed: reached max turns)");
+        assert!(result.1);
+    }
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::MaxTurns,
+            turns: 2,
+            ..
+        }
+    ));
+    assert_eq!(server.received().len(), 2);
+}
+
+#[tokio::test]
+async fn calls_of_a_reply_cut_at_the_output_limit_are_rejected_and_the_loop_goes_on() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .tool("write", json!({"path": "a.txt", "content": "par"}))
+            .stop("max_tokens")
+            .build(),
+        anthropic::text("I will stop here."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "write a file", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1);
+    assert!(
+        results[0]
+            .2
+            .starts_with("not executed: the reply was cut off at the output limit"),
+        "{}",
+        results[0].2
+    );
+    assert!(
+        !project.path().join("a.txt").exists(),
+        "the truncated call never ran"
+    );
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            truncated: false,
+            turns: 2,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn a_text_reply_cut_at_the_output_limit_completes_as_truncated() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .text("The answer is")
+            .stop("max_tokens")
+            .build(),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "explain", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    assert!(events.iter().any(|e| matches!(
+        &e.event,
+        Event::AssistantMessage {
+            stop_reason: ModelStopReason::MaxTokens,
+            ..
+        }
+    )));
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            truncated: true,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn cancel_during_a_model_stream_saves_no_partial_reply() {
+    let project = tempfile::tempdir().unwrap();
+    let gate = Gate::new();
+    // message_start, content_block_start, ping, first text delta; then the stream waits.
+    let server = ModelServer::start(vec![
+        anthropic::text("Half of an answer that never ends").hold_after(4, &gate),
+        anthropic::text("Fresh answer."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "first", run_options(&server)).await;
+    loop {
+        if let Event::TextDelta { .. } = next_event(&mut incoming).await.event {
+            break;
+        }
+    }
+    client
+        .request(Request::Cancel {
+            session: session.clone(),
+        })
+        .await
+        .unwrap();
+    let events = until_finished(&mut incoming).await;
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Aborted,
+            turns: 0,
+            ..
+        }
+    ));
+    let Reply::History {
+        events: history, ..
+    } = client
+        .request(Request::GetHistory {
+            session: session.clone(),
+        })
+        .await
+        .unwrap()
+    else {
+        panic!("history");
+    };
+    assert!(
+        !history
+            .iter()
+            .any(|e| matches!(e.event, Event::AssistantMessage { .. })),
+        "no partial reply in the history"
+    );
+
+    // The next run's request holds both user messages and no trace of the partial reply.
+    start_run(&client, &session, "second", run_options(&server)).await;
+    until_finished(&mut incoming).await;
+    let messages = &server.received()[1].body["messages"];
+    assert_eq!(messages.as_array().unwrap().len(), 1, "{messages}");
+    assert_eq!(messages[0]["content"][0]["text"], "first");
+    assert_eq!(messages[0]["content"][1]["text"], "second");
+    gate.release();
+}
+
+#[tokio::test]
+async fn cancel_during_a_tool_batch_fills_the_calls_that_never_ran() {
+    let project = tempfile::tempdir().unwrap();
+    let fifo = project.path().join("started");
+    make_fifo(&fifo);
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .tool("bash", json!({"command": "echo $$ > started; sleep 30"}))
+            .tool("write", json!({"path": "after.txt", "content": "x"}))
+            .build(),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "work", run_options(&server)).await;
+    let pgid = read_fifo(&fifo).await;
+    client
+        .request(Request::Cancel {
+            session: session.clone(),
+        })
+        .await
+        .unwrap();
+    let events = until_finished(&mut incoming).await;
+    let results = tool_results(&events);
+    assert!(
+        results[0].2.contains("interrupted: the run was cancelled"),
+        "{}",
+        results[0].2
+    );
+    assert_eq!(
+        results[1],
+        (
+            "write".into(),
+            true,
+            "(interrupted before this tool ran)".into()
+        )
+    );
+    assert!(!project.path().join("after.txt").exists());
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Aborted,
+            ..
+        }
+    ));
+    assert!(
+        group_is_gone(pgid).await,
+        "process group {pgid} still has live processes"
+    );
+}
+
+#[tokio::test]
+async fn safe_calls_of_one_batch_really_run_in_parallel() {
+    let project = tempfile::tempdir().unwrap();
+    let (a, b) = (project.path().join("a.fifo"), project.path().join("b.fifo"));
+    make_fifo(&a);
+    make_fifo(&b);
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .tool("read", json!({"path": "a.fifo"}))
+            .tool("read", json!({"path": "b.fifo"}))
+            .build(),
+        anthropic::text("done"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "read both", run_options(&server)).await;
+    // Feeding b before a only works if the read of b started while the read of a still waits:
+    // run one after the other, this would block forever.
+    write_fifo(&b, "from b").await;
+    write_fifo(&a, "from a").await;
+    let events = until_finished(&mut incoming).await;
+    let results = tool_results(&events);
+    let outputs: Vec<&str> = results.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(outputs.len(), 2);
+    assert!(
+        outputs.contains(&"     1\tfrom a\n") && outputs.contains(&"     1\tfrom b\n"),
+        "{outputs:?}"
+    );
+    // Results go to the model in call order.
+    let content = &server.received()[1].body["messages"][2]["content"];
+    assert!(content[0]["content"].as_str().unwrap().contains("from a"));
+    assert!(content[1]["content"].as_str().unwrap().contains("from b"));
+}
+
+#[tokio::test]
+async fn unsafe_calls_run_one_at_a_time_in_order() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .tool(
+                "bash",
+                json!({"command": "echo start1 >> log; echo end1 >> log"}),
+            )
+            .tool(
+                "bash",
+                json!({"command": "echo start2 >> log; echo end2 >> log"}),
+            )
+            .tool(
+                "edit",
+                json!({"path": "log", "old_string": "end2", "new_string": "END2"}),
+            )
+            .build(),
+        anthropic::text("done"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "go", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let order: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCall(_) => Some("call"),
+            Event::ToolResult { .. } => Some("result"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        order,
+        ["call", "result", "call", "result", "call", "result"]
+    );
+    let log = std::fs::read_to_string(project.path().join("log")).unwrap();
+    assert_eq!(log, "start1\nend1\nstart2\nEND2\n");
+}
+
+#[tokio::test]
+async fn unknown_tools_get_an_error_and_three_in_a_row_stop_the_run() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("fly", json!({})),
+        anthropic::tool("teleport", json!({"to": "moon"})),
+        anthropic::tool("fly", json!({"high": true})),
+        anthropic::text("never asked"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "go", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 3);
+    assert_eq!(
+        results[0].2,
+        "unknown tool `fly`; the available tools are: read, write, edit, bash, grep, glob"
+    );
+    let Event::RunFinished {
+        stop_reason, error, ..
+    } = finished(&events)
+    else {
+        unreachable!()
+    };
+    assert_eq!(*stop_reason, StopReason::Health);
+    assert!(error.as_deref().unwrap().contains("do not exist"));
+    assert_eq!(server.received().len(), 3);
+}
+
+#[tokio::test]
+async fn five_identical_replies_raise_a_health_event() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "a\n").unwrap();
+    let mut script: Vec<_> = (0..5)
+        .map(|_| anthropic::tool("read", json!({"path": "a.txt"})))
+        .collect();
+    script.push(anthropic::text("ok"));
+    let server = ModelServer::start(script).await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "go", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let health: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Health { kind, detail } => Some((*kind, detail.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(health.len(), 1, "{health:?}");
+    assert_eq!(health[0].0, protocol::HealthKind::RepeatedCalls);
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn edits_that_match_nothing_or_more_than_once_are_refused_clearly() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("m.rs"), "let x = 1;\nlet x = 1;\n").unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"})),
+        anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let y", "new_string": "let z"})),
+        anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let x = 1;\nlet x", "new_string": "let x = 1;\nlet y"})),
+        anthropic::text("done"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "go", run_options(&server)).await;
+    let results = tool_results(&until_finished(&mut incoming).await);
+    assert!(
+        results[0].1 && results[0].2.contains("occurs 2 times"),
+        "{}",
+        results[0].2
+    );
+    assert!(
+        results[1].1 && results[1].2.contains("was not found"),
+        "{}",
+        results[1].2
+    );
+    assert!(!results[2].1, "{}", results[2].2);
+    assert!(
+        results[2].2.contains("-let x = 1;") && results[2].2.contains("+let y = 1;"),
+        "{}",
+        results[2].2
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("m.rs")).unwrap(),
+        "let x = 1;\nlet y = 1;\n"
+    );
+}
+
+#[tokio::test]
+async fn bash_times_out_and_caps_long_output() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool(
+            "bash",
+            json!({"command": "echo before; sleep 30", "timeout_ms": 300}),
+        ),
+        anthropic::tool("bash", json!({"command": "seq 1 200000"})),
+        anthropic::text("done"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "go", run_options(&server)).await;
+    let results = tool_results(&until_finished(&mut incoming).await);
+    assert!(results[0].1);
+    assert!(results[0].2.starts_with("before\n"), "{}", results[0].2);
+    assert!(
+        results[0].2.contains("timed out after 300 ms"),
+        "{}",
+        results[0].2
+    );
+    let long = &results[1].2;
+    assert!(!results[1].1);
+    assert!(long.starts_with("1\n2\n3\n"), "head kept");
+    assert!(
+        long.ends_with("199999\n200000\n[exit code: 0]"),
+        "tail kept"
+    );
+    assert!(long.contains("omitted"), "a note says output was left out");
+    assert!(long.chars().count() < 31_000, "{}", long.chars().count());
+}
+
+#[tokio::test]
+async fn a_run_without_grants_denies_writes_and_commands_with_a_hint() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .tool("write", json!({"path": "x.txt", "content": "x"}))
+            .tool("bash", json!({"command": "touch y.txt"}))
+            .build(),
+        anthropic::text("I could not."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut options = run_options(&server);
+    options.grants.clear();
+    start_run(&client, &session, "go", options).await;
+    let results = tool_results(&until_finished(&mut incoming).await);
+    assert_eq!(
+        results[0],
+        (
+            "write".into(),
+            true,
+            "denied: run with --allow write to permit file changes".into()
+        )
+    );
+    assert_eq!(
+        results[1],
+        (
+            "bash".into(),
+            true,
+            "denied: run with --allow bash to permit commands".into()
+        )
+    );
+    assert!(!project.path().join("x.txt").exists() && !project.path().join("y.txt").exists());
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_reply_ends_the_run_with_an_error_and_keeps_history_valid() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .text("partial text that")
+            .tool("read", json!({"path": "x"}))
+            .build()
+            .cut_after(5),
+        anthropic::text("recovered"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "one", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let Event::RunFinished {
+        stop_reason, error, ..
+    } = finished(&events)
+    else {
+        unreachable!()
+    };
+    assert_eq!(*stop_reason, StopReason::Error);
+    assert!(
+        error.as_deref().unwrap().contains("stream broke"),
+        "{error:?}"
+    );
+    start_run(&client, &session, "two", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            ..
+        }
+    ));
+    let messages = server.received()[1].body["messages"].clone();
+    assert_eq!(
+        messages.as_array().unwrap().len(),
+        1,
+        "only the two user messages: {messages}"
+    );
+}
+
+#[tokio::test]
+async fn an_http_error_ends_the_run_with_the_providers_message() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::error(
+            400,
+            "invalid_request_error",
+            "max_tokens: must be at most 64000",
+        ),
+        anthropic::text("fine now"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "one", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let Event::RunFinished {
+        stop_reason, error, ..
+    } = finished(&events)
+    else {
+        unreachable!()
+    };
+    assert_eq!(*stop_reason, StopReason::Error);
+    assert_eq!(
+        error.as_deref(),
+        Some("Anthropic API error 400 (invalid_request_error): max_tokens: must be at most 64000")
+    );
+    start_run(&client, &session, "two", run_options(&server)).await;
+    assert!(matches!(
+        finished(&until_finished(&mut incoming).await),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn a_missing_api_key_says_what_to_set() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut options = run_options(&server);
+    options.env.retain(|(k, _)| k != "ANTHROPIC_API_KEY");
+    options
+        .env
+        .push(("ANTHROPIC_API_KEY".into(), String::new()));
+    start_run(&client, &session, "hi", options).await;
+    let events = until_finished(&mut incoming).await;
+    let Event::RunFinished {
+        stop_reason, error, ..
+    } = finished(&events)
+    else {
+        unreachable!()
+    };
+    assert_eq!(*stop_reason, StopReason::Error);
+    assert!(
+        error
+            .as_deref()
+            .unwrap()
+            .starts_with("ANTHROPIC_API_KEY is not set."),
+        "{error:?}"
+    );
+    assert!(server.received().is_empty());
+}
+
+#[tokio::test]
+async fn the_system_prompt_carries_the_environment_and_project_instructions() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("AGENTS.md"), "Always run `make check`.").unwrap();
+    let server = ModelServer::start(vec![anthropic::text("ok")]).await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "hi", run_options(&server)).await;
+    until_finished(&mut incoming).await;
+    let body = &server.received()[0].body;
+    let system = body["system"][0]["text"].as_str().unwrap();
+    let cwd = project.path().canonicalize().unwrap();
+    assert!(
+        system.contains(&format!("Working directory: {}", cwd.display())),
+        "{system}"
+    );
+    assert!(system.contains("Operating system: linux"), "{system}");
+    assert!(system.contains("Always run `make check`."), "{system}");
+    assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read", "write", "edit", "bash", "grep", "glob"]);
+}
+
+fn make_fifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Opens a FIFO for writing (waiting for its reader) and writes `text`.
+async fn write_fifo(path: &std::path::Path, text: &str) {
+    let (fifo, text) = (path.to_path_buf(), text.to_string());
+    let write = tokio::task::spawn_blocking(move || std::fs::write(fifo, text));
+    match tokio::time::timeout(tests::WAIT, write).await {
+        Ok(written) => written.unwrap().unwrap(),
+        Err(_) => {
+            // Release the blocked writer so the test ends instead of hanging.
+            unblock(path, libc::O_RDONLY);
+            panic!("nobody opened {} for reading", path.display());
+        }
+    }
+}
+
+fn unblock(path: &std::path::Path, mode: i32) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::OpenOptions::new()
+        .read(mode == libc::O_RDONLY)
+        .write(mode == libc::O_WRONLY)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+}
+
+/// Reads a number written into a FIFO (waiting for its writer).
+async fn read_fifo(path: &std::path::Path) -> i32 {
+    let fifo = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo));
+    match tokio::time::timeout(tests::WAIT, read).await {
+        Ok(text) => text.unwrap().unwrap().trim().parse().unwrap(),
+        Err(_) => {
+            unblock(path, libc::O_WRONLY);
+            panic!("nobody wrote to {}", path.display());
+        }
+    }
+}
+
+/// Whether no live process is left in group `pgid`, allowing the kernel up to a second to
+/// finish killing them.
+async fn group_is_gone(pgid: i32) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        if !live_members(pgid) {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+fn live_members(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // Fields after the command name: state ppid pgrp ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            return false;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z"
+    })
+}
