@@ -186,6 +186,8 @@ impl Drop for ModelServer {
 async fn accept_loop(listener: TcpListener, state: Arc<Mutex<State>>, arrived: Arc<Notify>) {
     let mut connections = tokio::task::JoinSet::new();
     while let Ok((stream, _)) = listener.accept().await {
+        // Small event writes must not wait for delayed acknowledgements.
+        let _ = stream.set_nodelay(true);
         connections.spawn(serve(stream, state.clone(), arrived.clone()));
     }
 }
