@@ -9,7 +9,7 @@ mod view;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use protocol::{Mode, PermissionClass};
+use protocol::{Decision, Delivery, Mode, PermissionClass};
 
 /// Drive the agentd coding agent from any terminal.
 #[derive(Parser)]
@@ -53,6 +53,79 @@ enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
         /// Print each event as one JSON line.
+        #[arg(long)]
+        json: bool,
+        /// Start the run, print the session id and return at once.
+        #[arg(long)]
+        detach: bool,
+        /// Run in the latest session of this directory.
+        #[arg(long, short = 'c', conflicts_with = "session")]
+        r#continue: bool,
+    },
+    /// Talk to the agent interactively in a new session here (or --session ID).
+    Chat {
+        /// Join this existing session instead of creating one.
+        #[arg(long)]
+        session: Option<String>,
+        /// The model of a new session.
+        #[arg(long)]
+        model: Option<String>,
+        /// The provider of a new session.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Permission mode of a new session: default, accept-edits, plan, bypass.
+        #[arg(long)]
+        mode: Option<Mode>,
+        /// Turn limit of runs started here (default: none).
+        #[arg(long)]
+        max_turns: Option<u32>,
+    },
+    /// Join a session from this terminal: its history so far, then live.
+    Attach {
+        /// The session id (or an unambiguous prefix).
+        id: String,
+    },
+    /// Steer the session's running run at its next turn (starts a run when idle).
+    Steer {
+        /// The session.
+        id: String,
+        /// The message.
+        text: String,
+    },
+    /// Queue a follow-up for when the session's run would complete (starts a run when idle).
+    Queue {
+        /// The session.
+        id: String,
+        /// The message.
+        text: String,
+    },
+    /// Cancel the session's run.
+    Cancel {
+        /// The session.
+        id: String,
+    },
+    /// Allow a pending permission request.
+    Approve {
+        /// The session.
+        id: String,
+        /// The request number.
+        request: u64,
+        /// Also allow the same tool on the same file or command prefix for the session.
+        #[arg(long)]
+        always: bool,
+    },
+    /// Deny a pending permission request.
+    Deny {
+        /// The session.
+        id: String,
+        /// The request number.
+        request: u64,
+    },
+    /// Show a session's history.
+    Show {
+        /// The session.
+        id: String,
+        /// Print one JSON event per line.
         #[arg(long)]
         json: bool,
     },
@@ -166,6 +239,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             allow,
             yes,
             json,
+            detach,
+            r#continue,
         } => {
             let mut grants: Vec<PermissionClass> = allow
                 .iter()
@@ -186,9 +261,62 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 max_turns,
                 allow: grants,
                 json,
+                detach,
+                continue_latest: r#continue,
             };
             commands::run::run(&paths, args).await
         }
+        Command::Chat {
+            session,
+            model,
+            provider,
+            mode,
+            max_turns,
+        } => {
+            let args = commands::chat::ChatArgs {
+                session,
+                model,
+                provider,
+                mode,
+                max_turns,
+                attach: false,
+            };
+            commands::chat::chat(&paths, args).await
+        }
+        Command::Attach { id } => {
+            let args = commands::chat::ChatArgs {
+                session: Some(id),
+                model: None,
+                provider: None,
+                mode: None,
+                max_turns: None,
+                attach: true,
+            };
+            commands::chat::chat(&paths, args).await
+        }
+        Command::Steer { id, text } => {
+            commands::oneshot::send(&paths, id, text, Delivery::Steer).await
+        }
+        Command::Queue { id, text } => {
+            commands::oneshot::send(&paths, id, text, Delivery::FollowUp).await
+        }
+        Command::Cancel { id } => commands::oneshot::cancel(&paths, id).await,
+        Command::Approve {
+            id,
+            request,
+            always,
+        } => {
+            let decision = if always {
+                Decision::AllowAlways
+            } else {
+                Decision::Allow
+            };
+            commands::oneshot::answer(&paths, id, request, decision).await
+        }
+        Command::Deny { id, request } => {
+            commands::oneshot::answer(&paths, id, request, Decision::Deny).await
+        }
+        Command::Show { id, json } => commands::show::show(&paths, id, json).await,
         Command::Sessions { json } => commands::sessions::list(&paths, json).await,
         Command::New { mode, model, title } => {
             commands::sessions::new(&paths, mode, model, title).await

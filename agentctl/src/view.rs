@@ -124,9 +124,23 @@ fn duration(ms: u64) -> String {
     }
 }
 
+/// Where the human view writes.
+pub enum Output {
+    /// Straight to stdout, text as it streams.
+    Stdout,
+    /// Whole lines to a line editor's printer, which shows them above the input line.
+    Lines {
+        /// The printer.
+        printer: std::sync::mpsc::SyncSender<String>,
+        /// The unfinished last line.
+        partial: String,
+    },
+}
+
 /// The human view of a session's events.
 pub struct HumanView {
     style: Style,
+    output: Output,
     /// The id of the tool call whose line is open (printed without its result yet).
     open_call: Option<String>,
     /// Whether the cursor is at the start of a line.
@@ -139,10 +153,16 @@ pub struct HumanView {
 }
 
 impl HumanView {
-    /// A view with `style`.
+    /// A view with `style` writing to stdout.
     pub fn new(style: Style) -> Self {
+        Self::with_output(style, Output::Stdout)
+    }
+
+    /// A view with `style` writing to `output`.
+    pub fn with_output(style: Style, output: Output) -> Self {
         HumanView {
             style,
+            output,
             open_call: None,
             at_line_start: true,
             streamed: false,
@@ -152,9 +172,35 @@ impl HumanView {
     }
 
     fn out(&mut self, text: &str) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(text.as_bytes());
-        let _ = stdout.flush();
+        match &mut self.output {
+            Output::Stdout => {
+                let mut stdout = std::io::stdout().lock();
+                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.flush();
+            }
+            Output::Lines { printer, partial } => {
+                partial.push_str(text);
+                while let Some(end) = partial.find('\n') {
+                    let line: String = partial.drain(..=end).collect();
+                    let _ = printer.send(line.trim_end_matches('\n').to_string());
+                }
+                // A long paragraph is shown as it streams, wrapped at the terminal's width.
+                let width = crossterm::terminal::size()
+                    .map_or(80, |(cols, _)| cols as usize)
+                    .max(20);
+                while partial.chars().count() > width {
+                    let cut = partial
+                        .char_indices()
+                        .nth(width)
+                        .map_or(partial.len(), |(i, _)| i);
+                    let at = partial[..cut].rfind(' ').filter(|&i| i > 0).unwrap_or(cut);
+                    let line: String = partial.drain(..at).collect();
+                    let rest = partial.trim_start_matches(' ').to_string();
+                    *partial = rest;
+                    let _ = printer.send(line);
+                }
+            }
+        }
         if let Some(last) = text.chars().last() {
             self.at_line_start = last == '\n';
         }
@@ -180,6 +226,12 @@ impl HumanView {
             .find(|(call, _)| call == id)
             .map(|(_, s)| s.clone())
             .unwrap_or_else(|| name.to_string())
+    }
+
+    /// Shows a note of the client's own, dimmed.
+    pub fn note(&mut self, text: &str) {
+        let text = self.style.dim(text);
+        self.line(&text);
     }
 
     /// Shows one event.
@@ -227,7 +279,12 @@ impl HumanView {
                     self.out("\n");
                 }
                 self.out(&format!("{} {summary}", style.dim("●")));
-                self.open_call = Some(call.id.clone());
+                if matches!(self.output, Output::Lines { .. }) {
+                    // A line editor shows whole lines only: the call line goes out now.
+                    self.out("\n");
+                } else {
+                    self.open_call = Some(call.id.clone());
+                }
             }
             Event::ToolResult {
                 id,
@@ -330,8 +387,7 @@ impl HumanView {
                     StopReason::Error => style.red("failed"),
                 };
                 self.line(&style.dim(&format!(
-                    "— {verdict}{} · {} turn{} · {}",
-                    style.dim(""),
+                    "— {verdict} · {} turn{} · {}",
                     turns,
                     if *turns == 1 { "" } else { "s" },
                     usage_line(usage)

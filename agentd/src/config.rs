@@ -63,6 +63,8 @@ pub struct Config {
     pub bash_timeout_ms: u64,
     /// Executors in the tool pool; 0 for the default (twice the cores, at least 4).
     pub tool_pool_size: usize,
+    /// Seconds a permission request waits for an answer before it is denied; 0 waits for ever.
+    pub permission_timeout_secs: u64,
     /// Provider profiles by name.
     pub providers: BTreeMap<String, ProviderProfile>,
 }
@@ -88,6 +90,7 @@ impl Default for Config {
             default_mode: ModeName::default(),
             bash_timeout_ms: 120_000,
             tool_pool_size: 0,
+            permission_timeout_secs: 0,
             providers: BTreeMap::new(),
         }
     }
@@ -178,6 +181,12 @@ impl Config {
             });
         }
         Ok(())
+    }
+
+    /// How long a permission request waits; `None` for ever.
+    pub fn permission_timeout(&self) -> Option<Duration> {
+        (self.permission_timeout_secs > 0)
+            .then(|| Duration::from_secs(self.permission_timeout_secs))
     }
 
     /// The default `bash` timeout.

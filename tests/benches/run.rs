@@ -16,7 +16,10 @@ const RUNS: usize = 200;
 
 fn script() -> Vec<Scripted> {
     vec![
-        anthropic::reply().text("Let me read it.").tool("read", json!({"path": "README.md"})).build(),
+        anthropic::reply()
+            .text("Let me read it.")
+            .tool("read", json!({"path": "README.md"}))
+            .build(),
         anthropic::text("Start it with `npm run dev`."),
     ]
 }
@@ -28,13 +31,20 @@ fn children_cpu() -> Duration {
         libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
         usage
     };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 fn process_cpu(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("").split_whitespace().collect();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
     let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
         + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
@@ -50,14 +60,23 @@ fn median(mut v: Vec<Duration>) -> Duration {
 #[tokio::main]
 async fn main() {
     let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("README.md"), "# App\nStart it with `npm run dev`.\n").unwrap();
+    std::fs::write(
+        project.path().join("README.md"),
+        "# App\nStart it with `npm run dev`.\n",
+    )
+    .unwrap();
     let server = ModelServer::start(vec![]).await;
     let daemon = Daemon::start_in(Home::new());
 
     // Warm up.
     for _ in 0..10 {
         server.push(script());
-        let out = daemon.home.agentctl_with(&server, project.path(), &["run", "go"]).output().await.unwrap();
+        let out = daemon
+            .home
+            .agentctl_with(&server, project.path(), &["run", "go"])
+            .output()
+            .await
+            .unwrap();
         assert!(out.status.success());
     }
 
@@ -67,7 +86,12 @@ async fn main() {
     for _ in 0..RUNS {
         server.push(script());
         let start = Instant::now();
-        let out = daemon.home.agentctl_with(&server, project.path(), &["run", "go"]).output().await.unwrap();
+        let out = daemon
+            .home
+            .agentctl_with(&server, project.path(), &["run", "go"])
+            .output()
+            .await
+            .unwrap();
         walls.push(start.elapsed());
         assert!(out.status.success());
     }
@@ -104,6 +128,12 @@ async fn main() {
     println!("  agentctl CPU       mean {agentctl_cpu:?} per run");
     println!("  daemon CPU         mean {daemon_cpu:?} per run");
     println!("baseline:");
-    println!("  two bare HTTP requests (in-process, warm connection)  median {:?}", median(bare));
-    println!("  spawning /bin/true                                    median {:?}", median(spawn));
+    println!(
+        "  two bare HTTP requests (in-process, warm connection)  median {:?}",
+        median(bare)
+    );
+    println!(
+        "  spawning /bin/true                                    median {:?}",
+        median(spawn)
+    );
 }

@@ -3,6 +3,7 @@
 //! server that speaks the providers' wire formats.
 
 pub mod model_server;
+pub mod pty;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,11 @@
 //! One module per group of commands.
 
+pub mod chat;
 pub mod daemon;
+pub mod oneshot;
 pub mod run;
 pub mod sessions;
+pub mod show;
 
 use protocol::client::Client;
 use protocol::{Reply, Request};

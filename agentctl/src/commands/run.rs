@@ -6,8 +6,8 @@ use std::io::{IsTerminal, Read};
 use protocol::client::{Client, Incoming};
 use protocol::paths::Paths;
 use protocol::{
-    CreateSession, Delivery, Event, Mode, PermissionClass, Reply, Request, RunId, RunOptions,
-    SessionId, SessionInfo,
+    CreateSession, Decision, Delivery, Event, Mode, PermissionClass, PermissionRequestId, Reply,
+    Request, RunId, RunOptions, SessionId, SessionInfo,
 };
 
 use super::{request, unexpected};
@@ -33,6 +33,10 @@ pub struct RunArgs {
     pub allow: Vec<PermissionClass>,
     /// Print JSON lines instead of the human view.
     pub json: bool,
+    /// Return once the run has started.
+    pub detach: bool,
+    /// Use the latest session of this directory.
+    pub continue_latest: bool,
 }
 
 /// Runs the prompt and returns the exit code of the run's stop reason.
@@ -47,6 +51,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
 
     let session = match &args.session {
         Some(id) => SessionId(id.clone()),
+        None if args.continue_latest => latest_here(&client, &cwd).await?,
         None => {
             let reply = request(
                 &client,
@@ -70,10 +75,15 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     let session = info.id.clone();
     let mut last_seq = info.last_seq;
 
+    // On a terminal the user answers permission questions here; otherwise asks are denied
+    // unless --allow granted them.
+    let ask_here = !args.detach
+        && std::io::stdin().is_terminal()
+        && args.prompt.as_deref().is_some_and(|p| p != "-");
     let options = RunOptions {
         max_turns: args.max_turns,
         grants: args.allow.clone(),
-        deny_unanswered: true,
+        deny_unanswered: !ask_here && !args.detach,
         model: args.model.clone(),
         provider: args.provider.clone(),
         env: provider_env(),
@@ -93,6 +103,12 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
         Reply::Sent { started } => started,
         other => return Err(unexpected(other)),
     };
+    if args.detach {
+        println!("{session}");
+        return Ok(0);
+    }
+    let mut answers = if ask_here { Some(stdin_lines()) } else { None };
+    let mut asks: Vec<PermissionRequestId> = Vec::new();
 
     let mut view = HumanView::new(Style::detect());
     view.echo_user = false;
@@ -100,6 +116,19 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     loop {
         let next = tokio::select! {
             next = incoming.recv() => next,
+            Some(line) = next_line(&mut answers) => {
+                if let Some(request_id) = asks.first().copied() {
+                    let decision = match line.trim().to_ascii_lowercase().as_str() {
+                        "y" | "yes" => Decision::Allow,
+                        "a" | "always" => Decision::AllowAlways,
+                        _ => Decision::Deny,
+                    };
+                    if let Err(failure) = request(&client, Request::Answer { session: session.clone(), request: request_id, decision }).await {
+                        eprintln!("agentctl: {}", failure.message);
+                    }
+                }
+                continue;
+            }
             _ = tokio::signal::ctrl_c() => {
                 cancels += 1;
                 if cancels > 1 {
@@ -126,6 +155,16 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                 } else {
                     view.show(&event);
                 }
+                match &event.event {
+                    Event::PermissionRequested { request, .. } => {
+                        asks.push(*request);
+                        if answers.is_some() && asks.len() == 1 {
+                            eprint!("allow? [y]es / [n]o / [a]lways: ");
+                        }
+                    }
+                    Event::PermissionResolved { request, .. } => asks.retain(|r| r != request),
+                    _ => {}
+                }
                 if let Event::RunFinished {
                     run, stop_reason, ..
                 } = &event.event
@@ -146,6 +185,49 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
 fn lost_daemon(reason: Option<String>) -> Failure {
     let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
     Failure::new(format!("lost the daemon before the run ended{reason}"))
+}
+
+/// Lines typed on stdin, read on a thread of their own.
+fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+async fn next_line(
+    lines: &mut Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+) -> Option<String> {
+    match lines {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The session of this directory with the latest activity.
+async fn latest_here(client: &Client, cwd: &std::path::Path) -> Result<SessionId, Failure> {
+    let here = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let sessions = match request(client, Request::ListSessions).await? {
+        Reply::Sessions(sessions) => sessions,
+        other => return Err(unexpected(other)),
+    };
+    sessions
+        .into_iter()
+        .filter(|s| std::path::Path::new(&s.cwd) == here)
+        .max_by_key(|s| (s.last_activity_ms, s.created_ms))
+        .map(|s| s.id)
+        .ok_or_else(|| {
+            Failure::new(format!(
+                "no session in {}; run without --continue to start one",
+                here.display()
+            ))
+        })
 }
 
 /// Subscribes from `from_seq`, or from the session's newest event.

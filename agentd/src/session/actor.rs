@@ -198,6 +198,7 @@ impl SessionActor {
             max_turns,
             max_tokens: config.max_tokens,
             bash_timeout: config.bash_timeout(),
+            permission_timeout: config.permission_timeout(),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
@@ -228,6 +229,51 @@ impl SessionActor {
         });
         tracing::info!(session = %self.info.id, run = id.0, "run started");
         id
+    }
+
+    /// Decides a pending permission request; the first answer wins.
+    fn resolve(&mut self, msg: Answer) -> Result<(), ErrorInfo> {
+        let Some(pending) = self.pending.remove(&msg.request) else {
+            return Err(match self.decided.get(&msg.request) {
+                Some(by) => ErrorInfo::new(
+                    ErrorCode::AlreadyDecided,
+                    format!(
+                        "permission request {} was already decided by {by}",
+                        msg.request
+                    ),
+                ),
+                None => ErrorInfo::new(
+                    ErrorCode::UnknownPermissionRequest,
+                    format!(
+                        "no pending permission request {} in this session",
+                        msg.request
+                    ),
+                ),
+            });
+        };
+        if msg.decision == Decision::AllowAlways {
+            let (cwd, plan) = (self.cwd(), self.plan_file());
+            let call = permission::Call {
+                tool: pending.tool,
+                args: &pending.args,
+                cwd: &cwd,
+                plan_file: &plan,
+            };
+            if let Some(rule) = permission::rule_for(call) {
+                self.always.push(rule);
+            }
+        }
+        let _ = pending.answer.send(msg.decision);
+        self.decided.insert(msg.request, msg.by_client.clone());
+        self.emit(Event::PermissionResolved {
+            request: msg.request,
+            decision: msg.decision,
+            by_client: msg.by_client,
+        });
+        if self.pending.is_empty() && self.run.is_some() {
+            self.set_state(SessionState::Running);
+        }
+        Ok(())
     }
 
     fn set_state(&mut self, state: SessionState) {
@@ -368,47 +414,7 @@ impl Message<Answer> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, msg: Answer, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let Some(pending) = self.pending.remove(&msg.request) else {
-            return Err(match self.decided.get(&msg.request) {
-                Some(by) => ErrorInfo::new(
-                    ErrorCode::AlreadyDecided,
-                    format!(
-                        "permission request {} was already decided by {by}",
-                        msg.request
-                    ),
-                ),
-                None => ErrorInfo::new(
-                    ErrorCode::UnknownPermissionRequest,
-                    format!(
-                        "no pending permission request {} in this session",
-                        msg.request
-                    ),
-                ),
-            });
-        };
-        if msg.decision == Decision::AllowAlways {
-            let (cwd, plan) = (self.cwd(), self.plan_file());
-            let call = permission::Call {
-                tool: pending.tool,
-                args: &pending.args,
-                cwd: &cwd,
-                plan_file: &plan,
-            };
-            if let Some(rule) = permission::rule_for(call) {
-                self.always.push(rule);
-            }
-        }
-        let _ = pending.answer.send(msg.decision);
-        self.decided.insert(msg.request, msg.by_client.clone());
-        self.emit(Event::PermissionResolved {
-            request: msg.request,
-            decision: msg.decision,
-            by_client: msg.by_client,
-        });
-        if self.pending.is_empty() && self.run.is_some() {
-            self.set_state(SessionState::Running);
-        }
-        Ok(())
+        self.resolve(msg)
     }
 }
 
@@ -550,8 +556,8 @@ pub enum Authorization {
     Allowed,
     /// Do not; the model gets this reason.
     Denied(String),
-    /// Wait for a user's answer.
-    Pending(oneshot::Receiver<Decision>),
+    /// Wait for a user's answer to this request.
+    Pending(PermissionRequestId, oneshot::Receiver<Decision>),
 }
 
 impl Message<Authorize> for SessionActor {
@@ -595,9 +601,28 @@ impl Message<Authorize> for SessionActor {
                     args: msg.call.args,
                     summary,
                 });
-                Ok(Authorization::Pending(receiver))
+                Ok(Authorization::Pending(request, receiver))
             }
         }
+    }
+}
+
+/// Nobody answered a permission request in time: deny it.
+pub struct Expire(pub PermissionRequestId);
+
+impl Message<Expire> for SessionActor {
+    type Reply = Result<(), ErrorInfo>;
+
+    async fn handle(&mut self, msg: Expire, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        if !self.pending.contains_key(&msg.0) {
+            return Ok(());
+        }
+        let answer = Answer {
+            request: msg.0,
+            decision: Decision::Deny,
+            by_client: "the permission timeout".to_string(),
+        };
+        self.resolve(answer)
     }
 }
 

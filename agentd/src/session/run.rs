@@ -14,7 +14,9 @@ use kameo::prelude::*;
 use protocol::{Delivery, Event, ModelStopReason, RunId, StopReason, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
-use super::actor::{Authorization, Authorize, BeginTurn, Emit, NextQueued, Push, SessionActor};
+use super::actor::{
+    Authorization, Authorize, BeginTurn, Emit, Expire, NextQueued, Push, SessionActor,
+};
 use crate::health::HealthMonitor;
 use crate::history::{AssistantReply, Message, ToolCall, ToolResult};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta, ToolSpec};
@@ -47,6 +49,8 @@ pub struct RunSetup {
     pub max_tokens: u32,
     /// The default `bash` timeout.
     pub bash_timeout: Duration,
+    /// How long a permission request may wait before it is denied; `None` waits for ever.
+    pub permission_timeout: Option<Duration>,
 }
 
 /// How a run ended.
@@ -342,10 +346,19 @@ impl Run {
                     cancel: self.cancel().clone(),
                     bash_timeout: self.setup.bash_timeout,
                 };
-                self.setup
-                    .tools
-                    .run(Box::pin(tools::execute(tool, args, ctx)))
-                    .await
+                let job = tools::execute(tool, args, ctx);
+                if tool == Tool::Bash {
+                    // bash stops by itself on cancel: it kills its process group and keeps the
+                    // output so far.
+                    self.setup.tools.run(Box::pin(job)).await
+                } else {
+                    tokio::select! {
+                        output = self.setup.tools.run(Box::pin(job)) => output,
+                        () = self.cancel().cancelled() => {
+                            ToolOutput::error("[interrupted: the run was cancelled]")
+                        }
+                    }
+                }
             }
             Prepared::Refused(output) => output,
             Prepared::Interrupted => return Ok(None),
@@ -395,10 +408,26 @@ impl Run {
             Authorization::Denied(reason) => {
                 return Ok(Prepared::Refused(ToolOutput::error(reason)));
             }
-            Authorization::Pending(answer) => tokio::select! {
-                decision = answer => decision,
-                () = self.cancel().cancelled() => return Ok(Prepared::Interrupted),
-            },
+            Authorization::Pending(request, answer) => {
+                let timeout = self.setup.permission_timeout;
+                let expired = async {
+                    match timeout {
+                        Some(after) => tokio::time::sleep(after).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    decision = answer => decision,
+                    () = self.cancel().cancelled() => return Ok(Prepared::Interrupted),
+                    () = expired => {
+                        self.setup.session.ask(Expire(request)).await?;
+                        return Ok(Prepared::Refused(ToolOutput::error(format!(
+                            "denied: nobody answered the permission request within {} s",
+                            timeout.unwrap_or_default().as_secs()
+                        ))));
+                    }
+                }
+            }
         };
         Ok(match decision {
             Ok(protocol::Decision::Allow | protocol::Decision::AllowAlways) => {

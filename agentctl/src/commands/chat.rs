@@ -1,0 +1,707 @@
+//! `agentctl chat` and `agentctl attach ID`: the interactive view. It replays the session so
+//! far, then follows it live while the user types: Enter sends (a follow-up while a run is
+//! going), `/steer TEXT` or Alt+Enter steers, Esc cancels the run and puts returned messages back
+//! into the input line, y/n/a or `/allow` `/deny` `/always` answer permission requests, Ctrl+D
+//! or Ctrl+C twice detaches while the session and its run go on.
+//!
+//! On a terminal the input line is a reedline editor running on its own thread; events are
+//! printed above it and its prompt is the status line. Without a terminal, lines come from stdin
+//! and events go to stdout.
+
+use std::borrow::Cow;
+use std::io::{BufRead, IsTerminal};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use protocol::client::{Client, Incoming};
+use protocol::paths::Paths;
+use protocol::{
+    CreateSession, Decision, Delivery, Event, Mode, PermissionRequestId, Reply, Request,
+    RunOptions, SessionEvent, SessionId, SessionState, TokenUsage,
+};
+use reedline::{
+    EditCommand, Emacs, ExternalPrinter, KeyCode, KeyModifiers, Prompt, PromptEditMode,
+    PromptHistorySearch, Reedline, ReedlineEvent, Signal, default_emacs_keybindings,
+};
+use tokio::sync::mpsc;
+
+use super::run::provider_env;
+use super::{request, unexpected};
+use crate::view::{HumanView, Output, Style, thousands};
+use crate::{Failure, connect};
+
+/// What `chat` or `attach` was asked to do.
+pub struct ChatArgs {
+    /// The session to join; a new one in the current directory when absent.
+    pub session: Option<String>,
+    /// The model of a new session.
+    pub model: Option<String>,
+    /// The provider of a new session.
+    pub provider: Option<String>,
+    /// The mode of a new session.
+    pub mode: Option<Mode>,
+    /// The turn limit of runs started here (0, the default, is none).
+    pub max_turns: Option<u32>,
+    /// Whether this is `attach` (for the client's name).
+    pub attach: bool,
+}
+
+const HELP: &str = "Enter sends a message (queued as a follow-up while a run is going).
+/steer TEXT (or Alt+Enter)  steer the running run at its next turn
+/queue TEXT                 queue a follow-up
+Esc or /cancel              cancel the run; queued messages come back into the input
+y / n / a                   allow, deny or always allow the pending permission request
+/allow /deny /always [N]    the same, for request N
+/mode [MODE]                show or set the mode: default, accept-edits, plan, bypass
+/sessions                   list sessions
+/detach, Ctrl+D, Ctrl+C ×2  leave; the session and its run go on";
+
+/// What the user did at the input line.
+#[derive(Debug)]
+enum Input {
+    Line(String),
+    CtrlC,
+    CtrlD,
+    Eof,
+    Failed(String),
+}
+
+/// What the status line shows.
+#[derive(Debug, Clone, Default)]
+struct Status {
+    state: Option<SessionState>,
+    mode: Mode,
+    turn: u32,
+    steer: usize,
+    follow_up: usize,
+    tokens: TokenUsage,
+    ask: Option<(PermissionRequestId, String)>,
+}
+
+impl Status {
+    fn line(&self) -> String {
+        if let Some((request, summary)) = &self.ask {
+            return format!("[approve {request}: {summary}? y/n/a] ");
+        }
+        let state = self.state.map_or("idle", |s| s.as_str());
+        let mut parts = vec![state.to_string()];
+        if self.state == Some(SessionState::Running) {
+            parts.push(format!("turn {}", self.turn));
+        }
+        if self.steer + self.follow_up > 0 {
+            parts.push(format!("queued {}/{}", self.steer, self.follow_up));
+        }
+        parts.push(format!(
+            "{} tok",
+            thousands(self.tokens.total_input() + self.tokens.output)
+        ));
+        if self.mode != Mode::Default {
+            parts.push(self.mode.to_string());
+        }
+        format!("[{}] ", parts.join(" · "))
+    }
+}
+
+/// The input side: the terminal editor, or plain stdin.
+trait InputLine {
+    /// Redraws the status line.
+    fn refresh(&self);
+    /// Puts text back into the input line.
+    fn restore(&self, text: String);
+    /// Stops reading input.
+    fn stop(&self);
+}
+
+/// Runs the interactive view; returns the exit code.
+pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
+    let name = if args.attach { "attach" } else { "chat" };
+    let mut client = connect::connect(paths, name).await?;
+    let incoming = client
+        .take_incoming()
+        .expect("incoming events are taken once");
+    let session = match &args.session {
+        Some(id) => SessionId(id.clone()),
+        None => {
+            let cwd = std::env::current_dir()
+                .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
+            let create = CreateSession {
+                cwd: cwd.to_string_lossy().into_owned(),
+                model: args.model.clone(),
+                provider: args.provider.clone(),
+                mode: args.mode,
+                max_turns: None,
+                title: None,
+            };
+            match request(&client, Request::CreateSession(create)).await? {
+                Reply::SessionCreated(info) => info.id,
+                other => return Err(unexpected(other)),
+            }
+        }
+    };
+    let info = match request(
+        &client,
+        Request::Subscribe {
+            session: session.clone(),
+            from_seq: 0,
+        },
+    )
+    .await?
+    {
+        Reply::Subscribed(info) => info,
+        other => return Err(unexpected(other)),
+    };
+    let options = RunOptions {
+        // Interactive sessions run without a turn limit unless asked for one.
+        max_turns: Some(args.max_turns.unwrap_or(0)),
+        env: provider_env(),
+        ..RunOptions::default()
+    };
+    let status = Arc::new(Mutex::new(Status {
+        state: Some(info.state),
+        mode: info.mode,
+        steer: info.steer_queued as usize,
+        follow_up: info.follow_up_queued as usize,
+        ..Status::default()
+    }));
+    let (input_tx, input_rx) = mpsc::unbounded_channel();
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let style = Style::detect();
+    let (view, line): (HumanView, Box<dyn InputLine>) = if terminal {
+        let (editor, printer) = TerminalLine::start(status.clone(), input_tx)?;
+        let output = Output::Lines {
+            printer,
+            partial: String::new(),
+        };
+        (HumanView::with_output(style, output), Box::new(editor))
+    } else {
+        (HumanView::new(style), Box::new(StdinLine::start(input_tx)))
+    };
+    let mut chat = Chat {
+        client,
+        session: info.id.clone(),
+        replayed_to: info.last_seq,
+        last_seq: 0,
+        view,
+        status,
+        line,
+        options,
+        ctrl_c: 0,
+        restore_after_cancel: None,
+        draining: false,
+        farewell: None,
+    };
+    chat.say(&format!(
+        "session {} in {} — /help for keys; Ctrl+D detaches",
+        info.id, info.cwd
+    ));
+    let code = chat.run(incoming, input_rx).await;
+    chat.line.stop();
+    if let Some(farewell) = chat.farewell.take() {
+        println!("{farewell}");
+    }
+    code
+}
+
+struct Chat {
+    client: Client,
+    session: SessionId,
+    /// Events up to this `seq` are replay: they are shown but change no input.
+    replayed_to: u64,
+    last_seq: u64,
+    view: HumanView,
+    status: Arc<Mutex<Status>>,
+    line: Box<dyn InputLine>,
+    options: RunOptions,
+    ctrl_c: u32,
+    /// Text typed when Esc was pressed, restored with the returned messages.
+    restore_after_cancel: Option<String>,
+    /// Stdin ended: leave once the session is idle.
+    draining: bool,
+    /// The last words, printed after the input line is gone.
+    farewell: Option<String>,
+}
+
+impl Chat {
+    async fn run(
+        &mut self,
+        mut incoming: mpsc::UnboundedReceiver<Incoming>,
+        mut input: mpsc::UnboundedReceiver<Input>,
+    ) -> Result<u8, Failure> {
+        loop {
+            tokio::select! {
+                event = incoming.recv() => match event {
+                    Some(Incoming::Event(event)) => {
+                        if event.seq > self.last_seq {
+                            self.last_seq = event.seq;
+                            self.on_event(&event);
+                            if self.draining && self.idle() {
+                                return Ok(0);
+                            }
+                        }
+                    }
+                    Some(Incoming::Lagged { .. }) => {
+                        request(&self.client, Request::Subscribe { session: self.session.clone(), from_seq: self.last_seq }).await?;
+                    }
+                    Some(Incoming::Closed(reason)) => {
+                        self.farewell = Some(format!("the daemon closed the connection{}", reason_text(reason)));
+                        return Ok(1);
+                    }
+                    None => {
+                        self.farewell = Some("the daemon closed the connection".to_string());
+                        return Ok(1);
+                    }
+                },
+                Some(input) = input.recv() => match self.on_input(input).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.farewell = Some(format!("detached; the session goes on: agentctl attach {}", self.session));
+                        return Ok(0);
+                    }
+                    Err(failure) => self.say(&format!("error: {}", failure.message)),
+                },
+            }
+        }
+    }
+
+    fn idle(&self) -> bool {
+        let status = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        status.state != Some(SessionState::Running)
+            && status.state != Some(SessionState::AwaitingApproval)
+            && status.steer + status.follow_up == 0
+    }
+
+    /// Prints a line of the client's own.
+    fn say(&mut self, text: &str) {
+        self.view.note(text);
+    }
+
+    fn on_event(&mut self, event: &SessionEvent) {
+        let live = event.seq > self.replayed_to;
+        {
+            let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
+            match &event.event {
+                Event::RunStarted { .. } => {
+                    status.state = Some(SessionState::Running);
+                    status.turn = 0;
+                }
+                Event::TurnStarted { turn } => status.turn = *turn,
+                Event::Usage { cumulative, .. } => status.tokens = *cumulative,
+                Event::QueueChanged { steer, follow_up } => {
+                    status.steer = steer.len();
+                    status.follow_up = follow_up.len();
+                }
+                Event::PermissionRequested {
+                    request, summary, ..
+                } => {
+                    status.ask = Some((*request, summary.clone()));
+                    status.state = Some(SessionState::AwaitingApproval);
+                }
+                Event::PermissionResolved { request, .. }
+                    if status.ask.as_ref().is_some_and(|(r, _)| r == request) =>
+                {
+                    status.ask = None;
+                    status.state = Some(SessionState::Running);
+                }
+                Event::ModeChanged { mode } => status.mode = *mode,
+                Event::RunFinished { usage, .. } => {
+                    status.state = Some(SessionState::Idle);
+                    status.tokens = *usage;
+                    status.ask = None;
+                }
+                _ => {}
+            }
+        }
+        self.view.show(event);
+        if let Event::PermissionRequested { .. } = &event.event {
+            self.view
+                .note("  answer y (allow), n (deny) or a (always allow)");
+        }
+        if let Event::RunFinished {
+            returned_messages, ..
+        } = &event.event
+            && live
+        {
+            let mut texts: Vec<String> = returned_messages.iter().map(|m| m.text.clone()).collect();
+            texts.extend(self.restore_after_cancel.take().filter(|t| !t.is_empty()));
+            if !texts.is_empty() {
+                self.line.restore(texts.join("\n"));
+            }
+        }
+        self.line.refresh();
+    }
+
+    /// Handles one input; false to leave.
+    async fn on_input(&mut self, input: Input) -> Result<bool, Failure> {
+        let line = match input {
+            Input::CtrlC => {
+                self.ctrl_c += 1;
+                if self.ctrl_c >= 2 {
+                    return Ok(false);
+                }
+                self.say("(Ctrl+C again to detach; Esc cancels the run)");
+                return Ok(true);
+            }
+            Input::CtrlD => return Ok(false),
+            Input::Eof => {
+                if self.idle() {
+                    return Ok(false);
+                }
+                self.draining = true;
+                return Ok(true);
+            }
+            Input::Failed(message) => {
+                return Err(Failure::new(format!("the input line failed: {message}")));
+            }
+            Input::Line(line) => line,
+        };
+        self.ctrl_c = 0;
+        if let Some(typed) = line.strip_prefix('\u{1b}') {
+            return self.cancel(typed.to_string()).await;
+        }
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            return Ok(true);
+        }
+        let pending = self
+            .status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ask
+            .clone();
+        if let Some((request, _)) = pending {
+            let decision = match trimmed.to_ascii_lowercase().as_str() {
+                "y" | "yes" => Some(Decision::Allow),
+                "n" | "no" => Some(Decision::Deny),
+                "a" | "always" => Some(Decision::AllowAlways),
+                _ => None,
+            };
+            if let Some(decision) = decision {
+                self.answer(request, decision).await?;
+                return Ok(true);
+            }
+        }
+        let (command, rest) = match trimmed.split_once(char::is_whitespace) {
+            Some((command, rest)) => (command, rest.trim()),
+            None => (trimmed, ""),
+        };
+        match command {
+            "/help" => self.say(HELP),
+            "/detach" | "/quit" | "/exit" => return Ok(false),
+            "/cancel" => return self.cancel(String::new()).await,
+            "/steer" if !rest.is_empty() => self.send(rest, Delivery::Steer).await?,
+            "/queue" if !rest.is_empty() => self.send(rest, Delivery::FollowUp).await?,
+            "/steer" | "/queue" => self.say(&format!("{command} needs a message")),
+            "/allow" | "/deny" | "/always" => {
+                let decision = match command {
+                    "/allow" => Decision::Allow,
+                    "/deny" => Decision::Deny,
+                    _ => Decision::AllowAlways,
+                };
+                let request = match rest.parse::<u64>() {
+                    Ok(n) => Some(PermissionRequestId(n)),
+                    Err(_) => pending.map(|(r, _)| r),
+                };
+                match request {
+                    Some(request) => self.answer(request, decision).await?,
+                    None => self.say("no permission request is pending"),
+                }
+            }
+            "/mode" if rest.is_empty() => {
+                let mode = self.status.lock().unwrap_or_else(|e| e.into_inner()).mode;
+                self.say(&format!(
+                    "mode: {mode} (set with /mode default|accept-edits|plan|bypass)"
+                ));
+            }
+            "/mode" => {
+                let mode: Mode = rest.parse().map_err(Failure::new)?;
+                request(
+                    &self.client,
+                    Request::SetMode {
+                        session: self.session.clone(),
+                        mode,
+                    },
+                )
+                .await?;
+            }
+            "/compact" => {
+                request(
+                    &self.client,
+                    Request::Compact {
+                        session: self.session.clone(),
+                    },
+                )
+                .await?;
+            }
+            "/sessions" => {
+                let Reply::Sessions(list) = request(&self.client, Request::ListSessions).await?
+                else {
+                    return Err(Failure::new("unexpected reply"));
+                };
+                for s in list {
+                    self.say(&format!(
+                        "{}  {:<17}  {:>3} turns  {}",
+                        s.id,
+                        s.state.as_str(),
+                        s.turns,
+                        s.cwd
+                    ));
+                }
+            }
+            // A path such as /usr/bin/x is a message; a lone /word is a command.
+            _ if command.len() > 1 && command.starts_with('/') && !command[1..].contains('/') => {
+                self.say(&format!("unknown command {command}; /help lists them"));
+            }
+            _ => self.send(trimmed, Delivery::FollowUp).await?,
+        }
+        Ok(true)
+    }
+
+    async fn send(&mut self, text: &str, delivery: Delivery) -> Result<(), Failure> {
+        let reply = request(
+            &self.client,
+            Request::Send {
+                session: self.session.clone(),
+                text: text.to_string(),
+                delivery,
+                options: self.options.clone(),
+            },
+        )
+        .await?;
+        if let Reply::Sent { started: None } = reply {
+            let what = match delivery {
+                Delivery::Steer => "queued to steer at the next turn",
+                Delivery::FollowUp => "queued as a follow-up",
+            };
+            self.say(&format!("({what}: {text})"));
+        }
+        Ok(())
+    }
+
+    async fn cancel(&mut self, typed: String) -> Result<bool, Failure> {
+        let state = self.status.lock().unwrap_or_else(|e| e.into_inner()).state;
+        if matches!(state, None | Some(SessionState::Idle)) {
+            if !typed.is_empty() {
+                self.line.restore(typed);
+            }
+            return Ok(true);
+        }
+        self.restore_after_cancel = Some(typed);
+        request(
+            &self.client,
+            Request::Cancel {
+                session: self.session.clone(),
+            },
+        )
+        .await?;
+        Ok(true)
+    }
+
+    async fn answer(
+        &mut self,
+        request_id: PermissionRequestId,
+        decision: Decision,
+    ) -> Result<(), Failure> {
+        request(
+            &self.client,
+            Request::Answer {
+                session: self.session.clone(),
+                request: request_id,
+                decision,
+            },
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+fn reason_text(reason: Option<String>) -> String {
+    reason.map(|r| format!(": {r}")).unwrap_or_default()
+}
+
+/// The terminal input line: reedline on its own thread.
+struct TerminalLine {
+    repaint: Box<dyn Fn() + Send + Sync>,
+    interrupt: Arc<AtomicBool>,
+    restore: Arc<Mutex<Vec<String>>>,
+    quit: Arc<AtomicBool>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// The status line as reedline's prompt.
+struct StatusPrompt(Arc<Mutex<Status>>);
+
+impl Prompt for StatusPrompt {
+    fn render_prompt_left(&self) -> Cow<'_, str> {
+        Cow::Owned(self.0.lock().unwrap_or_else(|e| e.into_inner()).line())
+    }
+
+    fn render_prompt_right(&self) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn render_prompt_indicator(&self, _: PromptEditMode) -> Cow<'_, str> {
+        Cow::Borrowed("› ")
+    }
+
+    fn render_prompt_multiline_indicator(&self) -> Cow<'_, str> {
+        Cow::Borrowed("… ")
+    }
+
+    fn render_prompt_history_search_indicator(&self, search: PromptHistorySearch) -> Cow<'_, str> {
+        Cow::Owned(format!("(search: {}) ", search.term))
+    }
+}
+
+impl TerminalLine {
+    fn start(
+        status: Arc<Mutex<Status>>,
+        input: mpsc::UnboundedSender<Input>,
+    ) -> Result<(TerminalLine, std::sync::mpsc::SyncSender<String>), Failure> {
+        let printer = ExternalPrinter::new(4096);
+        let sender = printer.sender();
+        let interrupt = Arc::new(AtomicBool::new(false));
+        let restore: Arc<Mutex<Vec<String>>> = Arc::default();
+        let quit = Arc::new(AtomicBool::new(false));
+        let (repaint_tx, repaint_rx) = std::sync::mpsc::channel();
+        let thread = {
+            let (interrupt, restore, quit) = (interrupt.clone(), restore.clone(), quit.clone());
+            let input_tx = input;
+            std::thread::spawn(move || {
+                let mut keys = default_emacs_keybindings();
+                // Esc cancels the run; what was typed travels along behind an ESC mark.
+                keys.add_binding(
+                    KeyModifiers::NONE,
+                    KeyCode::Esc,
+                    ReedlineEvent::Multiple(vec![
+                        ReedlineEvent::Edit(vec![
+                            EditCommand::MoveToStart { select: false },
+                            EditCommand::InsertChar('\u{1b}'),
+                        ]),
+                        ReedlineEvent::Submit,
+                    ]),
+                );
+                // Alt+Enter steers with what was typed.
+                keys.add_binding(
+                    KeyModifiers::ALT,
+                    KeyCode::Enter,
+                    ReedlineEvent::Multiple(vec![
+                        ReedlineEvent::Edit(vec![
+                            EditCommand::MoveToStart { select: false },
+                            EditCommand::InsertString("/steer ".to_string()),
+                        ]),
+                        ReedlineEvent::Submit,
+                    ]),
+                );
+                let mut editor = Reedline::create()
+                    .with_edit_mode(Box::new(Emacs::new(keys)))
+                    .with_external_printer(printer)
+                    .with_break_signal(interrupt.clone())
+                    .with_poll_interval(std::time::Duration::from_millis(10));
+                let signal = editor.repaint_signal();
+                let repaint: Box<dyn Fn() + Send + Sync> =
+                    Box::new(move || signal.request_repaint());
+                let _ = repaint_tx.send(repaint);
+                let prompt = StatusPrompt(status);
+                while !quit.load(Ordering::Relaxed) {
+                    let input = match editor.read_line(&prompt) {
+                        Ok(Signal::Success(line)) => Input::Line(line),
+                        Ok(Signal::CtrlC) => Input::CtrlC,
+                        Ok(Signal::CtrlD) => Input::CtrlD,
+                        Ok(Signal::ExternalBreak(typed)) => {
+                            if quit.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            let mut texts: Vec<String> = std::mem::take(
+                                &mut *restore.lock().unwrap_or_else(|e| e.into_inner()),
+                            );
+                            if !typed.is_empty() {
+                                texts.push(typed);
+                            }
+                            editor.run_edit_commands(&[
+                                EditCommand::Clear,
+                                EditCommand::InsertString(texts.join("\n")),
+                            ]);
+                            continue;
+                        }
+                        Ok(_) => continue,
+                        Err(err) => Input::Failed(err.to_string()),
+                    };
+                    let failed = matches!(input, Input::Failed(_));
+                    if input_tx.send(input).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+        };
+        let repaint = repaint_rx
+            .recv()
+            .map_err(|_| Failure::new("the input line did not start"))?;
+        Ok((
+            TerminalLine {
+                repaint,
+                interrupt,
+                restore,
+                quit,
+                thread: Mutex::new(Some(thread)),
+            },
+            sender,
+        ))
+    }
+}
+
+impl InputLine for TerminalLine {
+    fn refresh(&self) {
+        (self.repaint)();
+    }
+
+    fn restore(&self, text: String) {
+        self.restore
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+        self.interrupt.store(true, Ordering::Relaxed);
+    }
+
+    fn stop(&self) {
+        self.quit.store(true, Ordering::Relaxed);
+        self.interrupt.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Plain stdin lines, without a terminal.
+struct StdinLine;
+
+impl StdinLine {
+    fn start(input: mpsc::UnboundedSender<Input>) -> StdinLine {
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                match line {
+                    Ok(line) => {
+                        if input.send(Input::Line(line)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(err) => {
+                        let _ = input.send(Input::Failed(err.to_string()));
+                        return;
+                    }
+                }
+            }
+            let _ = input.send(Input::Eof);
+        });
+        StdinLine
+    }
+}
+
+impl InputLine for StdinLine {
+    fn refresh(&self) {}
+
+    fn restore(&self, text: String) {
+        println!("(not sent: {text})");
+    }
+
+    fn stop(&self) {}
+}

@@ -1,0 +1,83 @@
+//! One-shot commands on a session from any shell: `steer`, `queue`, `cancel`, `approve`,
+//! `deny`.
+
+use protocol::paths::Paths;
+use protocol::{Decision, Delivery, PermissionRequestId, Reply, Request, RunOptions, SessionId};
+
+use super::run::provider_env;
+use super::{request, unexpected};
+use crate::{Failure, connect};
+
+/// Sends a message to steer the running run, or to follow it; on an idle session either starts
+/// a run.
+pub async fn send(
+    paths: &Paths,
+    id: String,
+    text: String,
+    delivery: Delivery,
+) -> Result<u8, Failure> {
+    let client = connect::connect(paths, delivery.as_str()).await?;
+    let options = RunOptions {
+        env: provider_env(),
+        ..RunOptions::default()
+    };
+    let reply = request(
+        &client,
+        Request::Send {
+            session: SessionId(id.clone()),
+            text,
+            delivery,
+            options,
+        },
+    )
+    .await?;
+    match reply {
+        Reply::Sent { started: Some(run) } => println!("started run {run} in session {id}"),
+        Reply::Sent { started: None } => match delivery {
+            Delivery::Steer => println!("queued to steer the running run at its next turn"),
+            Delivery::FollowUp => println!("queued as a follow-up of the running run"),
+        },
+        other => return Err(unexpected(other)),
+    }
+    Ok(0)
+}
+
+/// Cancels the session's run.
+pub async fn cancel(paths: &Paths, id: String) -> Result<u8, Failure> {
+    let client = connect::connect(paths, "cancel").await?;
+    request(
+        &client,
+        Request::Cancel {
+            session: SessionId(id.clone()),
+        },
+    )
+    .await?;
+    println!("cancel sent to session {id}");
+    Ok(0)
+}
+
+/// Answers a pending permission request.
+pub async fn answer(
+    paths: &Paths,
+    id: String,
+    request_id: u64,
+    decision: Decision,
+) -> Result<u8, Failure> {
+    let client = connect::connect(paths, "approve").await?;
+    request(
+        &client,
+        Request::Answer {
+            session: SessionId(id),
+            request: PermissionRequestId(request_id),
+            decision,
+        },
+    )
+    .await?;
+    let verb = match decision {
+        Decision::Allow => "allowed",
+        Decision::AllowAlways => "allowed for the rest of the session",
+        Decision::Deny => "denied",
+    };
+    println!("request {request_id} {verb}");
+    Ok(0)
+}

@@ -1,0 +1,201 @@
+//! A pseudo-terminal for driving interactive clients: the child gets a real terminal (its own
+//! session, the pty as controlling terminal), the test types bytes and waits for text on the
+//! screen. Cursor-position queries are answered so that line editors can start.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::WAIT;
+
+/// A child process on a pseudo-terminal.
+pub struct Pty {
+    writer: Mutex<File>,
+    screen: Arc<(Mutex<Vec<u8>>, Condvar)>,
+    mark: Mutex<usize>,
+    child: Mutex<Child>,
+}
+
+impl Pty {
+    /// Starts `command` on a new pseudo-terminal of `rows` × `cols`.
+    pub fn spawn(mut command: Command, rows: u16, cols: u16) -> Pty {
+        let (mut master, mut slave) = (0, 0);
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: openpty writes two descriptors into the integers we pass.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &size,
+            )
+        };
+        assert_eq!(rc, 0, "openpty failed");
+        // SAFETY: openpty returned these descriptors to us, owned from here on.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let stdio = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup pty"));
+        command
+            .stdin(stdio(&slave))
+            .stdout(stdio(&slave))
+            .stderr(stdio(&slave));
+        // SAFETY: setsid and ioctl are async-signal-safe.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                libc::setsid();
+                libc::ioctl(0, libc::TIOCSCTTY, 0);
+                Ok(())
+            });
+        }
+        let child = command.spawn().expect("the child starts on the pty");
+        drop(slave);
+        let master = File::from(master);
+        let mut reader = master.try_clone().expect("dup pty");
+        let mut answerer = master.try_clone().expect("dup pty");
+        let screen: Arc<(Mutex<Vec<u8>>, Condvar)> = Arc::default();
+        let shared = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            let mut answered = 0;
+            loop {
+                let n = match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let (lock, ready) = &*shared;
+                let mut screen = lock.lock().unwrap_or_else(|e| e.into_inner());
+                screen.extend_from_slice(&buf[..n]);
+                let queries = count(&screen, b"\x1b[6n");
+                while answered < queries {
+                    let _ = answerer.write_all(format!("\x1b[{rows};1R").as_bytes());
+                    answered += 1;
+                }
+                ready.notify_all();
+            }
+            // End of output: the child and everything holding the terminal are gone.
+            shared
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(EOF_MARK);
+            shared.1.notify_all();
+        });
+        Pty {
+            writer: Mutex::new(master),
+            screen,
+            mark: Mutex::new(0),
+            child: Mutex::new(child),
+        }
+    }
+
+    /// Types `text` (use `\r` for Enter, `\x1b` for Esc, `\x04` for Ctrl+D).
+    pub fn send(&self, text: &str) {
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        writer.write_all(text.as_bytes()).unwrap();
+        writer.flush().unwrap();
+    }
+
+    /// Waits until `text` appears on the screen after the previous match, and moves past it.
+    pub fn expect(&self, text: &str) {
+        let (lock, ready) = &*self.screen;
+        let deadline = std::time::Instant::now() + WAIT;
+        let mut screen = lock.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let plain = strip_ansi(&screen);
+            let mut mark = self.mark.lock().unwrap_or_else(|e| e.into_inner());
+            let from = (*mark).min(plain.len());
+            if let Some(at) = plain[from..].find(text) {
+                *mark = from + at + text.len();
+                return;
+            }
+            drop(mark);
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                panic!(
+                    "`{text}` did not appear; the screen after the last match:\n{}",
+                    &plain[from..]
+                );
+            }
+            screen = ready.wait_timeout(screen, deadline - now).unwrap().0;
+        }
+    }
+
+    /// Waits for the child to close the terminal and exit; returns its exit code.
+    pub fn wait(&self) -> Option<i32> {
+        let (lock, ready) = &*self.screen;
+        let screen = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (screen, timeout) = ready
+            .wait_timeout_while(screen, WAIT, |s| s.last() != Some(&EOF_MARK))
+            .unwrap();
+        assert!(
+            !timeout.timed_out(),
+            "the child did not exit:\n{}",
+            strip_ansi(&screen)
+        );
+        drop(screen);
+        self.child
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .wait()
+            .unwrap()
+            .code()
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// Appended to the screen when the terminal closes (a byte a UTF-8 terminal never sends).
+const EOF_MARK: u8 = 0xff;
+
+fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
+}
+
+/// The text of terminal output without escape sequences and carriage returns.
+pub fn strip_ansi(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' || (c == '\x1b' && chars.peek() == Some(&'\\')) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,102 @@
+//! The interactive client on a real pseudo-terminal: send, queue while running, Esc to cancel
+//! (returned messages come back into the input line), and detach with the session going on.
+
+use protocol::{Reply, Request, SessionState};
+use tests::Daemon;
+use tests::model_server::{Gate, ModelServer, anthropic};
+use tests::pty::Pty;
+
+fn chat(daemon: &Daemon, server: &ModelServer, cwd: &std::path::Path, args: &[&str]) -> Pty {
+    let mut command = daemon.home.agentctl(args);
+    command
+        .current_dir(cwd)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("TERM", "xterm-256color");
+    Pty::spawn(command, 30, 120)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_sends_queues_cancels_with_esc_and_detaches() {
+    let project = tempfile::tempdir().unwrap();
+    let gate = Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::text("Working on it.\nStill going").hold_after(5, &gate),
+        anthropic::text("Second answer."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["chat"]);
+    pty.expect("Ctrl+D detaches");
+    pty.expect("[idle");
+
+    pty.send("hello agent\r");
+    pty.expect("you › hello agent");
+    pty.expect("Working on it.");
+    server.wait_for_requests(1).await;
+
+    // Typed while the run goes: queued as a follow-up.
+    pty.send("and then this\r");
+    pty.expect("(queued as a follow-up: and then this)");
+    pty.expect("queued 0/1");
+
+    // Esc cancels; the queued message comes back into the input line.
+    pty.send("\x1b");
+    pty.expect("cancelled");
+    pty.expect("› and then this");
+
+    // Enter sends it as a new run.
+    pty.send("\r");
+    pty.expect("you › and then this");
+    pty.expect("Second answer.");
+    pty.expect("completed");
+
+    // Ctrl+D detaches; the session lives on in the daemon.
+    pty.send("\x04");
+    pty.expect("detached; the session goes on: agentctl attach ");
+    assert_eq!(pty.wait(), Some(0));
+    let client = daemon.client().await;
+    let Reply::Sessions(sessions) = client.request(Request::ListSessions).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].state, SessionState::Idle);
+    assert_eq!(sessions[0].turns, 1);
+    gate.release();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_replays_the_session_and_answers_a_pending_request() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", serde_json::json!({"command": "echo from-bash"})),
+        anthropic::text("The command ran."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let started = daemon
+        .home
+        .agentctl_with(
+            &server,
+            project.path(),
+            &["run", "--detach", "run a command"],
+        )
+        .output()
+        .await
+        .unwrap();
+    let id = String::from_utf8_lossy(&started.stdout).trim().to_string();
+    let pty = chat(&daemon, &server, project.path(), &["attach", &id]);
+    pty.expect("run a command");
+    pty.expect("permission needed (1): run `echo from-bash`");
+    pty.expect("approve 1");
+    pty.send("y\r");
+    pty.expect("permission 1: allow by agentctl");
+    pty.expect("The command ran.");
+    // Ctrl+C twice detaches.
+    pty.send("\x03");
+    pty.expect("Ctrl+C again to detach");
+    pty.send("\x03");
+    pty.expect("detached");
+    assert_eq!(pty.wait(), Some(0));
+}

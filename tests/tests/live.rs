@@ -1,0 +1,687 @@
+//! Live sessions: attaching mid-run, steering, queueing follow-ups, cancelling with queued
+//! messages, answering permission requests from any client, and the permission modes. The
+//! scripted server holds replies at gates, so every step waits on an event, not on time.
+
+use protocol::{
+    CreateSession, Decision, Delivery, ErrorCode, Event, Mode, QueuedMessage, Reply, Request,
+    RunOptions, SessionEvent, SessionId, SessionState, StopReason,
+};
+use serde_json::json;
+use tests::model_server::{Gate, ModelServer, anthropic};
+use tests::{
+    Daemon, events_until, finished, next_event, run_options, session_in, start_run, subscribe,
+    tool_results, until_finished,
+};
+
+/// Options that leave asks to the attached clients.
+fn ask_options(server: &ModelServer) -> RunOptions {
+    RunOptions {
+        grants: vec![],
+        deny_unanswered: false,
+        ..run_options(server)
+    }
+}
+
+async fn send(
+    client: &protocol::client::Client,
+    session: &SessionId,
+    text: &str,
+    delivery: Delivery,
+) -> Reply {
+    client
+        .request(Request::Send {
+            session: session.clone(),
+            text: text.into(),
+            delivery,
+            options: RunOptions::default(),
+        })
+        .await
+        .unwrap()
+}
+
+async fn wait_for(
+    incoming: &mut tokio::sync::mpsc::UnboundedReceiver<protocol::client::Incoming>,
+    kind: &str,
+) -> SessionEvent {
+    loop {
+        let event = next_event(incoming).await;
+        if event.event.kind() == kind {
+            return event;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_attaching_mid_run_sees_the_same_stream_as_the_first() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "a\n").unwrap();
+    let gate = Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .text("Looking at the file now.")
+            .tool("read", json!({"path": "a.txt"}))
+            .build()
+            .hold_after(4, &gate),
+        anthropic::text("Done."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut first) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "look", run_options(&server)).await;
+    let mut seen_first = vec![];
+    loop {
+        let event = next_event(&mut first).await;
+        let delta = matches!(event.event, Event::TextDelta { .. });
+        seen_first.push(event);
+        if delta {
+            break;
+        }
+    }
+    let mut late = daemon.client().await;
+    subscribe(&late, &session, 0).await;
+    let mut second = late.take_incoming().unwrap();
+    gate.release();
+    seen_first.extend(until_finished(&mut first).await);
+    let seen_second = until_finished(&mut second).await;
+    assert_eq!(seen_first, seen_second);
+    let seqs: Vec<u64> = seen_second.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_steer_lands_before_the_next_model_call() {
+    let project = tempfile::tempdir().unwrap();
+    let gate = Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::tool("glob", json!({"pattern": "*"})).hold_after(2, &gate),
+        anthropic::text("Checked the tests too."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "look around", run_options(&server)).await;
+    server.wait_for_requests(1).await;
+    assert_eq!(
+        send(&client, &session, "also check the tests", Delivery::Steer).await,
+        Reply::Sent { started: None }
+    );
+    let queued = wait_for(&mut incoming, "queue_changed").await;
+    assert_eq!(
+        queued.event,
+        Event::QueueChanged {
+            steer: vec!["also check the tests".into()],
+            follow_up: vec![]
+        }
+    );
+    gate.release();
+    let events = until_finished(&mut incoming).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.kind()).collect();
+    let result = kinds.iter().position(|k| *k == "tool_result").unwrap();
+    let steer = kinds.iter().position(|k| *k == "user_message").unwrap();
+    let turn2 = kinds.iter().rposition(|k| *k == "turn_started").unwrap();
+    assert!(result < steer && steer < turn2, "{kinds:?}");
+    let last = server.received()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["content"][0]["type"], "tool_result");
+    assert_eq!(last["content"][1]["text"], "also check the tests");
+}
+
+#[tokio::test]
+async fn follow_ups_queued_mid_run_run_in_order_in_the_same_run() {
+    let project = tempfile::tempdir().unwrap();
+    let gate = Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::text("first").hold_after(3, &gate),
+        anthropic::text("second"),
+        anthropic::text("third"),
+        anthropic::text("fourth"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let run = start_run(&client, &session, "start", run_options(&server)).await;
+    server.wait_for_requests(1).await;
+    for text in ["f1", "f2", "f3"] {
+        assert_eq!(
+            send(&client, &session, text, Delivery::FollowUp).await,
+            Reply::Sent { started: None }
+        );
+    }
+    gate.release();
+    let events = until_finished(&mut incoming).await;
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.event.kind() == "run_started")
+            .count(),
+        1
+    );
+    let Event::RunFinished {
+        run: finished_run,
+        turns,
+        stop_reason,
+        ..
+    } = finished(&events)
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        (*finished_run, *turns, *stop_reason),
+        (run, 4, StopReason::Completed)
+    );
+    let received = server.wait_for_requests(4).await;
+    for (request, text) in received[1..].iter().zip(["f1", "f2", "f3"]) {
+        let messages = request.body["messages"].as_array().unwrap();
+        assert_eq!(messages.last().unwrap()["content"][0]["text"], text);
+    }
+}
+
+#[tokio::test]
+async fn cancel_returns_queued_messages_and_loses_nothing() {
+    let project = tempfile::tempdir().unwrap();
+    let gate = Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::text("thinking about it").hold_after(3, &gate),
+        anthropic::text("new run"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "start", run_options(&server)).await;
+    server.wait_for_requests(1).await;
+    send(&client, &session, "s1", Delivery::Steer).await;
+    send(&client, &session, "f1", Delivery::FollowUp).await;
+    client
+        .request(Request::Cancel {
+            session: session.clone(),
+        })
+        .await
+        .unwrap();
+    let events = until_finished(&mut incoming).await;
+    let Event::RunFinished {
+        stop_reason,
+        returned_messages,
+        ..
+    } = finished(&events)
+    else {
+        unreachable!()
+    };
+    assert_eq!(*stop_reason, StopReason::Aborted);
+    assert_eq!(
+        returned_messages,
+        &vec![
+            QueuedMessage {
+                text: "s1".into(),
+                delivery: Delivery::Steer
+            },
+            QueuedMessage {
+                text: "f1".into(),
+                delivery: Delivery::FollowUp
+            },
+        ]
+    );
+    // The queue entries stay in the session's history.
+    let Reply::History {
+        events: history,
+        session: info,
+    } = client
+        .request(Request::GetHistory {
+            session: session.clone(),
+        })
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(history.iter().any(|e| e.event
+        == Event::QueueChanged {
+            steer: vec!["s1".into()],
+            follow_up: vec!["f1".into()]
+        }));
+    assert_eq!(
+        (info.state, info.steer_queued, info.follow_up_queued),
+        (SessionState::Idle, 0, 0)
+    );
+    gate.release();
+    // Nothing left behind: the next message starts a fresh run.
+    start_run(&client, &session, "again", run_options(&server)).await;
+    assert!(matches!(
+        finished(&until_finished(&mut incoming).await),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn cancel_during_a_parallel_batch_interrupts_every_running_call() {
+    let project = tempfile::tempdir().unwrap();
+    let fifos = [project.path().join("a.fifo"), project.path().join("b.fifo")];
+    for fifo in &fifos {
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .tool("read", json!({"path": "a.fifo"}))
+            .tool("read", json!({"path": "b.fifo"}))
+            .tool("write", json!({"path": "later.txt", "content": "x"}))
+            .build(),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "read", run_options(&server)).await;
+    wait_for(&mut incoming, "tool_call").await;
+    wait_for(&mut incoming, "tool_call").await;
+    client
+        .request(Request::Cancel {
+            session: session.clone(),
+        })
+        .await
+        .unwrap();
+    let events = until_finished(&mut incoming).await;
+    let results = tool_results(&events);
+    // A read is stopped where it waits, or, if the cancel came first, never starts.
+    for result in &results[..2] {
+        assert!(
+            [
+                "[interrupted: the run was cancelled]",
+                "(interrupted before this tool ran)"
+            ]
+            .contains(&result.2.as_str()),
+            "{}",
+            result.2
+        );
+    }
+    assert_eq!(results[2].2, "(interrupted before this tool ran)");
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Aborted,
+            ..
+        }
+    ));
+    assert!(!project.path().join("later.txt").exists());
+    // Let the blocked reads go.
+    for fifo in &fifos {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo);
+    }
+}
+
+#[tokio::test]
+async fn the_first_answer_to_a_permission_request_wins_and_everyone_is_told() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", json!({"command": "echo hi > made.txt"})),
+        anthropic::text("made it"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (first, session, mut first_events) = session_in(&daemon, project.path()).await;
+    let mut second = daemon.client().await;
+    subscribe(&second, &session, 0).await;
+    let mut second_events = second.take_incoming().unwrap();
+    start_run(&first, &session, "make a file", ask_options(&server)).await;
+    let asked = wait_for(&mut first_events, "permission_requested").await;
+    assert_eq!(
+        wait_for(&mut second_events, "permission_requested").await,
+        asked
+    );
+    let Event::PermissionRequested {
+        request,
+        summary,
+        tool,
+        ..
+    } = asked.event
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        (tool.as_str(), summary.as_str()),
+        ("bash", "run `echo hi > made.txt`")
+    );
+
+    second
+        .request(Request::Answer {
+            session: session.clone(),
+            request,
+            decision: Decision::Allow,
+        })
+        .await
+        .unwrap();
+    let late = first
+        .request(Request::Answer {
+            session: session.clone(),
+            request,
+            decision: Decision::Deny,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(late.code(), Some(ErrorCode::AlreadyDecided));
+    assert!(
+        late.to_string().contains("already decided by test #"),
+        "{late}"
+    );
+    for events in [&mut first_events, &mut second_events] {
+        let resolved = wait_for(events, "permission_resolved").await;
+        let Event::PermissionResolved {
+            decision,
+            by_client,
+            ..
+        } = resolved.event
+        else {
+            unreachable!()
+        };
+        assert_eq!(decision, Decision::Allow);
+        assert!(by_client.starts_with("test #"));
+    }
+    until_finished(&mut first_events).await;
+    assert!(project.path().join("made.txt").exists());
+}
+
+#[tokio::test]
+async fn a_pending_request_survives_a_detach_and_is_shown_to_the_next_client() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("write", json!({"path": "x.txt", "content": "x"})),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (first, session, mut events) = session_in(&daemon, project.path()).await;
+    start_run(&first, &session, "write", ask_options(&server)).await;
+    wait_for(&mut events, "permission_requested").await;
+    drop(events);
+    drop(first);
+
+    let mut next = daemon.client().await;
+    let info = subscribe(&next, &session, 0).await;
+    assert_eq!(info.state, SessionState::AwaitingApproval);
+    let mut replay = next.take_incoming().unwrap();
+    let asked = wait_for(&mut replay, "permission_requested").await;
+    let Event::PermissionRequested { request, .. } = asked.event else {
+        unreachable!()
+    };
+    next.request(Request::Answer {
+        session: session.clone(),
+        request,
+        decision: Decision::Deny,
+    })
+    .await
+    .unwrap();
+    let events = until_finished(&mut replay).await;
+    assert_eq!(
+        tool_results(&events)[0].2,
+        "denied: the user did not allow this call"
+    );
+    assert!(!project.path().join("x.txt").exists());
+}
+
+#[tokio::test]
+async fn allow_always_remembers_the_command_prefix_for_the_session() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", json!({"command": "ls -a"})),
+        anthropic::tool("bash", json!({"command": "ls ."})),
+        anthropic::text("listed"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "list", ask_options(&server)).await;
+    let Event::PermissionRequested { request, .. } =
+        wait_for(&mut incoming, "permission_requested").await.event
+    else {
+        unreachable!()
+    };
+    client
+        .request(Request::Answer {
+            session: session.clone(),
+            request,
+            decision: Decision::AllowAlways,
+        })
+        .await
+        .unwrap();
+    let events = until_finished(&mut incoming).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.event.kind() == "permission_requested"),
+        "the second ls was not asked"
+    );
+    assert!(tool_results(&events).iter().all(|r| !r.1));
+}
+
+async fn session_with_mode(
+    daemon: &Daemon,
+    cwd: &std::path::Path,
+    mode: Mode,
+) -> (
+    protocol::client::Client,
+    SessionId,
+    tokio::sync::mpsc::UnboundedReceiver<protocol::client::Incoming>,
+) {
+    let mut client = daemon.client().await;
+    let Reply::SessionCreated(info) = client
+        .request(Request::CreateSession(CreateSession {
+            cwd: cwd.to_string_lossy().into_owned(),
+            model: None,
+            provider: None,
+            mode: Some(mode),
+            max_turns: None,
+            title: None,
+        }))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    subscribe(&client, &info.id, 0).await;
+    let incoming = client.take_incoming().unwrap();
+    (client, info.id, incoming)
+}
+
+#[tokio::test]
+async fn plan_mode_writes_the_plan_file_without_asking_and_asks_for_other_writes() {
+    let project = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start();
+    let server = ModelServer::start(vec![]).await;
+    let (client, session, mut incoming) =
+        session_with_mode(&daemon, project.path(), Mode::Plan).await;
+    let plan = daemon
+        .paths()
+        .data_dir
+        .join("plans")
+        .join(format!("{session}.md"));
+    server.push(vec![
+        anthropic::tool(
+            "write",
+            json!({"path": plan.to_string_lossy(), "content": "1. do it"}),
+        ),
+        anthropic::tool("write", json!({"path": "src.txt", "content": "code"})),
+        anthropic::text("Plan written."),
+    ]);
+    start_run(&client, &session, "plan it", ask_options(&server)).await;
+    let Event::PermissionRequested {
+        request, summary, ..
+    } = wait_for(&mut incoming, "permission_requested").await.event
+    else {
+        unreachable!()
+    };
+    assert_eq!(summary, "write src.txt (1 lines)");
+    client
+        .request(Request::Answer {
+            session: session.clone(),
+            request,
+            decision: Decision::Deny,
+        })
+        .await
+        .unwrap();
+    until_finished(&mut incoming).await;
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "1. do it");
+    assert!(!project.path().join("src.txt").exists());
+    let system = server.received()[0].body["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("Plan mode is active") && system.contains(&plan.display().to_string()),
+        "{system}"
+    );
+}
+
+#[tokio::test]
+async fn accept_edits_writes_inside_the_directory_and_asks_outside() {
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = elsewhere.path().join("out.txt");
+    let server = ModelServer::start(vec![
+        anthropic::tool("write", json!({"path": "in.txt", "content": "in"})),
+        anthropic::tool(
+            "write",
+            json!({"path": outside.to_string_lossy(), "content": "out"}),
+        ),
+        anthropic::tool("bash", json!({"command": "true"})),
+        anthropic::text("done"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) =
+        session_with_mode(&daemon, project.path(), Mode::AcceptEdits).await;
+    start_run(&client, &session, "write", ask_options(&server)).await;
+    let mut asked = vec![];
+    loop {
+        let event = next_event(&mut incoming).await;
+        match event.event {
+            Event::PermissionRequested {
+                request, summary, ..
+            } => {
+                asked.push(summary);
+                client
+                    .request(Request::Answer {
+                        session: session.clone(),
+                        request,
+                        decision: Decision::Deny,
+                    })
+                    .await
+                    .unwrap();
+            }
+            Event::RunFinished { .. } => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        asked,
+        vec![
+            format!("write {} (1 lines)", outside.display()),
+            "run `true`".to_string()
+        ]
+    );
+    assert!(project.path().join("in.txt").exists());
+    assert!(!outside.exists());
+}
+
+#[tokio::test]
+async fn switching_the_mode_mid_session_changes_what_asks() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("write", json!({"path": "a.txt", "content": "a"})),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    client
+        .request(Request::SetMode {
+            session: session.clone(),
+            mode: Mode::AcceptEdits,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        next_event(&mut incoming).await.event,
+        Event::ModeChanged {
+            mode: Mode::AcceptEdits
+        }
+    );
+    start_run(&client, &session, "write", ask_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.event.kind() == "permission_requested")
+    );
+    assert!(project.path().join("a.txt").exists());
+}
+
+#[tokio::test]
+async fn an_unanswered_request_is_denied_after_the_configured_timeout() {
+    let home = tests::Home::new();
+    std::fs::create_dir_all(home.paths().config_dir).unwrap();
+    std::fs::write(home.paths().config_file(), "permission_timeout_secs = 1\n").unwrap();
+    let daemon = Daemon::start_in(home);
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", json!({"command": "true"})),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "go", ask_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let resolved = events.iter().find_map(|e| match &e.event {
+        Event::PermissionResolved {
+            by_client,
+            decision,
+            ..
+        } => Some((by_client.clone(), *decision)),
+        _ => None,
+    });
+    assert_eq!(
+        resolved,
+        Some(("the permission timeout".into(), Decision::Deny))
+    );
+    assert_eq!(
+        tool_results(&events)[0].2,
+        "denied: nobody answered the permission request within 1 s"
+    );
+}
+
+#[tokio::test]
+async fn a_message_to_an_idle_session_starts_a_run_either_way() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::text("steered"),
+        anthropic::text("followed"),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    for delivery in [Delivery::Steer, Delivery::FollowUp] {
+        let reply = client
+            .request(Request::Send {
+                session: session.clone(),
+                text: "go".into(),
+                delivery,
+                options: run_options(&server),
+            })
+            .await
+            .unwrap();
+        assert!(matches!(reply, Reply::Sent { started: Some(_) }));
+        let events = events_until(&mut incoming, |e| matches!(e, Event::RunFinished { .. })).await;
+        assert!(
+            matches!(&events[0].event, Event::RunStarted { trigger, .. } if *trigger == delivery)
+        );
+    }
+}
