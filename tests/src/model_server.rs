@@ -37,6 +37,28 @@ impl Gate {
     }
 }
 
+/// Lets a paced stream send one event per permit, so a benchmark can time each event.
+#[derive(Debug, Clone)]
+pub struct Pace(Arc<tokio::sync::Semaphore>);
+
+impl Default for Pace {
+    fn default() -> Self {
+        Pace(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+}
+
+impl Pace {
+    /// A pace with no permits yet.
+    pub fn new() -> Pace {
+        Pace::default()
+    }
+
+    /// Lets `n` more events go.
+    pub fn allow(&self, n: usize) {
+        self.0.add_permits(n);
+    }
+}
+
 /// What the server answers to one request.
 #[derive(Debug, Clone)]
 pub enum Scripted {
@@ -48,6 +70,8 @@ pub enum Scripted {
         cut_after: Option<usize>,
         /// Wait at this gate after this many events.
         hold: Option<(usize, Gate)>,
+        /// Send each event only when the test allows one more.
+        pace: Option<Pace>,
     },
     /// An HTTP error with a JSON body.
     Status {
@@ -64,10 +88,13 @@ impl Scripted {
     /// This stream, cut off after `n` events.
     pub fn cut_after(self, n: usize) -> Scripted {
         match self {
-            Scripted::Stream { events, hold, .. } => Scripted::Stream {
+            Scripted::Stream {
+                events, hold, pace, ..
+            } => Scripted::Stream {
                 events,
                 cut_after: Some(n),
                 hold,
+                pace,
             },
             other => other,
         }
@@ -77,11 +104,33 @@ impl Scripted {
     pub fn hold_after(self, n: usize, gate: &Gate) -> Scripted {
         match self {
             Scripted::Stream {
-                events, cut_after, ..
+                events,
+                cut_after,
+                pace,
+                ..
             } => Scripted::Stream {
                 events,
                 cut_after,
                 hold: Some((n, gate.clone())),
+                pace,
+            },
+            other => other,
+        }
+    }
+
+    /// This stream, sending each event only when `pace` allows it.
+    pub fn paced(self, pace: &Pace) -> Scripted {
+        match self {
+            Scripted::Stream {
+                events,
+                cut_after,
+                hold,
+                ..
+            } => Scripted::Stream {
+                events,
+                cut_after,
+                hold,
+                pace: Some(pace.clone()),
             },
             other => other,
         }
@@ -271,6 +320,7 @@ async fn respond(stream: &mut TcpStream, reply: Scripted) -> bool {
             events,
             cut_after,
             hold,
+            pace,
         } => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
             if stream.write_all(head.as_bytes()).await.is_err() {
@@ -281,6 +331,11 @@ async fn respond(stream: &mut TcpStream, reply: Scripted) -> bool {
                     && *at == i
                 {
                     gate.0.notified().await;
+                }
+                if let Some(pace) = &pace
+                    && let Ok(permit) = pace.0.acquire().await
+                {
+                    permit.forget();
                 }
                 if cut_after == Some(i) {
                     let _ = stream.shutdown().await;
@@ -362,6 +417,39 @@ pub mod anthropic {
             status,
             body: json!({"type": "error", "error": {"type": error_type, "message": message}}),
             headers: vec![],
+        }
+    }
+
+    /// A text reply streamed as `n` deltas of `piece` each.
+    pub fn many_deltas(n: usize, piece: &str) -> Scripted {
+        let frame = |event: &str, data: Value| SseFrame {
+            event: event.to_string(),
+            data,
+        };
+        let mut events = vec![
+            frame(
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "msg_bench", "type": "message", "role": "assistant", "content": [], "model": "m", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            ),
+            frame(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+        ];
+        for _ in 0..n {
+            events.push(frame("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})));
+        }
+        events.push(frame(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        events.push(frame("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": n}})));
+        events.push(frame("message_stop", json!({"type": "message_stop"})));
+        Scripted::Stream {
+            events,
+            cut_after: None,
+            hold: None,
+            pace: None,
         }
     }
 
@@ -496,6 +584,7 @@ pub mod anthropic {
                 events: self.events(),
                 cut_after: None,
                 hold: None,
+                pace: None,
             }
         }
     }
