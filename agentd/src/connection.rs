@@ -368,13 +368,17 @@ async fn forward(
             return;
         }
     }
+    let mut deleted = false;
     while let Some(event) = subscription.live.recv().await {
         last_seq = event.seq;
+        deleted = matches!(event.event, protocol::Event::SessionDeleted);
         if out.send(ServerFrame::Event(event)).await.is_err() {
             return;
         }
     }
-    if subscription.lagged.load(Ordering::Acquire) {
+    // The session stopped sending without being deleted: the client lagged, or the session's
+    // actor failed and was restarted. Either way the client resumes by subscribing again.
+    if !deleted {
         let _ = out.send(ServerFrame::Lagged { session, last_seq }).await;
     }
 }

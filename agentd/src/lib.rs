@@ -10,6 +10,7 @@ pub mod permission;
 pub mod prompt;
 pub mod provider;
 pub mod session;
+pub mod store;
 pub mod supervisor;
 pub mod tools;
 

@@ -19,7 +19,8 @@ pub enum Verdict {
 
 /// A call a user allowed for the rest of the session: the same tool on the same file, or a
 /// command starting with the same words.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AlwaysRule {
     /// Writes and edits of one file.
     Path(PathBuf),

@@ -6,9 +6,10 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kameo::prelude::*;
+use kameo::supervision::RestartPolicy;
 use protocol::paths::Paths;
 use protocol::{
     CreateSession, DaemonStatus, ErrorCode, ErrorInfo, PROTOCOL_VERSION, SessionId, SessionInfo,
@@ -18,6 +19,7 @@ use protocol::{
 use crate::config::ConfigState;
 use crate::session::actor::Close;
 use crate::session::{SessionActor, SessionArgs, SessionEnv};
+use crate::store::{self, Meta, SessionStore};
 use crate::tools::pool::ToolPool;
 use crate::{now_ms, resident_memory};
 
@@ -35,7 +37,9 @@ pub struct SupervisorArgs {
 
 struct Entry {
     info: SessionInfo,
-    actor: ActorRef<SessionActor>,
+    meta: Meta,
+    /// The session's actor, once the session is in use; sessions load on first use.
+    actor: Option<ActorRef<SessionActor>>,
 }
 
 /// The registry of sessions (SPEC §2).
@@ -64,11 +68,27 @@ impl Actor for Supervisor {
             http: args.http,
             config: args.config,
         });
+        // Only the settings are read now; a session's log is read when it is first used.
+        let sessions = store::list(&args.paths.sessions_dir())
+            .into_iter()
+            .map(|meta| {
+                let info = meta.info();
+                (
+                    info.id.clone(),
+                    Entry {
+                        info,
+                        meta,
+                        actor: None,
+                    },
+                )
+            })
+            .collect::<HashMap<_, _>>();
+        tracing::info!(sessions = sessions.len(), "sessions listed");
         Ok(Supervisor {
             paths: args.paths,
             clients: args.clients,
             started: Instant::now(),
-            sessions: HashMap::new(),
+            sessions,
             env,
             me,
         })
@@ -80,23 +100,59 @@ impl Actor for Supervisor {
         id: ActorId,
         reason: ActorStopReason,
     ) -> Result<ControlFlow<ActorStopReason>, Self::Error> {
-        // A session actor that stops normally was closed on purpose; one that failed is
-        // dropped from the registry so that a lookup reports it instead of hanging.
-        if !matches!(reason, ActorStopReason::Normal)
-            && let Some(session) = self
-                .sessions
-                .iter()
-                .find(|(_, entry)| entry.actor.id() == id)
-                .map(|(key, _)| key.clone())
+        // A session actor that stopped for good (closed, or failing again and again) is
+        // forgotten; the session itself stays on disk and loads again on next use.
+        if let Some(entry) = self
+            .sessions
+            .values_mut()
+            .find(|entry| entry.actor.as_ref().is_some_and(|a| a.id() == id))
         {
-            tracing::error!(%session, "session actor stopped: {reason}");
-            self.sessions.remove(&session);
+            if !matches!(reason, ActorStopReason::Normal) {
+                tracing::error!(session = %entry.info.id, "session actor stopped: {reason}");
+            }
+            entry.actor = None;
         }
         Ok(ControlFlow::Continue(()))
     }
 }
 
 impl Supervisor {
+    /// The actor of session `id`, loading the session from its store if it is not in use.
+    async fn actor_of(&mut self, id: &SessionId) -> Result<ActorRef<SessionActor>, ErrorInfo> {
+        if let Some(actor) = self.sessions.get(id).and_then(|e| e.actor.clone())
+            && actor.is_alive()
+        {
+            return Ok(actor);
+        }
+        let entry = self.sessions.get(id).ok_or_else(|| unknown_session(id))?;
+        let args = SessionArgs {
+            meta: entry.meta.clone(),
+            supervisor: self.me.clone(),
+            env: self.env.clone(),
+            restarted: false,
+        };
+        // The first start loads the session; a restart after a failure reloads it and says so.
+        let starts = AtomicU64::new(0);
+        let actor = SessionActor::supervise_with(&self.me, move || SessionArgs {
+            restarted: starts.fetch_add(1, Ordering::Relaxed) > 0,
+            ..args.clone()
+        })
+        .restart_policy(RestartPolicy::Transient)
+        .restart_limit(5, Duration::from_secs(60))
+        .spawn_with_mailbox(kameo::mailbox::unbounded())
+        .await;
+        if let Err(err) = actor.wait_for_startup_result().await {
+            return Err(ErrorInfo::new(
+                ErrorCode::Internal,
+                format!("session {id} cannot be loaded: {err}"),
+            ));
+        }
+        if let Some(entry) = self.sessions.get_mut(id) {
+            entry.actor = Some(actor.clone());
+        }
+        Ok(actor)
+    }
+
     /// Finds a session by id or by an unambiguous prefix of one.
     fn resolve(&self, id: &SessionId) -> Result<&Entry, ErrorInfo> {
         if let Some(entry) = self.sessions.get(id) {
@@ -184,25 +240,23 @@ impl Message<Create> for Supervisor {
             last_seq: 0,
         };
         // Unbounded, so that the run task and the supervisor never wait on a busy session.
-        let actor = SessionActor::spawn_link_with_mailbox(
-            &self.me,
-            SessionArgs {
-                info: info.clone(),
-                max_turns: request.max_turns,
-                supervisor: self.me.clone(),
-                env: self.env.clone(),
-            },
-            kameo::mailbox::unbounded(),
-        )
-        .await;
+        let meta = Meta::of(&info, request.max_turns);
+        SessionStore::create(&self.paths.sessions_dir(), &meta).map_err(|e| {
+            ErrorInfo::new(
+                ErrorCode::Internal,
+                format!("cannot create the session: {e}"),
+            )
+        })?;
         tracing::info!(session = %info.id, cwd = %info.cwd, "session created");
         self.sessions.insert(
             info.id.clone(),
             Entry {
                 info: info.clone(),
-                actor,
+                meta,
+                actor: None,
             },
         );
+        self.actor_of(&info.id).await?;
         Ok(info)
     }
 }
@@ -231,7 +285,8 @@ impl Message<Lookup> for Supervisor {
     type Reply = Result<ActorRef<SessionActor>, ErrorInfo>;
 
     async fn handle(&mut self, msg: Lookup, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        Ok(self.resolve(&msg.0)?.actor.clone())
+        let id = self.resolve(&msg.0)?.info.id.clone();
+        self.actor_of(&id).await
     }
 }
 
@@ -249,13 +304,18 @@ impl Message<Delete> for Supervisor {
     async fn handle(&mut self, msg: Delete, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         let entry = self.resolve(&msg.id)?;
         let id = entry.info.id.clone();
-        match entry.actor.ask(Close { force: msg.force }).await {
-            Ok(()) => {}
-            Err(SendError::HandlerError(err)) => return Err(err),
-            // An actor that is already gone has nothing left to close.
-            Err(err) => tracing::warn!(session = %id, "closing session actor: {err}"),
+        if let Some(actor) = &entry.actor {
+            match actor.ask(Close { force: msg.force }).await {
+                Ok(()) => {}
+                Err(SendError::HandlerError(err)) => return Err(err),
+                // An actor that is already gone has nothing left to close.
+                Err(err) => tracing::warn!(session = %id, "closing session actor: {err}"),
+            }
         }
         self.sessions.remove(&id);
+        if let Err(err) = store::delete(&self.paths.sessions_dir(), &id) {
+            tracing::error!(session = %id, "cannot delete the session's files: {err}");
+        }
         tracing::info!(session = %id, "session deleted");
         Ok(())
     }
@@ -317,11 +377,16 @@ impl Message<StopAll> for Supervisor {
     type Reply = ();
 
     async fn handle(&mut self, _: StopAll, _: &mut Context<Self, Self::Reply>) {
-        for entry in self.sessions.values() {
-            let _ = entry.actor.stop_gracefully().await;
+        let actors: Vec<_> = self
+            .sessions
+            .values()
+            .filter_map(|e| e.actor.clone())
+            .collect();
+        for actor in &actors {
+            let _ = actor.stop_gracefully().await;
         }
-        for entry in self.sessions.values() {
-            entry.actor.wait_for_shutdown().await;
+        for actor in &actors {
+            actor.wait_for_shutdown().await;
         }
         self.env.tools.stop().await;
     }

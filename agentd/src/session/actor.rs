@@ -4,6 +4,7 @@
 //! handled while a run is in progress.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,25 +21,33 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::ConnectionId;
-use crate::history::Message as HistoryMessage;
+use crate::history::{Message as HistoryMessage, ToolResult};
 use crate::permission::{self, AlwaysRule, Verdict};
 use crate::session::SessionEnv;
 use crate::session::events::{EventLog, Subscription};
 use crate::session::queue::Queues;
 use crate::session::run::{self, RunOutcome, RunSetup};
+use crate::store::{Meta, Record, SessionStore};
 use crate::supervisor::{SessionChanged, Supervisor};
 use crate::tools::Tool;
 
-/// What a session actor starts from.
+/// With this variable set, the message [`FAULT_MESSAGE`] makes the session actor panic; the
+/// tests use it to check that a failed actor is restarted from its log.
+pub const FAULT_ENV: &str = "AGENTD_FAULT_INJECTION";
+/// See [`FAULT_ENV`].
+pub const FAULT_MESSAGE: &str = "__agentd_fault_panic__";
+
+/// What a session actor starts from: it loads the rest from the session's store.
+#[derive(Clone)]
 pub struct SessionArgs {
-    /// The session's settings and counters.
-    pub info: SessionInfo,
-    /// The session's turn limit, if it was created with one.
-    pub max_turns: Option<u32>,
+    /// The session's stored settings.
+    pub meta: Meta,
     /// Told whenever the session's listing changes.
     pub supervisor: ActorRef<Supervisor>,
     /// What all sessions share.
     pub env: Arc<SessionEnv>,
+    /// Whether this start follows a failure of the session's actor (not a daemon start).
+    pub restarted: bool,
 }
 
 /// The run in progress.
@@ -71,6 +80,8 @@ pub struct SessionActor {
     decided: HashMap<PermissionRequestId, String>,
     requests: u64,
     always: Vec<AlwaysRule>,
+    store: SessionStore,
+    meta: Meta,
 }
 
 impl Actor for SessionActor {
@@ -78,10 +89,18 @@ impl Actor for SessionActor {
     type Error = ErrorInfo;
 
     async fn on_start(args: Self::Args, _: ActorRef<Self>) -> Result<Self, Self::Error> {
-        Ok(SessionActor {
-            log: EventLog::new(args.info.id.clone()),
-            info: args.info,
-            max_turns: args.max_turns,
+        let id = SessionId(args.meta.id.clone());
+        let dir = SessionStore::dir_of(&args.env.paths.sessions_dir(), &id);
+        let (store, loaded) = SessionStore::open(&dir).map_err(|e| {
+            ErrorInfo::new(
+                ErrorCode::Internal,
+                format!("cannot load session {id}: {e}"),
+            )
+        })?;
+        let mut actor = SessionActor {
+            log: EventLog::new(id),
+            info: args.meta.info(),
+            max_turns: args.meta.max_turns,
             supervisor: args.supervisor,
             env: args.env,
             history: Vec::new(),
@@ -92,7 +111,26 @@ impl Actor for SessionActor {
             decided: HashMap::new(),
             requests: 0,
             always: Vec::new(),
-        })
+            store,
+            meta: args.meta,
+        };
+        actor.info.turns = 0;
+        actor.replay(loaded.records, args.restarted);
+        Ok(actor)
+    }
+
+    async fn on_panic(
+        &mut self,
+        _: WeakActorRef<Self>,
+        err: PanicError,
+    ) -> Result<ControlFlow<ActorStopReason>, Self::Error> {
+        // The run cannot go on without the state it belonged to; the restarted actor closes it
+        // from the log.
+        tracing::error!(session = %self.info.id, "session actor failed: {err}; restarting it from its log");
+        if let Some(run) = &self.run {
+            run.cancel.cancel();
+        }
+        Ok(ControlFlow::Break(ActorStopReason::Panicked(err)))
     }
 
     async fn on_stop(
@@ -119,15 +157,203 @@ impl SessionActor {
         info
     }
 
-    /// Emits `event` and tells the supervisor the listing changed.
+    /// Stores `event`, then sends it to subscribers, and tells the supervisor the listing
+    /// changed.
     fn emit(&mut self, event: Event) {
         let fold = matches!(event, Event::AssistantMessage { .. });
-        self.log.emit(event);
+        let event = self.log.number(event);
+        self.record(&Record::Event {
+            seq: event.seq,
+            time_ms: event.time_ms,
+            event: event.event.clone(),
+        });
+        self.log.publish(event);
         if fold {
             self.log.fold_deltas();
         }
         // The supervisor's mailbox is unbounded, so this never waits.
         let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
+    }
+
+    /// Appends a record to the session's store. A failing disk must not take the session
+    /// down: the failure is logged and told to the clients.
+    fn record(&mut self, record: &Record) {
+        if let Err(err) = self.store.append(record) {
+            tracing::error!(session = %self.info.id, "cannot store a record: {err}");
+            let event = self.log.number(Event::Error {
+                message: format!("the session could not be saved: {err}"),
+            });
+            self.log.publish(event);
+        }
+    }
+
+    /// Appends a message to the history, stored first.
+    fn push_message(&mut self, message: HistoryMessage) {
+        self.record(&Record::Message {
+            message: message.clone(),
+        });
+        if matches!(message, HistoryMessage::Assistant(_)) {
+            self.info.turns += 1;
+        }
+        self.history.push(message);
+    }
+
+    /// Writes `meta.json` with the session's settings and counters as of now.
+    fn save_meta(&mut self) {
+        let info = self.info();
+        self.meta.mode = info.mode.as_str().to_string();
+        self.meta.turns = info.turns;
+        self.meta.last_activity_ms = info.last_activity_ms;
+        if let Err(err) = self.store.write_meta(&self.meta) {
+            tracing::error!(session = %self.info.id, "cannot save the session settings: {err}");
+        }
+    }
+
+    /// Rebuilds the session from its stored records and closes a run the daemon (or this
+    /// actor) did not live to finish.
+    fn replay(&mut self, records: Vec<Record>, restarted: bool) {
+        let mut open_run: Option<(RunId, u32)> = None;
+        let mut asks = Vec::new();
+        let mut results_since_reply: Vec<(String, String, bool, String)> = Vec::new();
+        for record in records {
+            match record {
+                Record::Header { .. } => {}
+                Record::Message { message } => {
+                    if matches!(message, HistoryMessage::Assistant(_)) {
+                        self.info.turns += 1;
+                    }
+                    if matches!(message, HistoryMessage::ToolResults { .. }) {
+                        results_since_reply.clear();
+                    }
+                    self.history.push(message);
+                }
+                Record::Rule { rule } => self.always.push(rule),
+                Record::Event {
+                    seq,
+                    time_ms,
+                    event,
+                } => {
+                    match &event {
+                        Event::RunStarted { run, .. } => {
+                            self.runs = self.runs.max(run.0);
+                            open_run = Some((*run, 0));
+                        }
+                        Event::AssistantMessage { .. } => {
+                            if let Some((_, turns)) = &mut open_run {
+                                *turns += 1;
+                            }
+                            results_since_reply.clear();
+                        }
+                        Event::ToolResult {
+                            id,
+                            name,
+                            is_error,
+                            output,
+                            ..
+                        } => {
+                            results_since_reply.push((
+                                id.clone(),
+                                name.clone(),
+                                *is_error,
+                                output.clone(),
+                            ));
+                        }
+                        Event::RunFinished { .. } => open_run = None,
+                        Event::ModeChanged { mode } => self.info.mode = *mode,
+                        Event::QueueChanged { steer, follow_up } => {
+                            self.queues = Queues::default();
+                            for text in steer {
+                                self.queues.push(text.clone(), Delivery::Steer);
+                            }
+                            for text in follow_up {
+                                self.queues.push(text.clone(), Delivery::FollowUp);
+                            }
+                        }
+                        Event::PermissionRequested { request, .. } => {
+                            self.requests = self.requests.max(request.0);
+                            asks.push(*request);
+                        }
+                        Event::PermissionResolved {
+                            request, by_client, ..
+                        } => {
+                            asks.retain(|r| r != request);
+                            self.decided.insert(*request, by_client.clone());
+                        }
+                        _ => {}
+                    }
+                    self.log.restore(seq, time_ms, event);
+                }
+            }
+        }
+        if restarted {
+            self.emit(Event::Error {
+                message: "the session restarted after an internal error; its history was reloaded from disk".to_string(),
+            });
+        }
+        let Some((run, turns)) = open_run else { return };
+        let reason = if restarted {
+            "the session restarted after an internal error during this run"
+        } else {
+            "the daemon stopped during this run"
+        };
+        // Every tool call of the last reply gets its result: the ones that finished before the
+        // stop, and "(interrupted: the daemon stopped)" for the rest.
+        if let Some(HistoryMessage::Assistant(reply)) = self.history.last() {
+            let calls: Vec<_> = reply.tool_calls().into_iter().cloned().collect();
+            if !calls.is_empty() {
+                let results = calls
+                    .iter()
+                    .map(
+                        |call| match results_since_reply.iter().find(|r| r.0 == call.id) {
+                            Some((id, name, is_error, output)) => ToolResult {
+                                call_id: id.clone(),
+                                name: name.clone(),
+                                output: output.clone(),
+                                is_error: *is_error,
+                            },
+                            None => {
+                                let result = ToolResult {
+                                    call_id: call.id.clone(),
+                                    name: call.name.clone(),
+                                    output: "(interrupted: the daemon stopped)".to_string(),
+                                    is_error: true,
+                                };
+                                self.emit(Event::ToolResult {
+                                    id: result.call_id.clone(),
+                                    name: result.name.clone(),
+                                    is_error: true,
+                                    output: result.output.clone(),
+                                    duration_ms: 0,
+                                });
+                                result
+                            }
+                        },
+                    )
+                    .collect();
+                self.push_message(HistoryMessage::ToolResults { results });
+            }
+        }
+        for request in asks {
+            self.decided
+                .insert(request, "the daemon restart".to_string());
+            self.emit(Event::PermissionResolved {
+                request,
+                decision: Decision::Deny,
+                by_client: "the daemon restart".to_string(),
+            });
+        }
+        tracing::info!(session = %self.info.id, run = run.0, "closing a run interrupted by a stop");
+        self.emit(Event::RunFinished {
+            run,
+            stop_reason: StopReason::Error,
+            turns,
+            truncated: false,
+            usage: TokenUsage::default(),
+            // The queues are kept: the next message delivers them.
+            returned_messages: Vec::new(),
+            error: Some(reason.to_string()),
+        });
+        self.save_meta();
     }
 
     fn emit_queues(&mut self) {
@@ -138,7 +364,7 @@ impl SessionActor {
     }
 
     fn push_user(&mut self, text: String, delivery: Delivery) {
-        self.history.push(HistoryMessage::User {
+        self.push_message(HistoryMessage::User {
             text: text.clone(),
             delivery,
         });
@@ -260,6 +486,7 @@ impl SessionActor {
                 plan_file: &plan,
             };
             if let Some(rule) = permission::rule_for(call) {
+                self.record(&Record::Rule { rule: rule.clone() });
                 self.always.push(rule);
             }
         }
@@ -274,6 +501,16 @@ impl SessionActor {
             self.set_state(SessionState::Running);
         }
         Ok(())
+    }
+
+    /// The running run, if it is `run`; messages of a run that is gone are refused.
+    fn active(&self, run: RunId) -> Result<&ActiveRun, ErrorInfo> {
+        self.run.as_ref().filter(|r| r.id == run).ok_or_else(|| {
+            ErrorInfo::new(
+                ErrorCode::InvalidRequest,
+                format!("run {run} is not running"),
+            )
+        })
     }
 
     fn set_state(&mut self, state: SessionState) {
@@ -341,6 +578,7 @@ impl Message<SetMode> for SessionActor {
     async fn handle(&mut self, msg: SetMode, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         self.info.mode = msg.0;
         self.emit(Event::ModeChanged { mode: msg.0 });
+        self.save_meta();
         Ok(())
     }
 }
@@ -364,6 +602,9 @@ impl Message<SendMessage> for SessionActor {
         msg: SendMessage,
         ctx: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
+        if msg.text == FAULT_MESSAGE && std::env::var_os(FAULT_ENV).is_some() {
+            panic!("fault injected by a test");
+        }
         if msg.text.trim().is_empty() {
             return Err(ErrorInfo::new(
                 ErrorCode::InvalidRequest,
@@ -451,18 +692,27 @@ impl Message<Close> for SessionActor {
 // Messages from the run task.
 
 /// Emit an event of the run (text deltas, tool calls and results, usage).
-pub struct Emit(pub Event);
+pub struct Emit {
+    /// The run sending it.
+    pub run: RunId,
+    /// The event.
+    pub event: Event,
+}
 
 impl Message<Emit> for SessionActor {
     type Reply = ();
 
     async fn handle(&mut self, msg: Emit, _: &mut Context<Self, Self::Reply>) {
-        self.emit(msg.0);
+        if self.active(msg.run).is_ok() {
+            self.emit(msg.event);
+        }
     }
 }
 
 /// Append a message to the history, with the event that announces it.
 pub struct Push {
+    /// The run sending it.
+    pub run: RunId,
     /// The message.
     pub message: HistoryMessage,
     /// Its event, if it has one.
@@ -473,10 +723,8 @@ impl Message<Push> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, msg: Push, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if matches!(msg.message, HistoryMessage::Assistant(_)) {
-            self.info.turns += 1;
-        }
-        self.history.push(msg.message);
+        self.active(msg.run)?;
+        self.push_message(msg.message);
         if let Some(event) = msg.event {
             self.emit(event);
         }
@@ -493,12 +741,13 @@ pub struct TurnInput {
 }
 
 /// Deliver queued steering and hand out the next model call's input.
-pub struct BeginTurn;
+pub struct BeginTurn(pub RunId);
 
 impl Message<BeginTurn> for SessionActor {
     type Reply = Result<TurnInput, ErrorInfo>;
 
-    async fn handle(&mut self, _: BeginTurn, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+    async fn handle(&mut self, msg: BeginTurn, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        self.active(msg.0)?;
         let steer = self.queues.take_steer();
         if !steer.is_empty() {
             for text in steer {
@@ -514,13 +763,14 @@ impl Message<BeginTurn> for SessionActor {
 }
 
 /// The run would complete: deliver queued steering, or else the next follow-up.
-pub struct NextQueued;
+pub struct NextQueued(pub RunId);
 
 impl Message<NextQueued> for SessionActor {
     /// What was delivered, if anything.
     type Reply = Result<Option<Delivery>, ErrorInfo>;
 
-    async fn handle(&mut self, _: NextQueued, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+    async fn handle(&mut self, msg: NextQueued, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        self.active(msg.0)?;
         let steer = self.queues.take_steer();
         let delivered = if !steer.is_empty() {
             for text in steer {
@@ -542,6 +792,8 @@ impl Message<NextQueued> for SessionActor {
 
 /// May this call run?
 pub struct Authorize {
+    /// The run asking.
+    pub run: RunId,
     /// The tool.
     pub tool: Tool,
     /// Its arguments.
@@ -564,11 +816,7 @@ impl Message<Authorize> for SessionActor {
     type Reply = Result<Authorization, ErrorInfo>;
 
     async fn handle(&mut self, msg: Authorize, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let Some(run) = &self.run else {
-            return Ok(Authorization::Denied(
-                "denied: the run has ended".to_string(),
-            ));
-        };
+        let run = self.active(msg.run)?;
         let (cwd, plan) = (self.cwd(), self.plan_file());
         let call = permission::Call {
             tool: msg.tool,
@@ -675,6 +923,7 @@ impl Message<RunDone> for SessionActor {
             returned_messages: returned,
             error: outcome.error,
         });
+        self.save_meta();
         if let Some((text, delivery)) = self.queues.take_next() {
             self.emit_queues();
             let me = ctx.actor_ref().clone();

@@ -70,16 +70,21 @@ impl EventLog {
         self.last_time_ms
     }
 
-    /// Numbers `event`, keeps it, and sends it to every subscriber.
-    pub fn emit(&mut self, event: Event) -> &SessionEvent {
+    /// Numbers `event` (the next `seq`, the time now) without publishing it yet, so that it can
+    /// be stored first.
+    pub fn number(&mut self, event: Event) -> SessionEvent {
         self.last_seq += 1;
         self.last_time_ms = now_ms();
-        let event = SessionEvent {
+        SessionEvent {
             session: self.session.clone(),
             seq: self.last_seq,
             time_ms: self.last_time_ms,
             event,
-        };
+        }
+    }
+
+    /// Keeps a numbered event and sends it to every subscriber.
+    pub fn publish(&mut self, event: SessionEvent) {
         self.subscribers
             .retain(|sub| match sub.tx.try_send(event.clone()) {
                 Ok(()) => true,
@@ -91,7 +96,27 @@ impl EventLog {
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
             });
         self.events.push(event);
-        self.events.last().expect("just pushed")
+    }
+
+    /// Numbers, keeps and publishes `event`.
+    pub fn emit(&mut self, event: Event) {
+        let event = self.number(event);
+        self.publish(event);
+    }
+
+    /// Takes back an event read from the session's store: numbering goes on after it, and text
+    /// deltas are not held (their complete message is).
+    pub fn restore(&mut self, seq: u64, time_ms: u64, event: Event) {
+        self.last_seq = self.last_seq.max(seq);
+        self.last_time_ms = self.last_time_ms.max(time_ms);
+        if !matches!(event, Event::TextDelta { .. } | Event::ThinkingDelta { .. }) {
+            self.events.push(SessionEvent {
+                session: self.session.clone(),
+                seq,
+                time_ms,
+                event,
+            });
+        }
     }
 
     /// Held events with `seq > from_seq`, in order.

@@ -183,11 +183,25 @@ impl Run {
 
     fn emit(&self, event: Event) {
         // The session actor's mailbox is unbounded: this never waits.
-        let _ = self.setup.session.tell(Emit(event)).try_send();
+        let _ = self
+            .setup
+            .session
+            .tell(Emit {
+                run: self.setup.run,
+                event,
+            })
+            .try_send();
     }
 
     async fn push(&self, message: Message, event: Option<Event>) -> Result<(), Gone> {
-        self.setup.session.ask(Push { message, event }).await?;
+        self.setup
+            .session
+            .ask(Push {
+                run: self.setup.run,
+                message,
+                event,
+            })
+            .await?;
         Ok(())
     }
 
@@ -197,7 +211,7 @@ impl Run {
                 return Ok(self.finish(StopReason::Aborted, false, None));
             }
             // Steering messages queued during the last turn enter the history here.
-            let input = self.setup.session.ask(BeginTurn).await?;
+            let input = self.setup.session.ask(BeginTurn(self.setup.run)).await?;
             self.emit(Event::TurnStarted {
                 turn: self.turns + 1,
             });
@@ -208,13 +222,13 @@ impl Run {
                 tools: &self.specs,
                 max_tokens: self.setup.max_tokens,
             };
-            let session = self.setup.session.clone();
+            let (session, run) = (self.setup.session.clone(), self.setup.run);
             let mut on_delta = move |delta: StreamDelta| {
                 let event = match delta {
                     StreamDelta::Text(text) => Event::TextDelta { text },
                     StreamDelta::Thinking(text) => Event::ThinkingDelta { text },
                 };
-                let _ = session.tell(Emit(event)).try_send();
+                let _ = session.tell(Emit { run, event }).try_send();
             };
             let reply = match provider.stream(request, &mut on_delta, self.cancel()).await {
                 Ok(reply) => reply,
@@ -253,7 +267,7 @@ impl Run {
             }
 
             let queued = if calls.is_empty() {
-                self.setup.session.ask(NextQueued).await?
+                self.setup.session.ask(NextQueued(self.setup.run)).await?
             } else {
                 None
             };
@@ -398,6 +412,7 @@ impl Run {
             .setup
             .session
             .ask(Authorize {
+                run: self.setup.run,
                 tool,
                 args: args.clone(),
                 call: call.info(),
