@@ -143,6 +143,17 @@ fn log_since(path: &Path, offset: u64) -> String {
     }
 }
 
+/// Runs the daemon binary's own configuration command (it owns the configuration format) and
+/// passes on its output and exit code.
+pub fn daemon_config(args: &[&str]) -> Result<u8, crate::Failure> {
+    let binary = daemon_binary();
+    let status = Command::new(&binary)
+        .args(args)
+        .status()
+        .map_err(|e| crate::Failure::new(format!("cannot run `{}`: {e}", binary.display())))?;
+    Ok(status.code().map_or(1, |c| c as u8))
+}
+
 /// The daemon binary: `AGENTD_BIN`, else `agentd` beside this executable, else from `PATH`.
 fn daemon_binary() -> PathBuf {
     if let Some(bin) = std::env::var_os("AGENTD_BIN").filter(|b| !b.is_empty()) {

@@ -129,6 +129,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The configuration file: `path`, `show` (in force, defaults included) or `check`.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
     /// List sessions, newest first.
     Sessions {
         /// Print a JSON array instead of a table.
@@ -164,6 +169,16 @@ enum AllowKind {
     Write,
     /// Commands (bash).
     Bash,
+}
+
+#[derive(Subcommand)]
+enum ConfigAction {
+    /// Print where the configuration file is.
+    Path,
+    /// Print the configuration with its defaults.
+    Show,
+    /// Check the configuration file; exit code 1 with the problem when it is broken.
+    Check,
 }
 
 #[derive(Subcommand)]
@@ -316,6 +331,14 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Deny { id, request } => {
             commands::oneshot::answer(&paths, id, request, Decision::Deny).await
         }
+        Command::Config { action } => match action {
+            ConfigAction::Path => {
+                println!("{}", paths.config_file().display());
+                Ok(0)
+            }
+            ConfigAction::Show => connect::daemon_config(&["--print-config"]),
+            ConfigAction::Check => connect::daemon_config(&["--check-config"]),
+        },
         Command::Show { id, json } => commands::show::show(&paths, id, json).await,
         Command::Sessions { json } => commands::sessions::list(&paths, json).await,
         Command::New { mode, model, title } => {

@@ -12,17 +12,20 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use protocol::Mode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
+use crate::permission::PermissionRules;
 use crate::provider::{Provider, ProviderError, anthropic};
 
 /// The wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// Anthropic's Messages API.
@@ -32,7 +35,7 @@ pub enum ProviderKind {
 }
 
 /// A named provider profile.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderProfile {
     /// The wire format.
@@ -46,7 +49,7 @@ pub struct ProviderProfile {
 }
 
 /// The daemon's configuration.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The default provider: a profile name or a kind.
@@ -67,11 +70,19 @@ pub struct Config {
     pub permission_timeout_secs: u64,
     /// Provider profiles by name.
     pub providers: BTreeMap<String, ProviderProfile>,
+    /// Allow and deny rules for tool calls.
+    pub permissions: PermissionRules,
 }
 
 /// A mode as written in the config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ModeName(pub Mode);
+
+impl Serialize for ModeName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.as_str())
+    }
+}
 
 impl<'de> Deserialize<'de> for ModeName {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -92,6 +103,7 @@ impl Default for Config {
             tool_pool_size: 0,
             permission_timeout_secs: 0,
             providers: BTreeMap::new(),
+            permissions: PermissionRules::default(),
         }
     }
 }
@@ -103,6 +115,8 @@ pub struct ConfigState {
     pub config: Arc<Config>,
     /// Why the file on disk is not the one in force, if it is not.
     pub error: Option<ConfigError>,
+    /// How many times the file was read; goes up with every change seen.
+    pub generation: u64,
 }
 
 impl ConfigState {
@@ -112,11 +126,30 @@ impl ConfigState {
             Ok(config) => ConfigState {
                 config: Arc::new(config),
                 error: None,
+                generation: 1,
             },
             Err(error) => ConfigState {
                 config: Arc::default(),
                 error: Some(error),
+                generation: 1,
             },
+        }
+    }
+
+    /// Reads `path` again: a good file replaces the configuration in force, a broken one
+    /// leaves it and records the error.
+    pub fn reload(&mut self, path: &Path) {
+        self.generation += 1;
+        match Config::load(path) {
+            Ok(config) => {
+                tracing::info!(file = %path.display(), "configuration reloaded");
+                self.config = Arc::new(config);
+                self.error = None;
+            }
+            Err(error) => {
+                tracing::error!("configuration not used, the previous one stays in force: {error}");
+                self.error = Some(error);
+            }
         }
     }
 }
@@ -161,6 +194,13 @@ impl Config {
     }
 
     fn check(&self, path: &Path) -> Result<(), ConfigError> {
+        if let Err(message) = self.permissions.validate() {
+            return Err(ConfigError {
+                file: path.display().to_string(),
+                line: None,
+                message,
+            });
+        }
         if self.default_mode.0 == Mode::Bypass {
             return Err(ConfigError {
                 file: path.display().to_string(),
@@ -187,6 +227,12 @@ impl Config {
     pub fn permission_timeout(&self) -> Option<Duration> {
         (self.permission_timeout_secs > 0)
             .then(|| Duration::from_secs(self.permission_timeout_secs))
+    }
+
+    /// The configuration as TOML, defaults included.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self)
+            .unwrap_or_else(|e| format!("# cannot show the configuration: {e}\n"))
     }
 
     /// The default `bash` timeout.
@@ -256,6 +302,45 @@ impl Config {
             )),
         }
     }
+}
+
+/// Watches the configuration file and reloads it into `state` on every change. The returned
+/// watcher must be kept alive; `None` when watching is not possible (the daemon then keeps the
+/// configuration it started with).
+pub fn watch(file: PathBuf, state: watch::Sender<ConfigState>) -> Option<RecommendedWatcher> {
+    let dir = file.parent()?.to_path_buf();
+    if let Err(err) = std::fs::create_dir_all(&dir) {
+        tracing::warn!(dir = %dir.display(), "cannot create the config directory: {err}");
+        return None;
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let name = file.file_name()?.to_os_string();
+    // notify calls back on its own thread: hand the events over to the runtime.
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event
+            && !event.kind.is_access()
+            && event
+                .paths
+                .iter()
+                .any(|p| p.file_name() == Some(name.as_os_str()))
+        {
+            let _ = tx.send(());
+        }
+    })
+    .inspect_err(|err| tracing::warn!("cannot watch the configuration: {err}"))
+    .ok()?;
+    if let Err(err) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
+        tracing::warn!(dir = %dir.display(), "cannot watch the configuration: {err}");
+        return None;
+    }
+    tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            // One save often comes as several events: read once for all that arrived.
+            while rx.try_recv().is_ok() {}
+            state.send_modify(|state| state.reload(&file));
+        }
+    });
+    Some(watcher)
 }
 
 #[cfg(test)]

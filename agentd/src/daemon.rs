@@ -91,7 +91,8 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     if let Some(error) = &config.error {
         tracing::error!("configuration not used, defaults in force: {error}");
     }
-    let (_config_tx, config_rx) = tokio::sync::watch::channel(config);
+    let (config_tx, config_rx) = tokio::sync::watch::channel(config);
+    let _config_watcher = crate::config::watch(paths.config_file(), config_tx);
     let http = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(30))
         .build()

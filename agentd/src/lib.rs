@@ -4,6 +4,7 @@
 pub mod config;
 pub mod connection;
 pub mod daemon;
+pub mod files;
 pub mod health;
 pub mod history;
 pub mod permission;

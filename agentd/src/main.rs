@@ -9,10 +9,17 @@ use protocol::paths::Paths;
 /// `agentctl daemon stop`, SIGTERM or SIGINT.
 #[derive(Parser)]
 #[command(version, about)]
-struct Args {}
+struct Args {
+    /// Check the configuration file and exit: 0 when it is good, 1 with the problem otherwise.
+    #[arg(long)]
+    check_config: bool,
+    /// Print the configuration in force (the file with defaults filled in) and exit.
+    #[arg(long)]
+    print_config: bool,
+}
 
 fn main() -> ExitCode {
-    Args::parse();
+    let args = Args::parse();
     let paths = match Paths::from_env() {
         Ok(paths) => paths,
         Err(err) => {
@@ -20,6 +27,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.check_config || args.print_config {
+        return config_command(&paths, args.print_config);
+    }
     if let Err(err) = init_logging(&paths) {
         eprintln!("agentd: {err}");
         return ExitCode::FAILURE;
@@ -38,6 +48,32 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err}");
+            eprintln!("agentd: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--check-config` and `--print-config`.
+fn config_command(paths: &Paths, print: bool) -> ExitCode {
+    let file = paths.config_file();
+    match agentd::config::Config::load(&file) {
+        Ok(config) if print => {
+            print!("{}", config.to_toml());
+            ExitCode::SUCCESS
+        }
+        Ok(_) if file.exists() => {
+            println!("{} is valid", file.display());
+            ExitCode::SUCCESS
+        }
+        Ok(_) => {
+            println!(
+                "{} does not exist; the defaults are in force",
+                file.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
             eprintln!("agentd: {err}");
             ExitCode::FAILURE
         }

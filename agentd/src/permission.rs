@@ -15,6 +15,59 @@ pub enum Verdict {
     Allow,
     /// Ask the user.
     Ask,
+    /// Refuse it; the model gets this reason.
+    Deny(String),
+}
+
+/// Allow and deny rules from the configuration, as `tool:pattern`: `bash:cargo test*`,
+/// `write:src/**`, `*:*.lock`. The pattern is a glob over the command of `bash` and the path
+/// (relative to the session directory when inside it) of the other tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PermissionRules {
+    /// Calls that run without asking.
+    pub allow: Vec<String>,
+    /// Calls that are refused, whatever the mode.
+    pub deny: Vec<String>,
+}
+
+impl PermissionRules {
+    /// Checks that every rule has the form `tool:pattern` with a known tool and a valid glob.
+    pub fn validate(&self) -> Result<(), String> {
+        for rule in self.allow.iter().chain(&self.deny) {
+            parse_rule(rule)?;
+        }
+        Ok(())
+    }
+
+    fn matching<'a>(list: &'a [String], call: &Call<'_>) -> Option<&'a str> {
+        let subject = match call.tool.class() {
+            PermissionClass::Command => call.command().map(|c| c.trim().to_string()),
+            _ => call.args["path"]
+                .as_str()
+                .map(|p| display(call.cwd, &resolve(call.cwd, p))),
+        }?;
+        list.iter()
+            .find(|rule| {
+                parse_rule(rule).is_ok_and(|(tool, glob)| {
+                    (tool == "*" || tool == call.tool.name()) && glob.is_match(&subject)
+                })
+            })
+            .map(String::as_str)
+    }
+}
+
+fn parse_rule(rule: &str) -> Result<(&str, globset::GlobMatcher), String> {
+    let (tool, pattern) = rule.split_once(':').ok_or_else(|| {
+        format!("permission rule `{rule}` is not `tool:pattern` (e.g. `bash:cargo test*`)")
+    })?;
+    if tool != "*" && Tool::from_name(tool).is_none() {
+        return Err(format!("permission rule `{rule}` names no tool `{tool}`"));
+    }
+    let glob = globset::Glob::new(pattern)
+        .map_err(|e| format!("permission rule `{rule}` has a bad pattern: {e}"))?
+        .compile_matcher();
+    Ok((tool, glob))
 }
 
 /// A call a user allowed for the rest of the session: the same tool on the same file, or a
@@ -60,7 +113,13 @@ pub fn check(
     mode: Mode,
     grants: &[PermissionClass],
     always: &[AlwaysRule],
+    rules: &PermissionRules,
 ) -> Verdict {
+    if let Some(rule) = PermissionRules::matching(&rules.deny, &call) {
+        return Verdict::Deny(format!(
+            "denied by the permission rule `{rule}` in config.toml"
+        ));
+    }
     let class = call.tool.class();
     if class == PermissionClass::Read || mode == Mode::Bypass || grants.contains(&class) {
         return Verdict::Allow;
@@ -75,7 +134,9 @@ pub fn check(
             return Verdict::Allow;
         }
     }
-    if always.iter().any(|rule| rule_allows(rule, &call)) {
+    if always.iter().any(|rule| rule_allows(rule, &call))
+        || PermissionRules::matching(&rules.allow, &call).is_some()
+    {
         return Verdict::Allow;
     }
     Verdict::Ask
@@ -194,6 +255,7 @@ mod tests {
             mode,
             grants,
             always,
+            &PermissionRules::default(),
         )
     }
 
@@ -329,6 +391,65 @@ mod tests {
                 &always
             ),
             Verdict::Ask
+        );
+    }
+
+    #[test]
+    fn config_rules_deny_before_anything_and_allow_without_asking() {
+        let cwd = std::env::temp_dir();
+        let rules = PermissionRules {
+            allow: vec!["bash:cargo test*".into(), "write:docs/*".into()],
+            deny: vec!["bash:rm *".into()],
+        };
+        let run = |tool, args: Value, mode| {
+            check(
+                Call {
+                    tool,
+                    args: &args,
+                    cwd: &cwd,
+                    plan_file: &cwd,
+                },
+                mode,
+                &[],
+                &[],
+                &rules,
+            )
+        };
+        assert_eq!(
+            run(
+                Tool::Bash,
+                json!({"command": "cargo test -q"}),
+                Mode::Default
+            ),
+            Verdict::Allow
+        );
+        assert_eq!(
+            run(Tool::Write, json!({"path": "docs/a.md"}), Mode::Default),
+            Verdict::Allow
+        );
+        assert_eq!(
+            run(Tool::Write, json!({"path": "src/a.rs"}), Mode::Default),
+            Verdict::Ask
+        );
+        assert!(matches!(
+            run(Tool::Bash, json!({"command": "rm -rf x"}), Mode::Bypass),
+            Verdict::Deny(_)
+        ));
+        assert!(
+            PermissionRules {
+                allow: vec!["nope".into()],
+                deny: vec![]
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            PermissionRules {
+                allow: vec!["fly:x".into()],
+                deny: vec![]
+            }
+            .validate()
+            .is_err()
         );
     }
 }

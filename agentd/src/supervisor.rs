@@ -67,6 +67,7 @@ impl Actor for Supervisor {
             tools,
             http: args.http,
             config: args.config,
+            files: crate::files::FileWatcher::start(),
         });
         // Only the settings are read now; a session's log is read when it is first used.
         let sessions = store::list(&args.paths.sessions_dir())
@@ -366,6 +367,7 @@ impl Message<Status> for Supervisor {
                 .error
                 .as_ref()
                 .map(|e| e.to_string()),
+            config_generation: self.env.config.borrow().generation,
         })
     }
 }

@@ -394,4 +394,6 @@ pub struct DaemonStatus {
     pub data_dir: String,
     /// The configuration error that keeps the last good configuration in force, if any.
     pub config_error: Option<String>,
+    /// How many times the configuration file was read (goes up with every change seen).
+    pub config_generation: u64,
 }

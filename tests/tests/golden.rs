@@ -211,6 +211,7 @@ fn replies() -> Vec<Reply> {
             rss_bytes: Some(10 << 20),
             data_dir: "/home/u/.local/share/agentd".into(),
             config_error: None,
+            config_generation: 1,
         }),
     ]
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::ConnectionId;
+use crate::files::{FileTracker, FileWatcher, Notice};
 use crate::history::{Message as HistoryMessage, ToolResult};
 use crate::permission::{self, AlwaysRule, Verdict};
 use crate::session::SessionEnv;
@@ -82,13 +83,14 @@ pub struct SessionActor {
     always: Vec<AlwaysRule>,
     store: SessionStore,
     meta: Meta,
+    files: Arc<FileTracker>,
 }
 
 impl Actor for SessionActor {
     type Args = SessionArgs;
     type Error = ErrorInfo;
 
-    async fn on_start(args: Self::Args, _: ActorRef<Self>) -> Result<Self, Self::Error> {
+    async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
         let id = SessionId(args.meta.id.clone());
         let dir = SessionStore::dir_of(&args.env.paths.sessions_dir(), &id);
         let (store, loaded) = SessionStore::open(&dir).map_err(|e| {
@@ -97,6 +99,7 @@ impl Actor for SessionActor {
                 format!("cannot load session {id}: {e}"),
             )
         })?;
+        let env_files = args.env.files.clone();
         let mut actor = SessionActor {
             log: EventLog::new(id),
             info: args.meta.info(),
@@ -113,6 +116,7 @@ impl Actor for SessionActor {
             always: Vec::new(),
             store,
             meta: args.meta,
+            files: Arc::new(tracker(&env_files, &me)),
         };
         actor.info.turns = 0;
         actor.replay(loaded.records, args.restarted);
@@ -425,6 +429,7 @@ impl SessionActor {
             max_tokens: config.max_tokens,
             bash_timeout: config.bash_timeout(),
             permission_timeout: config.permission_timeout(),
+            files: self.files.clone(),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
@@ -517,6 +522,34 @@ impl SessionActor {
         if self.info.state != state {
             self.info.state = state;
             let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
+        }
+    }
+}
+
+/// A tracker whose files the daemon's watcher reports to this session.
+fn tracker(watcher: &FileWatcher, session: &ActorRef<SessionActor>) -> FileTracker {
+    let (watcher, session) = (watcher.clone(), session.downgrade());
+    FileTracker::new(move |path| {
+        let session = session.clone();
+        let notice: Notice = Box::new(move |changed: &Path| {
+            if let Some(session) = session.upgrade() {
+                let _ = session.tell(FileTouched(changed.to_path_buf())).try_send();
+            }
+        });
+        watcher.watch(path, Arc::new(notice));
+    })
+}
+
+/// A file the session read was touched on disk.
+pub struct FileTouched(pub PathBuf);
+
+impl Message<FileTouched> for SessionActor {
+    type Reply = ();
+
+    async fn handle(&mut self, msg: FileTouched, _: &mut Context<Self, Self::Reply>) {
+        if self.files.changed_outside(&msg.0) {
+            let path = crate::tools::display(&self.cwd(), &msg.0);
+            self.emit(Event::FileChanged { path });
         }
     }
 }
@@ -824,8 +857,16 @@ impl Message<Authorize> for SessionActor {
             cwd: &cwd,
             plan_file: &plan,
         };
-        match permission::check(call, self.info.mode, &run.options.grants, &self.always) {
+        let rules = self.env.config().permissions.clone();
+        match permission::check(
+            call,
+            self.info.mode,
+            &run.options.grants,
+            &self.always,
+            &rules,
+        ) {
             Verdict::Allow => Ok(Authorization::Allowed),
+            Verdict::Deny(reason) => Ok(Authorization::Denied(reason)),
             Verdict::Ask if run.options.deny_unanswered => Ok(Authorization::Denied(
                 permission::unattended_denial(msg.tool.class()),
             )),

@@ -25,6 +25,8 @@ pub struct SessionEnv {
     pub http: reqwest::Client,
     /// The configuration in force.
     pub config: watch::Receiver<ConfigState>,
+    /// Watches the files sessions read.
+    pub files: crate::files::FileWatcher,
 }
 
 impl SessionEnv {

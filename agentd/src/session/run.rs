@@ -51,6 +51,8 @@ pub struct RunSetup {
     pub bash_timeout: Duration,
     /// How long a permission request may wait before it is denied; `None` waits for ever.
     pub permission_timeout: Option<Duration>,
+    /// The files the session read, for the stale-file guard.
+    pub files: Arc<crate::files::FileTracker>,
 }
 
 /// How a run ended.
@@ -359,6 +361,7 @@ impl Run {
                     cwd: self.setup.cwd.clone(),
                     cancel: self.cancel().clone(),
                     bash_timeout: self.setup.bash_timeout,
+                    files: self.setup.files.clone(),
                 };
                 let job = tools::execute(tool, args, ctx);
                 if tool == Tool::Bash {

@@ -227,6 +227,7 @@ mod tests {
             cwd: dir.to_path_buf(),
             cancel: tokio_util::sync::CancellationToken::new(),
             bash_timeout: Duration::from_secs(120),
+            files: std::sync::Arc::new(crate::files::FileTracker::new(|_| {})),
         }
     }
 

@@ -42,6 +42,9 @@ pub struct Args {
 pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let path = resolve(&ctx.cwd, &args.path);
     let shown = display(&ctx.cwd, &path);
+    if let Err(message) = ctx.files.check_unchanged(&path) {
+        return ToolOutput::error(format!("cannot edit {shown}: {message}"));
+    }
     let before = match tokio::fs::read(&path).await {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -60,6 +63,7 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         Ok(after) => after,
         Err(message) => return ToolOutput::error(format!("cannot edit {shown}: {message}")),
     };
+    ctx.files.writing(&path, after.as_bytes());
     if let Err(err) = tokio::fs::write(&path, &after).await {
         return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
     }

@@ -119,6 +119,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// The default `bash` timeout.
     pub bash_timeout: Duration,
+    /// The files the session read, for the stale-file guard.
+    pub files: std::sync::Arc<crate::files::FileTracker>,
 }
 
 /// Runs one call of `tool` with `args` (a JSON object).

@@ -48,21 +48,44 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let shown = display(&ctx.cwd, &path);
     let offset = args.offset.unwrap_or(1).max(1);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let tracked = path.clone();
     let result = tokio::task::spawn_blocking(move || read_lines(&path, offset, limit)).await;
     match result {
-        Ok(Ok(text)) => ToolOutput::ok(text),
+        Ok(Ok((text, content))) => {
+            if let Some(content) = content {
+                ctx.files.read(&tracked, &content);
+            }
+            ToolOutput::ok(text)
+        }
         Ok(Err(message)) => ToolOutput::error(format!("cannot read {shown}: {message}")),
         Err(err) => ToolOutput::error(format!("cannot read {shown}: {err}")),
     }
 }
 
-fn read_lines(path: &std::path::Path, offset: usize, limit: usize) -> Result<String, String> {
+/// Files up to this size are read whole, so that the stale-file guard can remember them.
+const TRACKED_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The numbered lines, and the whole content when the file is small enough to remember.
+fn read_lines(
+    path: &std::path::Path,
+    offset: usize,
+    limit: usize,
+) -> Result<(String, Option<Vec<u8>>), String> {
     let meta = std::fs::metadata(path).map_err(|e| describe(&e))?;
     if meta.is_dir() {
         return Err("it is a directory; use glob to list files".to_string());
     }
-    let file = std::fs::File::open(path).map_err(|e| describe(&e))?;
-    let mut reader = BufReader::new(file);
+    let content = if meta.len() <= TRACKED_BYTES {
+        Some(std::fs::read(path).map_err(|e| describe(&e))?)
+    } else {
+        None
+    };
+    let mut reader: Box<dyn BufRead> = match &content {
+        Some(bytes) => Box::new(&bytes[..]),
+        None => Box::new(BufReader::new(
+            std::fs::File::open(path).map_err(|e| describe(&e))?,
+        )),
+    };
     let head = reader.fill_buf().map_err(|e| describe(&e))?;
     if head[..head.len().min(SNIFF_BYTES)].contains(&0) {
         return Err(format!(
@@ -97,8 +120,9 @@ fn read_lines(path: &std::path::Path, offset: usize, limit: usize) -> Result<Str
             out.push_str(&format!("{total:>6}\t{text}\n"));
         }
     }
+    drop(reader);
     if total == 0 {
-        return Ok("(empty file)".to_string());
+        return Ok(("(empty file)".to_string(), content));
     }
     if offset > total {
         return Err(format!(
@@ -111,7 +135,7 @@ fn read_lines(path: &std::path::Path, offset: usize, limit: usize) -> Result<Str
             "\n(lines {offset}-{last} of {total}; use offset and limit to read more)\n"
         ));
     }
-    Ok(out)
+    Ok((out, content))
 }
 
 /// An I/O error in words a model acts on.
@@ -136,7 +160,7 @@ mod tests {
             read_lines(&path, 1, 10).unwrap(),
             "     1\ta\n     2\tb\n     3\tc\n     4\td\n"
         );
-        let page = read_lines(&path, 2, 2).unwrap();
+        let page = read_lines(&path, 2, 2).unwrap().0;
         assert!(page.starts_with("     2\tb\n     3\tc\n"), "{page}");
         assert!(page.contains("(lines 2-3 of 4;"), "{page}");
         assert!(

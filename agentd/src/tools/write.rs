@@ -37,6 +37,9 @@ pub struct Args {
 pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let path = resolve(&ctx.cwd, &args.path);
     let shown = display(&ctx.cwd, &path);
+    if let Err(message) = ctx.files.check_unchanged(&path) {
+        return ToolOutput::error(format!("cannot write {shown}: {message}"));
+    }
     let existed = tokio::fs::try_exists(&path).await.unwrap_or(false);
     if let Some(parent) = path.parent()
         && let Err(err) = tokio::fs::create_dir_all(parent).await
@@ -46,6 +49,7 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
             describe(&err)
         ));
     }
+    ctx.files.writing(&path, args.content.as_bytes());
     if let Err(err) = tokio::fs::write(&path, &args.content).await {
         return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
     }

@@ -1,0 +1,243 @@
+//! The stale-file guard (SPEC §5): each session remembers the content of the files its agent
+//! read, the daemon watches those files, an outside change is reported to the session's clients,
+//! and `edit`/`write` refuse a file that changed since it was last read. The agent's own writes
+//! update what the session remembers before they touch the disk, so they never count as outside
+//! changes.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+/// What a session remembers of one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    hash: u64,
+    len: u64,
+}
+
+impl Stamp {
+    fn of(bytes: &[u8]) -> Stamp {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        bytes.hash(&mut hasher);
+        Stamp {
+            hash: hasher.finish(),
+            len: bytes.len() as u64,
+        }
+    }
+
+    fn of_file(path: &Path) -> Option<Stamp> {
+        std::fs::read(path).ok().map(|bytes| Stamp::of(&bytes))
+    }
+}
+
+/// The files one session has read.
+pub struct FileTracker {
+    files: Mutex<HashMap<PathBuf, Stamp>>,
+    /// Reported outside changes, so one change is reported once.
+    reported: Mutex<HashMap<PathBuf, Option<Stamp>>>,
+    watch: Box<dyn Fn(&Path) + Send + Sync>,
+}
+
+impl std::fmt::Debug for FileTracker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileTracker").finish_non_exhaustive()
+    }
+}
+
+impl FileTracker {
+    /// A tracker that asks `watch` to watch every file it starts to track.
+    pub fn new(watch: impl Fn(&Path) + Send + Sync + 'static) -> FileTracker {
+        FileTracker {
+            files: Mutex::default(),
+            reported: Mutex::default(),
+            watch: Box::new(watch),
+        }
+    }
+
+    /// Remembers that the agent read `path` with content `bytes`.
+    pub fn read(&self, path: &Path, bytes: &[u8]) {
+        let first = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), Stamp::of(bytes))
+            .is_none();
+        self.reported
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path);
+        if first {
+            (self.watch)(path);
+        }
+    }
+
+    /// Refuses a write to a tracked file whose content changed since the agent last read it.
+    pub fn check_unchanged(&self, path: &Path) -> Result<(), String> {
+        let known = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .copied();
+        match known {
+            Some(stamp) if Stamp::of_file(path) != Some(stamp) => Err(
+                "the file changed on disk since you last read it (someone else edited it); read it again before changing it"
+                    .to_string(),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Remembers the content the agent is about to write, so that its own write is not taken
+    /// for an outside change.
+    pub fn writing(&self, path: &Path, bytes: &[u8]) {
+        let first = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), Stamp::of(bytes))
+            .is_none();
+        if first {
+            (self.watch)(path);
+        }
+    }
+
+    /// Whether `path` now differs from what the agent knows, not yet reported. Marks it
+    /// reported.
+    pub fn changed_outside(&self, path: &Path) -> bool {
+        let Some(known) = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .copied()
+        else {
+            return false;
+        };
+        let now = Stamp::of_file(path);
+        if now == Some(known) {
+            return false;
+        }
+        let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
+        if reported.get(path) == Some(&now) {
+            return false;
+        }
+        reported.insert(path.to_path_buf(), now);
+        true
+    }
+}
+
+/// A file change seen by the watcher, for the session that tracks the file.
+pub type Notice = Box<dyn Fn(&Path) + Send + Sync>;
+
+/// The daemon's one file watcher: it watches the directories of tracked files and tells the
+/// sessions tracking a file when it changes.
+#[derive(Clone)]
+pub struct FileWatcher {
+    inner: Arc<Mutex<WatchState>>,
+}
+
+struct WatchState {
+    watcher: Option<RecommendedWatcher>,
+    dirs: HashMap<PathBuf, usize>,
+    files: HashMap<PathBuf, Vec<Arc<Notice>>>,
+}
+
+impl FileWatcher {
+    /// Starts the watcher; changes are handled on a task of the current runtime.
+    pub fn start() -> FileWatcher {
+        let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
+        // notify calls back on its own thread: hand the paths over to the runtime.
+        let watcher = notify::recommended_watcher(move |result: notify::Result<notify::Event>| {
+            if let Ok(event) = result
+                && !event.kind.is_access()
+            {
+                for path in event.paths {
+                    let _ = tx.send(path);
+                }
+            }
+        });
+        let watcher = match watcher {
+            Ok(watcher) => Some(watcher),
+            Err(err) => {
+                tracing::warn!("file watching is unavailable: {err}");
+                None
+            }
+        };
+        let inner = Arc::new(Mutex::new(WatchState {
+            watcher,
+            dirs: HashMap::new(),
+            files: HashMap::new(),
+        }));
+        let state = inner.clone();
+        tokio::spawn(async move {
+            while let Some(path) = rx.recv().await {
+                let notices = state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .files
+                    .get(&path)
+                    .cloned()
+                    .unwrap_or_default();
+                for notice in notices {
+                    notice(&path);
+                }
+            }
+        });
+        FileWatcher { inner }
+    }
+
+    /// Calls `notice` whenever `path` changes.
+    pub fn watch(&self, path: &Path, notice: Arc<Notice>) {
+        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        state
+            .files
+            .entry(path.to_path_buf())
+            .or_default()
+            .push(notice);
+        // Directories are watched rather than files, so that files replaced by rename (as
+        // editors save) stay watched.
+        let Some(dir) = path.parent().map(Path::to_path_buf) else {
+            return;
+        };
+        let count = state.dirs.entry(dir.clone()).or_insert(0);
+        *count += 1;
+        if *count == 1
+            && let Some(watcher) = state.watcher.as_mut()
+            && let Err(err) = watcher.watch(&dir, RecursiveMode::NonRecursive)
+        {
+            tracing::debug!(dir = %dir.display(), "cannot watch: {err}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_changed_since_it_was_read_is_refused_and_own_writes_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "one").unwrap();
+        let tracker = FileTracker::new(|_| {});
+        tracker.read(&path, b"one");
+        assert!(tracker.check_unchanged(&path).is_ok());
+        tracker.writing(&path, b"two");
+        std::fs::write(&path, "two").unwrap();
+        assert!(!tracker.changed_outside(&path), "our own write");
+        std::fs::write(&path, "three").unwrap();
+        assert!(tracker.changed_outside(&path));
+        assert!(!tracker.changed_outside(&path), "reported once");
+        assert!(
+            tracker
+                .check_unchanged(&path)
+                .unwrap_err()
+                .contains("read it again")
+        );
+    }
+}
