@@ -157,7 +157,7 @@ mod tests {
         let path = dir.path().join("f.txt");
         std::fs::write(&path, "a\nb\nc\nd\n").unwrap();
         assert_eq!(
-            read_lines(&path, 1, 10).unwrap(),
+            read_lines(&path, 1, 10).unwrap().0,
             "     1\ta\n     2\tb\n     3\tc\n     4\td\n"
         );
         let page = read_lines(&path, 2, 2).unwrap().0;
