@@ -304,6 +304,9 @@ impl Config {
     }
 }
 
+/// How long the configuration file must be left alone after a change before it is read.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Watches the configuration file and reloads it into `state` on every change. The returned
 /// watcher must be kept alive; `None` when watching is not possible (the daemon then keeps the
 /// configuration it started with).
@@ -335,8 +338,14 @@ pub fn watch(file: PathBuf, state: watch::Sender<ConfigState>) -> Option<Recomme
     }
     tokio::spawn(async move {
         while rx.recv().await.is_some() {
-            // One save often comes as several events: read once for all that arrived.
-            while rx.try_recv().is_ok() {}
+            // One save often comes as several events (truncate, write, rename): wait until
+            // the file is quiet, then read it once.
+            loop {
+                tokio::select! {
+                    more = rx.recv() => if more.is_none() { return },
+                    () = tokio::time::sleep(SETTLE) => break,
+                }
+            }
             state.send_modify(|state| state.reload(&file));
         }
     });

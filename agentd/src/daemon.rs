@@ -139,7 +139,15 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
 
     tracing::info!("shutting down");
     drop(listener);
-    let _ = supervisor.ask(StopAll).await;
+    if let Ok((sessions, tools)) = supervisor.ask(StopAll).await {
+        for session in &sessions {
+            let _ = session.stop_gracefully().await;
+        }
+        for session in &sessions {
+            session.wait_for_shutdown().await;
+        }
+        tools.stop().await;
+    }
     let _ = supervisor.stop_gracefully().await;
     supervisor.wait_for_shutdown().await;
     let drained = tokio::time::timeout(Duration::from_secs(2), async {
@@ -226,17 +234,27 @@ impl PidFile {
             .truncate(false)
             .open(&path)
             .map_err(prepare)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
-                return Err(StartError::AlreadyRunning {
-                    pid: text.trim().parse().ok(),
-                    socket: paths.socket.clone(),
-                });
+        // A daemon killed while starting a tool process leaves the lock with that process for
+        // the instant before it runs its program; when the pid in the file is dead, wait for
+        // the lock a little instead of refusing.
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let mut text = String::new();
+                    let _ = file.read_to_string(&mut text);
+                    let pid: Option<u32> = text.trim().parse().ok();
+                    if pid.is_some_and(process_alive) || std::time::Instant::now() >= deadline {
+                        return Err(StartError::AlreadyRunning {
+                            pid,
+                            socket: paths.socket.clone(),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(std::fs::TryLockError::Error(err)) => return Err(prepare(err)),
             }
-            Err(std::fs::TryLockError::Error(err)) => return Err(prepare(err)),
         }
         clear_stale_socket(&paths.socket)?;
         Ok(PidFile { path, file })
@@ -257,6 +275,21 @@ impl Drop for PidFile {
     fn drop(&mut self) {
         // Removed while still locked, so a new daemon never sees a half-removed file.
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether process `pid` exists.
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let rc = unsafe { libc::kill(pid as i32, 0) };
+        rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
     }
 }
 

@@ -372,24 +372,19 @@ impl Message<Status> for Supervisor {
     }
 }
 
-/// Stop every session and the tool pool, for daemon shutdown.
+/// Hand out what must be stopped at daemon shutdown: the loaded sessions and the tool pool.
+/// The caller stops them outside this actor, whose mailbox the stopping children report to.
 pub struct StopAll;
 
 impl Message<StopAll> for Supervisor {
-    type Reply = ();
+    type Reply = Result<(Vec<ActorRef<SessionActor>>, ToolPool), ErrorInfo>;
 
-    async fn handle(&mut self, _: StopAll, _: &mut Context<Self, Self::Reply>) {
-        let actors: Vec<_> = self
+    async fn handle(&mut self, _: StopAll, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let actors = self
             .sessions
             .values()
             .filter_map(|e| e.actor.clone())
             .collect();
-        for actor in &actors {
-            let _ = actor.stop_gracefully().await;
-        }
-        for actor in &actors {
-            actor.wait_for_shutdown().await;
-        }
-        self.env.tools.stop().await;
+        Ok((actors, self.env.tools.clone()))
     }
 }

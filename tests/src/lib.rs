@@ -154,6 +154,7 @@ pub struct Daemon {
     /// The daemon's home.
     pub home: Home,
     child: Child,
+    env: Vec<(String, String)>,
 }
 
 impl Daemon {
@@ -164,20 +165,28 @@ impl Daemon {
 
     /// Starts `agentd` in `home` and waits for its ready line.
     pub fn start_in(home: Home) -> Daemon {
-        let mut child = home.agentd().spawn().expect("agentd starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("agentd writes its ready line");
-        if !line.starts_with("agentd ready") {
-            let output = child.wait_with_output().expect("agentd exits");
-            panic!(
-                "agentd did not start: {line}{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        Daemon { home, child }
+        Daemon::start_with(home, &[])
+    }
+
+    /// Starts `agentd` in `home` with extra environment variables.
+    pub fn start_with(home: Home, env: &[(&str, &str)]) -> Daemon {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let child = spawn_ready(&home, &env);
+        Daemon { home, child, env }
+    }
+
+    /// Kills the daemon with SIGKILL, as a crash would, and waits for it to be gone.
+    pub fn kill(&mut self) {
+        signal(self.child.id(), libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// Starts the daemon again in the same home (after `kill` or `terminate`).
+    pub fn restart(&mut self) {
+        self.child = spawn_ready(&self.home, &self.env);
     }
 
     /// The daemon's pid.
@@ -216,6 +225,28 @@ impl Drop for Daemon {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Starts `agentd` in `home` and waits for its ready line.
+fn spawn_ready(home: &Home, env: &[(String, String)]) -> Child {
+    let mut child = home
+        .agentd()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .spawn()
+        .expect("agentd starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("agentd writes its ready line");
+    if !line.starts_with("agentd ready") {
+        let output = child.wait_with_output().expect("agentd exits");
+        panic!(
+            "agentd did not start: {line}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    child
 }
 
 /// Sends `sig` to process `pid`.

@@ -4,7 +4,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::read::describe;
-use super::{MAX_OUTPUT_CHARS, ToolContext, ToolOutput, cap, display, plural, resolve};
+use super::{
+    MAX_OUTPUT_CHARS, ToolContext, ToolOutput, cap, display, plural, resolve, write_whole,
+};
 use crate::provider::ToolSpec;
 
 /// The model's description of `edit`.
@@ -64,7 +66,7 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         Err(message) => return ToolOutput::error(format!("cannot edit {shown}: {message}")),
     };
     ctx.files.writing(&path, after.as_bytes());
-    if let Err(err) = tokio::fs::write(&path, &after).await {
+    if let Err(err) = write_whole(&path, &after.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
     }
     let diff = similar::TextDiff::from_lines(&before, &after)

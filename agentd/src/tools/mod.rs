@@ -196,6 +196,31 @@ pub fn cap(text: &str, max: usize) -> String {
     )
 }
 
+/// Replaces a file's content all at once (a temporary file renamed over it), so that nobody,
+/// the file watcher included, ever sees it half written. A symlink is followed, and the old
+/// file's permissions are kept.
+pub async fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let target = tokio::fs::canonicalize(path)
+        .await
+        .unwrap_or_else(|_| path.to_path_buf());
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = target.with_file_name(format!(".{name}.agentd-{}", std::process::id()));
+    tokio::fs::write(&tmp, bytes).await?;
+    if let Ok(meta) = tokio::fs::metadata(&target).await {
+        let _ = tokio::fs::set_permissions(&tmp, meta.permissions()).await;
+    }
+    match tokio::fs::rename(&tmp, &target).await {
+        Ok(()) => Ok(()),
+        Err(err) => {
+            let _ = tokio::fs::remove_file(&tmp).await;
+            Err(err)
+        }
+    }
+}
+
 /// "1 line", "3 lines".
 pub fn plural(n: usize, word: &str) -> String {
     if n == 1 {

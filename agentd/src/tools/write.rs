@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::read::describe;
-use super::{ToolContext, ToolOutput, display, plural, resolve};
+use super::{ToolContext, ToolOutput, display, plural, resolve, write_whole};
 use crate::provider::ToolSpec;
 
 /// The model's description of `write`.
@@ -50,7 +50,7 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         ));
     }
     ctx.files.writing(&path, args.content.as_bytes());
-    if let Err(err) = tokio::fs::write(&path, &args.content).await {
+    if let Err(err) = write_whole(&path, &args.content.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
     }
     let lines = args.content.lines().count();
