@@ -66,7 +66,7 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         Err(message) => return ToolOutput::error(format!("cannot edit {shown}: {message}")),
     };
     ctx.files.writing(&path, after.as_bytes());
-    if let Err(err) = write_whole(&path, &after.as_bytes()).await {
+    if let Err(err) = write_whole(&path, after.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
     }
     let diff = similar::TextDiff::from_lines(&before, &after)

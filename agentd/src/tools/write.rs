@@ -50,7 +50,7 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         ));
     }
     ctx.files.writing(&path, args.content.as_bytes());
-    if let Err(err) = write_whole(&path, &args.content.as_bytes()).await {
+    if let Err(err) = write_whole(&path, args.content.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
     }
     let lines = args.content.lines().count();
