@@ -1,0 +1,145 @@
+//! Session storage: the cost of appending one record (written whole, one write per record,
+//! p50/p99), the time to load a session of 10,000 records, and the daemon's start time with
+//! 1,000 stored sessions.
+//!
+//! Run with `cargo build --release && cargo bench -p tests --bench store`.
+
+use std::io::{BufRead, BufReader};
+use std::time::{Duration, Instant};
+
+use agentd::store::{FORMAT_VERSION, Meta, Record, SessionStore};
+use protocol::{Event, ModelStopReason, ToolCallInfo};
+
+fn meta(id: &str) -> Meta {
+    Meta {
+        version: FORMAT_VERSION,
+        id: id.to_string(),
+        cwd: "/work/project".into(),
+        title: Some("bench".into()),
+        model: None,
+        provider: None,
+        mode: "default".into(),
+        max_turns: None,
+        created_ms: 1,
+        last_activity_ms: 1,
+        turns: 0,
+    }
+}
+
+/// A realistic mix: text deltas, tool calls, results and replies.
+fn record(i: u64) -> Record {
+    let event = match i % 5 {
+        0 | 1 => Event::TextDelta {
+            text: "some streamed words ".into(),
+        },
+        2 => Event::ToolCall(ToolCallInfo {
+            id: format!("toolu_{i}"),
+            name: "read".into(),
+            args: r#"{"path":"src/main.rs"}"#.into(),
+        }),
+        3 => Event::ToolResult {
+            id: format!("toolu_{i}"),
+            name: "read".into(),
+            is_error: false,
+            output: "     1\tfn main() {\n     2\t    println!(\"hello\");\n     3\t}\n".repeat(8),
+            duration_ms: 1,
+        },
+        _ => Event::AssistantMessage {
+            turn: i as u32,
+            text: "I read the file and will now change it.".into(),
+            thinking: String::new(),
+            tool_calls: vec![],
+            stop_reason: ModelStopReason::EndTurn,
+        },
+    };
+    Record::Event {
+        seq: i,
+        time_ms: i,
+        event,
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    SessionStore::create(dir.path(), &meta("append")).unwrap();
+    let (mut store, _) = SessionStore::open(&dir.path().join("append")).unwrap();
+    let mut times = Vec::with_capacity(10_000);
+    for i in 1..=10_000 {
+        let record = record(i);
+        let start = Instant::now();
+        store.append(&record).unwrap();
+        times.push(start.elapsed());
+    }
+    times.sort();
+    println!(
+        "append one record (serialise + one write): p50 {:?}, p99 {:?}",
+        percentile(&times, 0.5),
+        percentile(&times, 0.99)
+    );
+    drop(store);
+
+    let log = dir.path().join("append").join("log.jsonl");
+    let size = std::fs::metadata(&log).unwrap().len();
+    let mut loads = Vec::new();
+    for _ in 0..10 {
+        let start = Instant::now();
+        let (_, loaded) = SessionStore::open(&dir.path().join("append")).unwrap();
+        loads.push(start.elapsed());
+        assert_eq!(loaded.records.len(), 10_001);
+    }
+    loads.sort();
+    println!(
+        "load a 10,000-record session ({} KiB): median {:?}",
+        size / 1024,
+        loads[loads.len() / 2]
+    );
+
+    // Daemon start with 1,000 stored sessions: from spawn to its ready line.
+    let home = tests::Home::new();
+    let sessions = home.paths().sessions_dir();
+    for i in 0..1000 {
+        SessionStore::create(&sessions, &meta(&format!("s{i:04}"))).unwrap();
+    }
+    let mut starts = Vec::new();
+    for _ in 0..10 {
+        let start = Instant::now();
+        let mut child = home.agentd().spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // Ready means listening; the session list is read when the supervisor starts.
+        let client_ready = {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let client = protocol::client::Client::connect(&home.paths().socket, "bench")
+                    .await
+                    .unwrap();
+                match client
+                    .request(protocol::Request::ListSessions)
+                    .await
+                    .unwrap()
+                {
+                    protocol::Reply::Sessions(list) => assert_eq!(list.len(), 1000),
+                    other => panic!("{other:?}"),
+                }
+            });
+            start.elapsed()
+        };
+        starts.push(client_ready);
+        tests::signal(child.id(), libc::SIGTERM);
+        child.wait().unwrap();
+    }
+    starts.sort();
+    println!(
+        "daemon start to first session list, 1,000 stored sessions: median {:?}",
+        starts[starts.len() / 2]
+    );
+}
