@@ -99,6 +99,11 @@ enum Command {
         /// The message.
         text: String,
     },
+    /// Summarise the session's older history now, keeping the recent part verbatim.
+    Compact {
+        /// The session.
+        id: String,
+    },
     /// Cancel the session's run.
     Cancel {
         /// The session.
@@ -316,6 +321,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             commands::oneshot::send(&paths, id, text, Delivery::FollowUp).await
         }
         Command::Cancel { id } => commands::oneshot::cancel(&paths, id).await,
+        Command::Compact { id } => commands::oneshot::compact(&paths, id).await,
         Command::Approve {
             id,
             request,

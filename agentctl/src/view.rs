@@ -148,6 +148,8 @@ pub struct HumanView {
     /// Whether text deltas of the current reply were shown (so the full message is not).
     streamed: bool,
     calls: Vec<(String, String)>,
+    /// Tokens of each reply of the current run.
+    turns: Vec<TokenUsage>,
     /// Whether to echo user messages (off for the prompt `run` itself sent).
     pub echo_user: bool,
 }
@@ -167,6 +169,7 @@ impl HumanView {
             at_line_start: true,
             streamed: false,
             calls: Vec::new(),
+            turns: Vec::new(),
             echo_user: true,
         }
     }
@@ -238,7 +241,9 @@ impl HumanView {
     pub fn show(&mut self, event: &SessionEvent) {
         let style = self.style;
         match &event.event {
-            Event::RunStarted { .. } | Event::QueueChanged { .. } | Event::Usage { .. } => {}
+            Event::RunStarted { .. } => self.turns.clear(),
+            Event::Usage { turn, .. } => self.turns.push(*turn),
+            Event::QueueChanged { .. } => {}
             Event::UserMessage { text, delivery } => {
                 if self.echo_user {
                     let label = match delivery {
@@ -378,6 +383,22 @@ impl HumanView {
                     for message in returned_messages {
                         self.line(&style.dim(&format!("  {}", message.text)));
                     }
+                }
+                if self.turns.len() > 1 {
+                    let per_turn: Vec<String> = self
+                        .turns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, u)| {
+                            format!(
+                                "{}: {} in/{} out",
+                                i + 1,
+                                thousands(u.total_input()),
+                                thousands(u.output)
+                            )
+                        })
+                        .collect();
+                    self.line(&style.dim(&format!("  tokens per turn — {}", per_turn.join(" · "))));
                 }
                 let verdict = match stop_reason {
                     StopReason::Completed => style.green("completed"),

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::permission::PermissionRules;
-use crate::provider::{Provider, ProviderError, anthropic};
+use crate::provider::retry::RetryPolicy;
+use crate::provider::{Provider, ProviderError, anthropic, openai};
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -46,6 +47,8 @@ pub struct ProviderProfile {
     pub api_key_env: Option<String>,
     /// The model, if the profile has its own.
     pub model: Option<String>,
+    /// The model's context window in tokens, if not the default of its family.
+    pub context_window: Option<u64>,
 }
 
 /// The daemon's configuration.
@@ -72,6 +75,17 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderProfile>,
     /// Allow and deny rules for tool calls.
     pub permissions: PermissionRules,
+    /// Retries of a model call that failed for a passing reason.
+    pub max_retries: u32,
+    /// The wait before the first retry, in milliseconds; it doubles with each retry.
+    pub retry_base_ms: u64,
+    /// The longest wait between retries, in milliseconds (a `retry-after` may ask for more).
+    pub retry_max_ms: u64,
+    /// The model's context window in tokens, when the default for its family is wrong.
+    pub context_window: Option<u64>,
+    /// Whether long histories are summarised (at 80% of the context window, and once when the
+    /// provider says the prompt is too long).
+    pub compaction: bool,
 }
 
 /// A mode as written in the config file.
@@ -104,6 +118,11 @@ impl Default for Config {
             permission_timeout_secs: 0,
             providers: BTreeMap::new(),
             permissions: PermissionRules::default(),
+            max_retries: 4,
+            retry_base_ms: 1000,
+            retry_max_ms: 30_000,
+            context_window: None,
+            compaction: true,
         }
     }
 }
@@ -265,6 +284,7 @@ impl Config {
                 base_url: None,
                 api_key_env: None,
                 model: None,
+                context_window: None,
             },
         };
         let lookup = |key: &str| {
@@ -297,10 +317,50 @@ impl Config {
                     model,
                 ))
             }
-            ProviderKind::Openai => Err(ProviderError::Invalid(
-                "the OpenAI-compatible provider is not available in this build".to_string(),
-            )),
+            ProviderKind::Openai => {
+                let key_env = profile.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+                let base = profile
+                    .base_url
+                    .or_else(|| lookup("OPENAI_BASE_URL"))
+                    .unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string());
+                let key = lookup(key_env);
+                // Local servers need no key; the public API does.
+                if key.is_none() && base.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
+                    return Err(ProviderError::MissingKey {
+                        env: key_env.to_string(),
+                    });
+                }
+                let model = model
+                    .map(str::to_string)
+                    .or(profile.model)
+                    .or_else(|| self.model.clone())
+                    .unwrap_or_else(|| openai::DEFAULT_MODEL.to_string());
+                Ok((
+                    Provider::OpenAi(openai::OpenAi::new(http.clone(), &base, key)),
+                    model,
+                ))
+            }
         }
+    }
+
+    /// The retry policy of model calls.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: self.max_retries,
+            base: Duration::from_millis(self.retry_base_ms),
+            max_wait: Duration::from_millis(self.retry_max_ms.max(self.retry_base_ms)),
+        }
+    }
+
+    /// The context window of `model` from provider profile `provider`: configured, or the
+    /// default of the model's family.
+    pub fn context_window(&self, provider: Option<&str>, model: &str) -> u64 {
+        provider
+            .or(Some(self.provider.as_str()))
+            .and_then(|p| self.providers.get(p))
+            .and_then(|p| p.context_window)
+            .or(self.context_window)
+            .unwrap_or_else(|| crate::compact::default_context_window(model))
     }
 }
 

@@ -23,7 +23,7 @@ use crate::ConnectionId;
 use crate::daemon::Shared;
 use crate::session::SessionActor;
 use crate::session::actor::{
-    Answer, Cancel, GetHistory, SendMessage, SetMode, Subscribe, Unsubscribe,
+    Answer, Cancel, CompactNow, GetHistory, SendMessage, SetMode, Subscribe, Unsubscribe,
 };
 use crate::session::events::Subscription;
 use crate::supervisor::{Create, Delete, List, Lookup, Status};
@@ -307,11 +307,15 @@ impl Connection {
                 Ok(Reply::Done)
             }
             Request::Compact { session } => {
-                self.session(&session).await?;
-                Err(ErrorInfo::new(
-                    ErrorCode::InvalidRequest,
-                    "compaction is not available in this version of agentd",
-                ))
+                let actor = self.session(&session).await?;
+                match actor.ask(CompactNow).await {
+                    Ok(()) => Ok(Reply::Done),
+                    Err(SendError::HandlerError(err)) => Err(err),
+                    Err(err) => Err(ErrorInfo::new(
+                        ErrorCode::Internal,
+                        format!("the session is not available: {err}"),
+                    )),
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 //! agentd: the daemon that owns every agent session. Clients talk to it over a local socket
 //! with the `protocol` crate; see SPEC §2 for the actors inside.
 
+pub mod compact;
 pub mod config;
 pub mod connection;
 pub mod daemon;

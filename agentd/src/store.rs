@@ -43,6 +43,14 @@ pub enum Record {
         /// The message.
         message: Message,
     },
+    /// The older history was replaced by a summary: the history becomes the summary followed
+    /// by the last `keep_last` messages.
+    Compaction {
+        /// The summary.
+        summary: String,
+        /// Messages kept verbatim.
+        keep_last: usize,
+    },
     /// An "always allow" rule the user gave.
     Rule {
         /// The rule.

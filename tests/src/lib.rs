@@ -53,13 +53,23 @@ pub struct Home {
 }
 
 impl Home {
-    /// A fresh, empty home.
+    /// A fresh home whose configuration retries model calls quickly (tests need no real
+    /// backoff).
     pub fn new() -> Home {
+        Home::with_config("retry_base_ms = 5\nretry_max_ms = 20\n")
+    }
+
+    /// A fresh home with `config` as its `config.toml`.
+    pub fn with_config(config: &str) -> Home {
         let dir = tempfile::Builder::new()
             .prefix("ad")
             .tempdir_in("/tmp")
             .expect("temporary home");
-        Home { dir }
+        let home = Home { dir };
+        let file = home.paths().config_file();
+        std::fs::create_dir_all(file.parent().expect("config dir")).expect("config dir");
+        std::fs::write(file, config).expect("config written");
+        home
     }
 
     /// The home directory (`AGENTD_HOME`).

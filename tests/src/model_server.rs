@@ -175,9 +175,16 @@ pub struct ModelServer {
 impl ModelServer {
     /// Starts a server that answers with `script`, one entry per request.
     pub async fn start(script: Vec<Scripted>) -> ModelServer {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind loopback");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        ModelServer::start_on(listener, script).await
+    }
+
+    /// Starts a server on `listener` (a port chosen by the test).
+    pub async fn start_on(listener: std::net::TcpListener, script: Vec<Scripted>) -> ModelServer {
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
+        let listener = TcpListener::from_std(listener).expect("tokio listener");
         let url = format!("http://{}", listener.local_addr().expect("local address"));
         let state = Arc::new(Mutex::new(State {
             script: script.into(),
@@ -341,7 +348,16 @@ async fn respond(stream: &mut TcpStream, reply: Scripted) -> bool {
                     let _ = stream.shutdown().await;
                     return false;
                 }
-                let text = format!("event: {}\ndata: {}\n\n", frame.event, frame.data);
+                // A string is sent as it is (`[DONE]`); everything else as JSON.
+                let data = match &frame.data {
+                    Value::String(raw) => raw.clone(),
+                    value => value.to_string(),
+                };
+                let text = if frame.event.is_empty() {
+                    format!("data: {data}\n\n")
+                } else {
+                    format!("event: {}\ndata: {data}\n\n", frame.event)
+                };
                 let chunk = format!("{:x}\r\n{text}\r\n", text.len());
                 if stream.write_all(chunk.as_bytes()).await.is_err() {
                     return false;
@@ -368,6 +384,173 @@ fn reason(status: u16) -> &'static str {
         500 => "Internal Server Error",
         529 => "Overloaded",
         _ => "Error",
+    }
+}
+
+/// Replies in the OpenAI Chat Completions streaming format (`data:` lines, `[DONE]` at the end),
+/// as OpenAI and local servers (llama.cpp, vLLM, Ollama) send them.
+pub mod openai {
+    use super::*;
+
+    enum Part {
+        Text(String),
+        Reasoning(String),
+        Tool {
+            id: String,
+            name: String,
+            args: String,
+        },
+    }
+
+    /// Builds one streamed reply.
+    pub struct Reply {
+        parts: Vec<Part>,
+        finish: Option<String>,
+        usage: (u64, u64, u64),
+        repeat_ids: bool,
+    }
+
+    /// A reply to build.
+    pub fn reply() -> Reply {
+        Reply {
+            parts: Vec::new(),
+            finish: None,
+            usage: (100, 20, 0),
+            repeat_ids: false,
+        }
+    }
+
+    /// A reply that is just `text`.
+    pub fn text(text: &str) -> Scripted {
+        reply().text(text).build()
+    }
+
+    /// An HTTP error with OpenAI's error body.
+    pub fn error(status: u16, code: &str, message: &str) -> Scripted {
+        Scripted::Status {
+            status,
+            body: json!({"error": {"message": message, "type": "invalid_request_error", "code": code}}),
+            headers: vec![],
+        }
+    }
+
+    impl Reply {
+        /// Adds text.
+        pub fn text(mut self, text: &str) -> Reply {
+            self.parts.push(Part::Text(text.into()));
+            self
+        }
+
+        /// Adds reasoning (`reasoning_content`, as llama.cpp and vLLM send it).
+        pub fn reasoning(mut self, text: &str) -> Reply {
+            self.parts.push(Part::Reasoning(text.into()));
+            self
+        }
+
+        /// Adds a tool call.
+        pub fn tool(mut self, id: &str, name: &str, args: Value) -> Reply {
+            self.parts.push(Part::Tool {
+                id: id.into(),
+                name: name.into(),
+                args: args.to_string(),
+            });
+            self
+        }
+
+        /// Repeats each tool call's id and name in every delta (as some servers do).
+        pub fn repeat_ids(mut self) -> Reply {
+            self.repeat_ids = true;
+            self
+        }
+
+        /// Sets the finish reason (default `tool_calls` with tools, else `stop`).
+        pub fn finish(mut self, reason: &str) -> Reply {
+            self.finish = Some(reason.into());
+            self
+        }
+
+        /// Sets prompt, completion and cached tokens.
+        pub fn usage(mut self, prompt: u64, completion: u64, cached: u64) -> Reply {
+            self.usage = (prompt, completion, cached);
+            self
+        }
+
+        /// The stream's chunks.
+        pub fn events(&self) -> Vec<SseFrame> {
+            let chunk = |delta: Value, finish: Value| SseFrame {
+                event: String::new(),
+                data: json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+            };
+            let mut events = vec![chunk(
+                json!({"role": "assistant", "content": ""}),
+                Value::Null,
+            )];
+            let mut tool_index = 0;
+            for part in &self.parts {
+                match part {
+                    Part::Text(text) => {
+                        for piece in pieces(text, 3) {
+                            events.push(chunk(json!({"content": piece}), Value::Null));
+                        }
+                    }
+                    Part::Reasoning(text) => {
+                        for piece in pieces(text, 2) {
+                            events.push(chunk(json!({"reasoning_content": piece}), Value::Null));
+                        }
+                    }
+                    Part::Tool { id, name, args } => {
+                        for (i, piece) in pieces(args, 3).into_iter().enumerate() {
+                            let mut call =
+                                json!({"index": tool_index, "function": {"arguments": piece}});
+                            if i == 0 || self.repeat_ids {
+                                call["id"] = json!(id);
+                                call["type"] = json!("function");
+                                call["function"]["name"] = json!(name);
+                            }
+                            events.push(chunk(json!({"tool_calls": [call]}), Value::Null));
+                        }
+                        tool_index += 1;
+                    }
+                }
+            }
+            let finish = self
+                .finish
+                .clone()
+                .unwrap_or_else(|| if tool_index > 0 { "tool_calls" } else { "stop" }.into());
+            events.push(chunk(json!({}), json!(finish)));
+            let (prompt, completion, cached) = self.usage;
+            events.push(SseFrame {
+                event: String::new(),
+                data: json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
+                             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                                       "prompt_tokens_details": {"cached_tokens": cached}}}),
+            });
+            events.push(SseFrame {
+                event: String::new(),
+                data: Value::String("[DONE]".into()),
+            });
+            events
+        }
+
+        /// The scripted stream.
+        pub fn build(self) -> Scripted {
+            Scripted::Stream {
+                events: self.events(),
+                cut_after: None,
+                hold: None,
+                pace: None,
+            }
+        }
+    }
+
+    fn pieces(text: &str, n: usize) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        if chars.is_empty() {
+            return vec![];
+        }
+        let size = chars.len().div_ceil(n).max(1);
+        chars.chunks(size).map(|c| c.iter().collect()).collect()
     }
 }
 

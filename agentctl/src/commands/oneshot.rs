@@ -56,6 +56,20 @@ pub async fn cancel(paths: &Paths, id: String) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Compacts the session's history.
+pub async fn compact(paths: &Paths, id: String) -> Result<u8, Failure> {
+    let client = connect::connect(paths, "compact").await?;
+    request(
+        &client,
+        Request::Compact {
+            session: SessionId(id.clone()),
+        },
+    )
+    .await?;
+    println!("compacted session {id} (a running run compacts before its next model call)");
+    Ok(0)
+}
+
 /// Answers a pending permission request.
 pub async fn answer(
     paths: &Paths,

@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use protocol::{ModelStopReason, TokenUsage};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::sse::{SseDecoder, SseEvent};
-use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec, cancellable, retry_after};
+use super::sse::SseEvent;
+use super::stream::{self, StreamParser, Wire};
+use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
 use crate::history::{AssistantReply, Block, Message, ToolCall};
 
 /// The public API's address.
@@ -45,87 +45,24 @@ impl Anthropic {
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, ProviderError> {
         let url = format!("{}/v1/messages", self.base_url);
-        let body = request_body(&request);
-        let send = self
+        let post = self
             .http
             .post(&url)
             .header("x-api-key", &self.api_key)
             .header("anthropic-version", API_VERSION)
             .header("accept", "text/event-stream")
-            .json(&body)
-            .send();
-        let response = cancellable(cancel, send)
-            .await?
-            .map_err(|e| ProviderError::Connect {
-                url: url.clone(),
-                message: error_chain(&e),
-            })?;
-        let status = response.status();
-        if !status.is_success() {
-            let retry_after = retry_after(response.headers());
-            let text = cancellable(cancel, response.text())
-                .await?
-                .unwrap_or_default();
-            let (error_type, message) = parse_error(&text);
-            return Err(ProviderError::Http {
-                provider: NAME,
-                status: status.as_u16(),
-                error_type,
-                message: message.unwrap_or_else(|| {
-                    if text.trim().is_empty() {
-                        status
-                            .canonical_reason()
-                            .unwrap_or("no message")
-                            .to_string()
-                    } else {
-                        text.trim().chars().take(500).collect()
-                    }
-                }),
-                retry_after,
-            });
-        }
-
-        let mut bytes = response.bytes_stream();
-        let mut decoder = SseDecoder::new();
-        let mut reply = ReplyBuilder::default();
-        let mut events = Vec::new();
-        loop {
-            let chunk = match cancellable(cancel, bytes.next()).await? {
-                Some(Ok(chunk)) => chunk,
-                Some(Err(err)) => return Err(ProviderError::Broken(error_chain(&err))),
-                None => {
-                    return Err(ProviderError::Broken(
-                        "the stream ended without message_stop".to_string(),
-                    ));
-                }
-            };
-            decoder.feed(&chunk, &mut events);
-            for event in events.drain(..) {
-                if reply.apply(event, on_delta)? {
-                    return Ok(reply.finish());
-                }
-            }
-        }
+            .json(&request_body(&request));
+        let wire = Wire {
+            name: NAME,
+            url: &url,
+            parse_error,
+        };
+        stream::post(wire, post, ReplyBuilder::default(), on_delta, cancel).await
     }
-}
-
-/// The full message of an error and its sources.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(inner) = source {
-        let text = inner.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = inner.source();
-    }
-    message
 }
 
 /// The error type and message of an Anthropic error body.
-fn parse_error(body: &str) -> (Option<String>, Option<String>) {
+pub fn parse_error(body: &str) -> (Option<String>, Option<String>) {
     let Ok(value) = serde_json::from_str::<Value>(body) else {
         return (None, None);
     };
@@ -266,14 +203,14 @@ enum Partial {
 
 /// Assembles a reply from stream events.
 #[derive(Default)]
-struct ReplyBuilder {
+pub struct ReplyBuilder {
     blocks: BTreeMap<u64, Partial>,
     stop_reason: Option<String>,
     usage: TokenUsage,
 }
 
-impl ReplyBuilder {
-    /// Applies one event; true when the message is complete.
+impl StreamParser for ReplyBuilder {
+    /// Applies one event; true at `message_stop`.
     fn apply(
         &mut self,
         event: SseEvent,
@@ -361,6 +298,17 @@ impl ReplyBuilder {
         Ok(false)
     }
 
+    fn finish(self, complete: bool) -> Result<AssistantReply, ProviderError> {
+        if !complete {
+            return Err(ProviderError::Broken(
+                "the stream ended without message_stop".to_string(),
+            ));
+        }
+        Ok(self.build())
+    }
+}
+
+impl ReplyBuilder {
     /// Takes the counts present in a usage object; later events carry the final numbers.
     fn read_usage(&mut self, usage: &Value) {
         let count = |key: &str| usage[key].as_u64();
@@ -378,7 +326,7 @@ impl ReplyBuilder {
         }
     }
 
-    fn finish(self) -> AssistantReply {
+    fn build(self) -> AssistantReply {
         let content = self
             .blocks
             .into_values()
@@ -459,7 +407,7 @@ mod tests {
                 .apply(event(json!({"type": "message_stop"})), &mut sink)
                 .unwrap()
         );
-        let reply = builder.finish();
+        let reply = builder.build();
         assert_eq!(reply.text(), "Reading.");
         assert_eq!(
             reply.tool_calls()[0].args_json().unwrap(),

@@ -3,7 +3,10 @@
 //! [`AssistantReply`]; the loop never sees a provider's wire format.
 
 pub mod anthropic;
+pub mod openai;
+pub mod retry;
 pub mod sse;
+pub mod stream;
 
 use std::time::Duration;
 
@@ -107,6 +110,8 @@ pub enum ProviderError {
 pub enum Provider {
     /// Anthropic's Messages API.
     Anthropic(anthropic::Anthropic),
+    /// OpenAI's Chat Completions API and compatible local servers.
+    OpenAi(openai::OpenAi),
 }
 
 impl Provider {
@@ -120,6 +125,68 @@ impl Provider {
     ) -> Result<AssistantReply, ProviderError> {
         match self {
             Provider::Anthropic(provider) => provider.stream(request, on_delta, cancel).await,
+            Provider::OpenAi(provider) => provider.stream(request, on_delta, cancel).await,
+        }
+    }
+}
+
+impl ProviderError {
+    /// Whether the provider refused the request because the prompt does not fit the model's
+    /// context window (each provider words it its own way).
+    pub fn is_context_overflow(&self) -> bool {
+        let message = match self {
+            ProviderError::Http { status: 413, .. } => return true,
+            ProviderError::Http { message, .. } | ProviderError::Stream { message, .. } => {
+                message.to_ascii_lowercase()
+            }
+            _ => return false,
+        };
+        let by_type = matches!(
+            self,
+            ProviderError::Http { error_type: Some(t), .. } if t == "context_length_exceeded" || t == "exceed_context_size_error"
+        );
+        by_type
+            || [
+                "prompt is too long",
+                "context_length_exceeded",
+                "maximum context length",
+                "exceeds the available context size",
+                "context window",
+                "input is too long",
+            ]
+            .iter()
+            .any(|needle| message.contains(needle))
+    }
+
+    /// Whether trying the same request again may succeed: rate limits, overload, server errors,
+    /// timeouts, and connections that failed or broke.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ProviderError::Http {
+                status, error_type, ..
+            } => {
+                matches!(status, 408 | 409 | 425 | 429)
+                    || *status >= 500
+                    || error_type.as_deref() == Some("overloaded_error")
+            }
+            ProviderError::Stream { error_type, .. } => {
+                matches!(
+                    error_type.as_str(),
+                    "overloaded_error" | "api_error" | "rate_limit_error" | "server_error"
+                )
+            }
+            ProviderError::Connect { .. } | ProviderError::Broken(_) => true,
+            ProviderError::MissingKey { .. }
+            | ProviderError::Invalid(_)
+            | ProviderError::Cancelled => false,
+        }
+    }
+
+    /// How long the provider asked to wait, if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Http { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 }

@@ -84,6 +84,10 @@ pub struct SessionActor {
     store: SessionStore,
     meta: Meta,
     files: Arc<FileTracker>,
+    /// A user asked for compaction while a run was going: it runs before the next model call.
+    compact_requested: bool,
+    /// The options of the last run, for work started without a client (manual compaction).
+    last_options: RunOptions,
 }
 
 impl Actor for SessionActor {
@@ -117,6 +121,8 @@ impl Actor for SessionActor {
             store,
             meta: args.meta,
             files: Arc::new(tracker(&env_files, &me)),
+            compact_requested: false,
+            last_options: RunOptions::default(),
         };
         actor.info.turns = 0;
         actor.replay(loaded.records, args.restarted);
@@ -202,6 +208,34 @@ impl SessionActor {
         self.history.push(message);
     }
 
+    /// Replaces the history by `summary` followed by its last `keep_last` messages.
+    fn replace_history(&mut self, summary: String, keep_last: usize) {
+        let keep_from = self.history.len().saturating_sub(keep_last);
+        let kept = self.history.split_off(keep_from);
+        self.history = std::iter::once(HistoryMessage::Summary { text: summary })
+            .chain(kept)
+            .collect();
+    }
+
+    /// The input of the next model call.
+    fn turn_input(&self) -> TurnInput {
+        let last_input = self
+            .history
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                HistoryMessage::Assistant(reply) => Some(reply.usage.total_input()),
+                _ => None,
+            })
+            .unwrap_or(0);
+        TurnInput {
+            system: crate::prompt::system_prompt(&self.cwd(), self.info.mode, &self.plan_file()),
+            messages: self.history.clone(),
+            compact: self.compact_requested,
+            last_input,
+        }
+    }
+
     /// Writes `meta.json` with the session's settings and counters as of now.
     fn save_meta(&mut self) {
         let info = self.info();
@@ -232,6 +266,9 @@ impl SessionActor {
                     self.history.push(message);
                 }
                 Record::Rule { rule } => self.always.push(rule),
+                Record::Compaction { summary, keep_last } => {
+                    self.replace_history(summary, keep_last)
+                }
                 Record::Event {
                     seq,
                     time_ms,
@@ -418,6 +455,13 @@ impl SessionActor {
             options.model.as_deref().or(self.info.model.as_deref()),
             &options.env,
         );
+        let context_window = config.context_window(
+            options
+                .provider
+                .as_deref()
+                .or(self.info.provider.as_deref()),
+            provider.as_ref().map_or("", |(_, model)| model.as_str()),
+        );
         let setup = RunSetup {
             session: me.clone(),
             run: id,
@@ -430,6 +474,9 @@ impl SessionActor {
             bash_timeout: config.bash_timeout(),
             permission_timeout: config.permission_timeout(),
             files: self.files.clone(),
+            retry: config.retry_policy(),
+            context_window,
+            compaction: config.compaction,
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
@@ -452,6 +499,7 @@ impl SessionActor {
                 });
             let _ = me.tell(RunDone { run: id, outcome }).await;
         });
+        self.last_options = options.clone();
         self.run = Some(ActiveRun {
             id,
             cancel,
@@ -771,6 +819,119 @@ pub struct TurnInput {
     pub system: String,
     /// The history, queued steering included.
     pub messages: Vec<HistoryMessage>,
+    /// Whether a user asked for compaction.
+    pub compact: bool,
+    /// The prompt tokens of the last reply, for the compaction threshold.
+    pub last_input: u64,
+}
+
+/// Replace the older history by a summary (compaction).
+pub struct ApplyCompaction {
+    /// The run that compacted, or `None` for a compaction asked for on an idle session.
+    pub run: Option<RunId>,
+    /// The summary.
+    pub summary: String,
+    /// Messages kept verbatim at the end.
+    pub keep_last: usize,
+}
+
+impl Message<ApplyCompaction> for SessionActor {
+    /// The next model call's input after compaction.
+    type Reply = Result<TurnInput, ErrorInfo>;
+
+    async fn handle(
+        &mut self,
+        msg: ApplyCompaction,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        match msg.run {
+            Some(run) => {
+                self.active(run)?;
+            }
+            None if self.run.is_some() => {
+                return Err(ErrorInfo::new(
+                    ErrorCode::Busy,
+                    "a run started while compacting; compact again later",
+                ));
+            }
+            None => {}
+        }
+        let before_tokens = crate::compact::estimate_all(&self.history);
+        self.record(&Record::Compaction {
+            summary: msg.summary.clone(),
+            keep_last: msg.keep_last,
+        });
+        self.replace_history(msg.summary, msg.keep_last);
+        self.compact_requested = false;
+        let after_tokens = crate::compact::estimate_all(&self.history);
+        self.emit(Event::Compacted {
+            before_tokens,
+            after_tokens,
+        });
+        Ok(self.turn_input())
+    }
+}
+
+/// Compact the history now (or, while a run is going, before its next model call).
+pub struct CompactNow;
+
+impl Message<CompactNow> for SessionActor {
+    type Reply = DelegatedReply<Result<(), ErrorInfo>>;
+
+    async fn handle(&mut self, _: CompactNow, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        if self.run.is_some() {
+            self.compact_requested = true;
+            return ctx.reply(Ok(()));
+        }
+        let input = self.turn_input();
+        let Some(cut) =
+            crate::compact::cut_point(&input.messages, crate::compact::KEEP_RECENT_TOKENS)
+        else {
+            return ctx.reply(Err(ErrorInfo::new(
+                ErrorCode::InvalidRequest,
+                "the history is short enough; there is nothing to compact",
+            )));
+        };
+        let config = self.env.config();
+        let provider = config.provider(
+            &self.env.http,
+            self.last_options
+                .provider
+                .as_deref()
+                .or(self.info.provider.as_deref()),
+            self.last_options
+                .model
+                .as_deref()
+                .or(self.info.model.as_deref()),
+            &self.last_options.env,
+        );
+        let me = ctx.actor_ref().clone();
+        ctx.spawn(async move {
+            let (provider, model) =
+                provider.map_err(|e| ErrorInfo::new(ErrorCode::InvalidRequest, e.to_string()))?;
+            let specs = crate::tools::specs();
+            let summary = crate::compact::summarize(
+                &provider,
+                &model,
+                &input.system,
+                &specs,
+                &input.messages[..cut],
+                &CancellationToken::new(),
+            )
+            .await
+            .map_err(|e| ErrorInfo::new(ErrorCode::Internal, format!("compaction failed: {e}")))?;
+            let apply = ApplyCompaction {
+                run: None,
+                summary,
+                keep_last: input.messages.len() - cut,
+            };
+            match me.ask(apply).await {
+                Ok(_) => Ok(()),
+                Err(SendError::HandlerError(err)) => Err(err),
+                Err(err) => Err(ErrorInfo::new(ErrorCode::Internal, err.to_string())),
+            }
+        })
+    }
 }
 
 /// Deliver queued steering and hand out the next model call's input.
@@ -788,10 +949,7 @@ impl Message<BeginTurn> for SessionActor {
             }
             self.emit_queues();
         }
-        Ok(TurnInput {
-            system: crate::prompt::system_prompt(&self.cwd(), self.info.mode, &self.plan_file()),
-            messages: self.history.clone(),
-        })
+        Ok(self.turn_input())
     }
 }
 

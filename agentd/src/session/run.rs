@@ -15,10 +15,13 @@ use protocol::{Delivery, Event, ModelStopReason, RunId, StopReason, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
 use super::actor::{
-    Authorization, Authorize, BeginTurn, Emit, Expire, NextQueued, Push, SessionActor,
+    ApplyCompaction, Authorization, Authorize, BeginTurn, Emit, Expire, NextQueued, Push,
+    SessionActor, TurnInput,
 };
+use crate::compact;
 use crate::health::HealthMonitor;
 use crate::history::{AssistantReply, Message, ToolCall, ToolResult};
+use crate::provider::retry::{self, Retry, RetryPolicy};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta, ToolSpec};
 use crate::tools::{self, Tool, ToolContext, ToolOutput, ToolPool, batch};
 
@@ -53,6 +56,12 @@ pub struct RunSetup {
     pub permission_timeout: Option<Duration>,
     /// The files the session read, for the stale-file guard.
     pub files: Arc<crate::files::FileTracker>,
+    /// How model calls are retried.
+    pub retry: RetryPolicy,
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+    /// Whether long histories are summarised.
+    pub compaction: bool,
 }
 
 /// How a run ended.
@@ -213,33 +222,60 @@ impl Run {
                 return Ok(self.finish(StopReason::Aborted, false, None));
             }
             // Steering messages queued during the last turn enter the history here.
-            let input = self.setup.session.ask(BeginTurn(self.setup.run)).await?;
+            let mut input = self.setup.session.ask(BeginTurn(self.setup.run)).await?;
+            let window = self.setup.context_window;
+            if self.setup.compaction
+                && (input.compact || compact::over_threshold(input.last_input, window))
+            {
+                match self.compact(provider, model, &input).await? {
+                    Compaction::Done(compacted) => input = compacted,
+                    Compaction::Nothing => {}
+                    Compaction::Cancelled => {
+                        return Ok(self.finish(StopReason::Aborted, false, None));
+                    }
+                    Compaction::Failed(err) => self.emit(Event::Error {
+                        message: format!("compaction failed, going on without it: {err}"),
+                    }),
+                }
+            }
             self.emit(Event::TurnStarted {
                 turn: self.turns + 1,
             });
-            let request = ModelRequest {
-                model,
-                system: &input.system,
-                messages: &input.messages,
-                tools: &self.specs,
-                max_tokens: self.setup.max_tokens,
-            };
-            let (session, run) = (self.setup.session.clone(), self.setup.run);
-            let mut on_delta = move |delta: StreamDelta| {
-                let event = match delta {
-                    StreamDelta::Text(text) => Event::TextDelta { text },
-                    StreamDelta::Thinking(text) => Event::ThinkingDelta { text },
-                };
-                let _ = session.tell(Emit { run, event }).try_send();
-            };
-            let reply = match provider.stream(request, &mut on_delta, self.cancel()).await {
-                Ok(reply) => reply,
-                // A partial reply is never saved.
-                Err(ProviderError::Cancelled) => {
-                    return Ok(self.finish(StopReason::Aborted, false, None));
-                }
-                Err(err) => {
-                    return Ok(self.finish(StopReason::Error, false, Some(err.to_string())));
+            let mut compacted_for_overflow = false;
+            let reply = loop {
+                match self.call_model(provider, model, &input).await {
+                    Ok(reply) => break reply,
+                    // A partial reply is never saved.
+                    Err(ProviderError::Cancelled) => {
+                        return Ok(self.finish(StopReason::Aborted, false, None));
+                    }
+                    // Too long for the model: summarise once and try again.
+                    Err(err)
+                        if err.is_context_overflow()
+                            && self.setup.compaction
+                            && !compacted_for_overflow =>
+                    {
+                        compacted_for_overflow = true;
+                        match self.compact(provider, model, &input).await? {
+                            Compaction::Done(compacted) => input = compacted,
+                            Compaction::Cancelled => {
+                                return Ok(self.finish(StopReason::Aborted, false, None));
+                            }
+                            Compaction::Nothing | Compaction::Failed(_) => {
+                                return Ok(self.finish(StopReason::Error, false, Some(format!(
+                                    "the conversation does not fit the model's context window and could not be compacted: {err}"
+                                ))));
+                            }
+                        }
+                    }
+                    Err(err) if err.is_context_overflow() => {
+                        return Ok(self.finish(StopReason::Error, false, Some(format!(
+                            "the conversation does not fit the model's context window, even after compaction: {err}"
+                        ))));
+                    }
+                    Err(err) => {
+                        return Ok(self.finish(StopReason::Error, false, Some(err.to_string())));
+                    }
                 }
             };
 
@@ -310,6 +346,85 @@ impl Run {
                 }
             }
         }
+    }
+
+    /// One model call with retries; text and reasoning stream to the clients, each retry is
+    /// announced.
+    async fn call_model(
+        &self,
+        provider: &Provider,
+        model: &str,
+        input: &TurnInput,
+    ) -> Result<AssistantReply, ProviderError> {
+        let request = ModelRequest {
+            model,
+            system: &input.system,
+            messages: &input.messages,
+            tools: &self.specs,
+            max_tokens: self.setup.max_tokens,
+        };
+        let (session, run) = (self.setup.session.clone(), self.setup.run);
+        let mut on_delta = move |delta: StreamDelta| {
+            let event = match delta {
+                StreamDelta::Text(text) => Event::TextDelta { text },
+                StreamDelta::Thinking(text) => Event::ThinkingDelta { text },
+            };
+            let _ = session.tell(Emit { run, event }).try_send();
+        };
+        let (session, run) = (self.setup.session.clone(), self.setup.run);
+        let mut on_retry = move |retry: &Retry| {
+            let event = Event::Retrying {
+                attempt: retry.attempt,
+                wait_ms: retry.wait.as_millis() as u64,
+                reason: retry.reason.clone(),
+            };
+            let _ = session.tell(Emit { run, event }).try_send();
+        };
+        retry::stream(
+            provider,
+            request,
+            &mut on_delta,
+            self.cancel(),
+            self.setup.retry,
+            &mut on_retry,
+        )
+        .await
+    }
+
+    /// Summarises the older part of the history and has the session replace it.
+    async fn compact(
+        &mut self,
+        provider: &Provider,
+        model: &str,
+        input: &TurnInput,
+    ) -> Result<Compaction, Gone> {
+        let Some(cut) = compact::cut_point(&input.messages, compact::KEEP_RECENT_TOKENS) else {
+            return Ok(Compaction::Nothing);
+        };
+        let summary = compact::summarize(
+            provider,
+            model,
+            &input.system,
+            &self.specs,
+            &input.messages[..cut],
+            self.cancel(),
+        )
+        .await;
+        let summary = match summary {
+            Ok(summary) => summary,
+            Err(ProviderError::Cancelled) => return Ok(Compaction::Cancelled),
+            Err(err) => return Ok(Compaction::Failed(err)),
+        };
+        let compacted = self
+            .setup
+            .session
+            .ask(ApplyCompaction {
+                run: Some(self.setup.run),
+                summary,
+                keep_last: input.messages.len() - cut,
+            })
+            .await?;
+        Ok(Compaction::Done(compacted))
     }
 
     /// Orders `done` by call and answers every call without a result with `reason`, so that
@@ -456,6 +571,14 @@ impl Run {
             )),
         })
     }
+}
+
+/// What a compaction came to.
+enum Compaction {
+    Done(TurnInput),
+    Nothing,
+    Cancelled,
+    Failed(ProviderError),
 }
 
 /// A call ready to run, refused, or overtaken by a cancel.

@@ -1,0 +1,207 @@
+//! Compaction (SPEC §7): when a history outgrows the model's context window, its older part is
+//! summarised by the model into one message and the recent part (about 20k tokens) is kept
+//! verbatim. The cut never separates a tool call from its result.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::history::{Message, ToolCall};
+use crate::provider::{ModelRequest, Provider, ProviderError, ToolSpec};
+
+/// Tokens of recent history kept verbatim.
+pub const KEEP_RECENT_TOKENS: u64 = 20_000;
+/// Compaction runs before a model call once the last prompt used this share of the window.
+pub const THRESHOLD: f64 = 0.8;
+/// The output limit of a summary.
+const SUMMARY_TOKENS: u32 = 4096;
+
+const SUMMARY_PROMPT: &str = "The conversation above is getting too long for the context window. \
+Write a summary that lets you continue the work without it: the user's requests and goals, what \
+you found (files, functions, facts), what you changed and why, commands run and their outcomes, \
+decisions made, open problems and the next steps. Keep exact file paths, names and error \
+messages. Do not call any tools; answer with the summary only.";
+
+/// The context window of a model family, for models the configuration does not describe.
+pub fn default_context_window(model: &str) -> u64 {
+    let model = model.to_ascii_lowercase();
+    if model.contains("claude") {
+        200_000
+    } else if model.starts_with("gpt-4.1") {
+        1_047_576
+    } else if model.starts_with("gpt-5") {
+        400_000
+    } else if model.starts_with("gpt-4o") || model.starts_with("gpt-4-turbo") {
+        128_000
+    } else if model.starts_with('o') && model[1..].starts_with(|c: char| c.is_ascii_digit()) {
+        200_000
+    } else {
+        // Local models: a common window; set `context_window` in the config for others.
+        32_768
+    }
+}
+
+/// A rough token count of a message: a quarter of its JSON size.
+pub fn estimate(message: &Message) -> u64 {
+    serde_json::to_string(message).map_or(0, |s| s.len() as u64 / 4)
+}
+
+/// A rough token count of a history.
+pub fn estimate_all(messages: &[Message]) -> u64 {
+    messages.iter().map(estimate).sum()
+}
+
+/// Where the kept part of `messages` starts: the earliest index whose suffix fits in `keep`
+/// tokens, moved back so that tool results stay with the reply that asked for them. `None`
+/// when there is nothing older to summarise.
+pub fn cut_point(messages: &[Message], keep: u64) -> Option<usize> {
+    let mut kept = 0;
+    let mut cut = messages.len();
+    while cut > 0 {
+        let size = estimate(&messages[cut - 1]);
+        // The newest message is always kept, whatever its size.
+        if kept + size > keep && cut < messages.len() {
+            break;
+        }
+        kept += size;
+        cut -= 1;
+    }
+    while cut > 0 && matches!(messages[cut], Message::ToolResults { .. }) {
+        cut -= 1;
+    }
+    (cut > 0).then_some(cut)
+}
+
+/// Whether a history whose last prompt used `last_input` tokens should be compacted before the
+/// next call to a model with a window of `window` tokens.
+pub fn over_threshold(last_input: u64, window: u64) -> bool {
+    last_input as f64 >= window as f64 * THRESHOLD
+}
+
+/// Asks the model to summarise `older`.
+pub async fn summarize(
+    provider: &Provider,
+    model: &str,
+    system: &str,
+    tools: &[ToolSpec],
+    older: &[Message],
+    cancel: &CancellationToken,
+) -> Result<String, ProviderError> {
+    let mut messages = older.to_vec();
+    messages.push(Message::User {
+        text: SUMMARY_PROMPT.to_string(),
+        delivery: protocol::Delivery::FollowUp,
+    });
+    let request = ModelRequest {
+        model,
+        system,
+        messages: &messages,
+        tools,
+        max_tokens: SUMMARY_TOKENS,
+    };
+    let reply = provider.stream(request, &mut |_| {}, cancel).await?;
+    let text = reply.text();
+    if text.trim().is_empty() {
+        return Err(ProviderError::Invalid(
+            "the model gave an empty summary".to_string(),
+        ));
+    }
+    Ok(text)
+}
+
+/// Whether a reply's tool calls are all answered within `messages` (for checks).
+pub fn calls_answered(messages: &[Message]) -> bool {
+    let mut open: Vec<&ToolCall> = Vec::new();
+    for message in messages {
+        match message {
+            Message::Assistant(reply) => {
+                if !open.is_empty() {
+                    return false;
+                }
+                open = reply.tool_calls();
+            }
+            Message::ToolResults { results } => {
+                if results.len() != open.len()
+                    || !open
+                        .iter()
+                        .all(|c| results.iter().any(|r| r.call_id == c.id))
+                {
+                    return false;
+                }
+                open.clear();
+            }
+            Message::User { .. } | Message::Summary { .. } => {}
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{AssistantReply, Block, ToolResult};
+    use protocol::{Delivery, ModelStopReason, TokenUsage};
+
+    fn user(text: &str) -> Message {
+        Message::User {
+            text: text.into(),
+            delivery: Delivery::FollowUp,
+        }
+    }
+
+    fn call(id: &str) -> Message {
+        Message::Assistant(AssistantReply {
+            content: vec![Block::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                args: "{}".into(),
+            })],
+            stop_reason: ModelStopReason::ToolUse,
+            usage: TokenUsage::default(),
+        })
+    }
+
+    fn result(id: &str, size: usize) -> Message {
+        Message::ToolResults {
+            results: vec![ToolResult {
+                call_id: id.into(),
+                name: "read".into(),
+                output: "x".repeat(size),
+                is_error: false,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_cut_never_separates_a_call_from_its_result() {
+        let history = vec![
+            user("start"),
+            call("a"),
+            result("a", 4000),
+            call("b"),
+            result("b", 400),
+            user("next"),
+        ];
+        // A budget that would start the kept part at b's result moves back to b's call.
+        let cut = cut_point(&history, 150).unwrap();
+        assert!(
+            matches!(history[cut], Message::Assistant(_)),
+            "cut at {cut}"
+        );
+        assert!(calls_answered(&history[cut..]));
+    }
+
+    #[test]
+    fn nothing_to_cut_when_everything_fits() {
+        let history = vec![user("a"), call("a"), result("a", 10)];
+        assert_eq!(cut_point(&history, 20_000), None);
+    }
+
+    #[test]
+    fn model_families_have_windows() {
+        assert_eq!(default_context_window("claude-sonnet-4-5"), 200_000);
+        assert_eq!(default_context_window("gpt-4o-mini"), 128_000);
+        assert_eq!(default_context_window("o3"), 200_000);
+        assert_eq!(default_context_window("qwen2.5-coder"), 32_768);
+        assert!(over_threshold(160_000, 200_000));
+        assert!(!over_threshold(100_000, 200_000));
+    }
+}

@@ -1,0 +1,369 @@
+//! OpenAI's Chat Completions API, `POST {base}/chat/completions` with `stream: true`; also what
+//! local servers speak (llama.cpp's `llama-server`, Ollama, vLLM).
+
+use std::collections::BTreeMap;
+
+use protocol::{ModelStopReason, TokenUsage};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::sse::SseEvent;
+use super::stream::{self, StreamParser, Wire};
+use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
+use crate::history::{AssistantReply, Block, Message, ToolCall};
+
+/// The public API's address.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The model used when neither the session nor the configuration names one.
+pub const DEFAULT_MODEL: &str = "gpt-4.1";
+const NAME: &str = "OpenAI-compatible";
+
+/// A client of a Chat Completions endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+}
+
+impl OpenAi {
+    /// A client for `base_url`, with `api_key` when the server needs one.
+    pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+        OpenAi {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+        }
+    }
+
+    /// Streams one reply (see [`super::Provider::stream`]).
+    pub async fn stream(
+        &self,
+        request: ModelRequest<'_>,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AssistantReply, ProviderError> {
+        let url = format!("{}/chat/completions", self.base_url);
+        let mut post = self
+            .http
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .json(&request_body(&request));
+        if let Some(key) = &self.api_key {
+            post = post.bearer_auth(key);
+        }
+        let wire = Wire {
+            name: NAME,
+            url: &url,
+            parse_error,
+        };
+        stream::post(wire, post, ReplyBuilder::default(), on_delta, cancel).await
+    }
+}
+
+/// The error type and message of an OpenAI-style error body (`{"error": {...}}`); some local
+/// servers send a bare string or `{"message": ...}`.
+pub fn parse_error(body: &str) -> (Option<String>, Option<String>) {
+    let Ok(value) = serde_json::from_str::<Value>(body) else {
+        return (None, None);
+    };
+    let error = if value["error"].is_object() {
+        &value["error"]
+    } else {
+        &value
+    };
+    let message = error["message"]
+        .as_str()
+        .or_else(|| value["error"].as_str())
+        .map(str::to_string);
+    let kind = error["code"]
+        .as_str()
+        .or_else(|| error["type"].as_str())
+        .map(str::to_string);
+    (kind, message)
+}
+
+/// The JSON body of a request.
+pub fn request_body(request: &ModelRequest<'_>) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": request.system})];
+    messages.extend(messages_json(request.messages));
+    let mut body = json!({
+        "model": request.model,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": request.max_tokens,
+        "messages": messages,
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.iter().map(tool_json).collect());
+    }
+    body
+}
+
+fn tool_json(tool: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.input_schema},
+    })
+}
+
+fn messages_json(history: &[Message]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for message in history {
+        match message {
+            Message::User { text, .. } => out.push(json!({"role": "user", "content": text})),
+            Message::Summary { text } => out.push(json!({
+                "role": "user",
+                "content": format!("Summary of the earlier conversation:\n\n{text}"),
+            })),
+            Message::ToolResults { results } => {
+                for result in results {
+                    let content = if result.output.is_empty() {
+                        "(no output)"
+                    } else {
+                        result.output.as_str()
+                    };
+                    out.push(
+                        json!({"role": "tool", "tool_call_id": result.call_id, "content": content}),
+                    );
+                }
+            }
+            Message::Assistant(reply) => {
+                let calls: Vec<Value> = reply
+                    .tool_calls()
+                    .iter()
+                    .map(|call| {
+                        // Arguments cut off by the output limit are not valid JSON; servers
+                        // that parse them would reject the whole history.
+                        let arguments = match call.args_json() {
+                            Ok(value) if value.is_object() => value.to_string(),
+                            _ => "{}".to_string(),
+                        };
+                        json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
+                    })
+                    .collect();
+                // Some servers reject `null` content, so an answer of only tool calls sends "".
+                let mut value = json!({"role": "assistant", "content": reply.text()});
+                if !calls.is_empty() {
+                    value["tool_calls"] = Value::Array(calls);
+                }
+                out.push(value);
+            }
+        }
+    }
+    out
+}
+
+/// A tool call being assembled from deltas.
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Assembles a reply from chat-completion chunks.
+#[derive(Default)]
+pub struct ReplyBuilder {
+    text: String,
+    thinking: String,
+    calls: BTreeMap<u64, PartialCall>,
+    finish_reason: Option<String>,
+    usage: TokenUsage,
+}
+
+impl StreamParser for ReplyBuilder {
+    /// Applies one chunk; true at `[DONE]`.
+    fn apply(
+        &mut self,
+        event: SseEvent,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<bool, ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let value: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Invalid(format!("a chunk is not JSON: {e}")))?;
+        if value["error"].is_object() {
+            let (kind, message) = parse_error(data);
+            return Err(ProviderError::Stream {
+                provider: NAME,
+                error_type: kind.unwrap_or_else(|| "error".to_string()),
+                message: message.unwrap_or_else(|| "no message".to_string()),
+            });
+        }
+        if value["usage"].is_object() {
+            let usage = &value["usage"];
+            let cached = usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0);
+            let prompt = usage["prompt_tokens"].as_u64().unwrap_or(0);
+            self.usage = TokenUsage {
+                input: prompt.saturating_sub(cached),
+                output: usage["completion_tokens"].as_u64().unwrap_or(0),
+                cache_read: cached,
+                cache_write: 0,
+            };
+        }
+        let Some(choice) = value["choices"].as_array().and_then(|c| c.first()) else {
+            return Ok(false);
+        };
+        let delta = &choice["delta"];
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            self.text.push_str(text);
+            on_delta(StreamDelta::Text(text.to_string()));
+        }
+        let reasoning = delta["reasoning_content"]
+            .as_str()
+            .or_else(|| delta["reasoning"].as_str());
+        if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
+            self.thinking.push_str(text);
+            on_delta(StreamDelta::Thinking(text.to_string()));
+        }
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            let index = call["index"].as_u64().unwrap_or(self.calls.len() as u64);
+            let partial = self.calls.entry(index).or_default();
+            // Some servers repeat the id and name in every delta; they are set, not appended.
+            if let Some(id) = call["id"].as_str().filter(|s| !s.is_empty()) {
+                partial.id = id.to_string();
+            }
+            if let Some(name) = call["function"]["name"].as_str().filter(|s| !s.is_empty()) {
+                partial.name = name.to_string();
+            }
+            if let Some(arguments) = call["function"]["arguments"].as_str() {
+                partial.arguments.push_str(arguments);
+            }
+        }
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            self.finish_reason = Some(reason.to_string());
+        }
+        Ok(false)
+    }
+
+    /// Complete at `[DONE]`, or at the end of a stream that gave a finish reason (some servers
+    /// leave `[DONE]` out).
+    fn finish(self, complete: bool) -> Result<AssistantReply, ProviderError> {
+        if !complete && self.finish_reason.is_none() {
+            return Err(ProviderError::Broken(
+                "the stream ended before a finish_reason".to_string(),
+            ));
+        }
+        let mut content = Vec::new();
+        if !self.thinking.is_empty() {
+            content.push(Block::Thinking {
+                thinking: self.thinking,
+                signature: None,
+            });
+        }
+        if !self.text.is_empty() {
+            content.push(Block::Text { text: self.text });
+        }
+        for (index, call) in self.calls {
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            content.push(Block::ToolCall(ToolCall {
+                id,
+                name: call.name,
+                args: call.arguments,
+            }));
+        }
+        let has_calls = content.iter().any(|b| matches!(b, Block::ToolCall(_)));
+        Ok(AssistantReply {
+            content,
+            stop_reason: match self.finish_reason.as_deref() {
+                Some("length") => ModelStopReason::MaxTokens,
+                Some("tool_calls") | Some("function_call") => ModelStopReason::ToolUse,
+                // Some servers say "stop" after tool calls.
+                Some("stop") | None if has_calls => ModelStopReason::ToolUse,
+                Some("stop") | None => ModelStopReason::EndTurn,
+                Some(other) => ModelStopReason::Other(other.to_string()),
+            },
+            usage: self.usage,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(value: Value) -> String {
+        format!("data: {value}\n\n")
+    }
+
+    #[test]
+    fn tool_calls_are_assembled_by_index_with_repeated_ids_and_names() {
+        let mut body = String::new();
+        body += &chunk(
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Let me look."}}]}),
+        );
+        body += &chunk(
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{\"pa"}}]}}]}),
+        );
+        body += &chunk(
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "read", "arguments": "th\":\"a\"}"}}]}}]}),
+        );
+        body += &chunk(
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "glob", "arguments": "{}"}}]}}]}),
+        );
+        body +=
+            &chunk(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+        body += &chunk(
+            json!({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 20}}}),
+        );
+        body += "data: [DONE]\n\n";
+        let mut deltas = Vec::new();
+        let reply = stream::decode(ReplyBuilder::default(), body.as_bytes(), &mut |d| {
+            deltas.push(d)
+        })
+        .unwrap();
+        assert_eq!(reply.text(), "Let me look.");
+        let calls = reply.tool_calls();
+        assert_eq!(
+            (
+                calls[0].id.as_str(),
+                calls[0].name.as_str(),
+                calls[0].args.as_str()
+            ),
+            ("call_a", "read", "{\"path\":\"a\"}")
+        );
+        assert_eq!(calls[1].name, "glob");
+        assert_eq!(reply.stop_reason, ModelStopReason::ToolUse);
+        assert_eq!(
+            reply.usage,
+            TokenUsage {
+                input: 30,
+                output: 7,
+                cache_read: 20,
+                cache_write: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_stream_without_a_finish_reason_is_broken() {
+        let body = chunk(json!({"choices": [{"index": 0, "delta": {"content": "par"}}]}));
+        let result = stream::decode(ReplyBuilder::default(), body.as_bytes(), &mut |_| {});
+        assert!(matches!(result, Err(ProviderError::Broken(_))));
+    }
+
+    #[test]
+    fn an_assistant_message_of_only_tool_calls_sends_empty_content() {
+        let reply = AssistantReply {
+            content: vec![Block::ToolCall(ToolCall {
+                id: "c".into(),
+                name: "read".into(),
+                args: "{}".into(),
+            })],
+            stop_reason: ModelStopReason::ToolUse,
+            usage: TokenUsage::default(),
+        };
+        let messages = messages_json(&[Message::Assistant(reply)]);
+        assert_eq!(messages[0]["content"], "");
+        assert_eq!(messages[0]["tool_calls"][0]["function"]["arguments"], "{}");
+    }
+}
