@@ -60,16 +60,21 @@ impl FileTracker {
 
     /// Remembers that the agent read `path` with content `bytes`.
     pub fn read(&self, path: &Path, bytes: &[u8]) {
+        self.remember(path, bytes);
+        self.reported
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path);
+    }
+
+    /// Remembers `bytes` as the content the agent knows of `path`, watching it from now on.
+    fn remember(&self, path: &Path, bytes: &[u8]) {
         let first = self
             .files
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(path.to_path_buf(), Stamp::of(bytes))
             .is_none();
-        self.reported
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(path);
         if first {
             (self.watch)(path);
         }
@@ -95,15 +100,7 @@ impl FileTracker {
     /// Remembers the content the agent is about to write, so that its own write is not taken
     /// for an outside change.
     pub fn writing(&self, path: &Path, bytes: &[u8]) {
-        let first = self
-            .files
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_path_buf(), Stamp::of(bytes))
-            .is_none();
-        if first {
-            (self.watch)(path);
-        }
+        self.remember(path, bytes);
     }
 
     /// Whether `path` now differs from what the agent knows, not yet reported. Marks it

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use protocol::client::{Client, Incoming};
 use protocol::{Event, Request, SessionId};
 use tests::model_server::{ModelServer, Pace, anthropic};
-use tests::{Daemon, create_session, run_options, start_run, subscribe};
+use tests::{Daemon, create_session, percentile, run_options, start_run, subscribe};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 const PACED_DELTAS: usize = 300;
@@ -28,10 +28,6 @@ async fn attach(
         clients.push((client, incoming));
     }
     clients
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 async fn latency(clients: usize) -> (Duration, Duration) {

@@ -4,31 +4,19 @@
 //!
 //! Run with `cargo build --release && cargo bench -p tests --bench providers`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agentd::provider::stream::decode;
 use agentd::provider::{anthropic, openai};
 use protocol::client::Incoming;
 use serde_json::{Value, json};
 use tests::model_server::{self, ModelServer, Scripted};
-use tests::{Daemon, create_session, run_options, start_run, subscribe};
+use tests::{Daemon, create_session, process_cpu, run_options, start_run, subscribe};
 
 const DELTAS: usize = 50_000;
 
 fn body(events: &[model_server::SseFrame]) -> Vec<u8> {
-    let mut out = String::new();
-    for frame in events {
-        let data = match &frame.data {
-            Value::String(raw) => raw.clone(),
-            value => value.to_string(),
-        };
-        if frame.event.is_empty() {
-            out.push_str(&format!("data: {data}\n\n"));
-        } else {
-            out.push_str(&format!("event: {}\ndata: {data}\n\n", frame.event));
-        }
-    }
-    out.into_bytes()
+    model_server::sse_bytes(events).into_bytes()
 }
 
 fn anthropic_stream() -> Vec<u8> {
@@ -74,21 +62,6 @@ fn throughput(name: &str, bytes: &[u8], parse: impl Fn(&[u8]) -> usize) {
         bytes.len() as f64 / median.as_secs_f64() / 1e6,
         bytes.len() / 1024
     );
-}
-
-fn process_cpu(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    Duration::from_millis(ticks * 1000 / hz.max(1))
 }
 
 #[tokio::main]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 use tests::model_server::{ModelServer, Scripted, anthropic};
-use tests::{Daemon, Home};
+use tests::{Daemon, Home, process_cpu};
 
 const RUNS: usize = 200;
 
@@ -35,21 +35,6 @@ fn children_cpu() -> Duration {
         Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
     };
     tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
-fn process_cpu(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    Duration::from_millis(ticks * 1000 / hz.max(1))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

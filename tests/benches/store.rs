@@ -5,10 +5,11 @@
 //! Run with `cargo build --release && cargo bench -p tests --bench store`.
 
 use std::io::{BufRead, BufReader};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agentd::store::{FORMAT_VERSION, Meta, Record, SessionStore};
 use protocol::{Event, ModelStopReason, ToolCallInfo};
+use tests::percentile;
 
 fn meta(id: &str) -> Meta {
     Meta {
@@ -57,10 +58,6 @@ fn record(i: u64) -> Record {
         time_ms: i,
         event,
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn main() {

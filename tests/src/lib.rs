@@ -407,3 +407,66 @@ pub fn tool_results(events: &[SessionEvent]) -> Vec<(String, bool, String)> {
         })
         .collect()
 }
+
+/// Creates a named pipe at `path`.
+pub fn make_fifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "mkfifo {}",
+        path.display()
+    );
+}
+
+/// What an `agentctl` run printed.
+pub struct CmdOutput {
+    /// The exit code.
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs `agentctl` against `server` in `cwd` with `daemon`'s home, to completion.
+pub async fn agentctl_output(
+    daemon: &Daemon,
+    server: &model_server::ModelServer,
+    cwd: &Path,
+    args: &[&str],
+) -> CmdOutput {
+    let output = daemon
+        .home
+        .agentctl_with(server, cwd, args)
+        .output()
+        .await
+        .expect("agentctl runs");
+    CmdOutput {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// CPU time (user and system) process `pid` has used, from /proc (benchmarks).
+pub fn process_cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_millis(ticks * 1000 / hz.max(1))
+}
+
+/// The `p` quantile (0 to 1) of sorted durations (benchmarks).
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}

@@ -348,16 +348,7 @@ async fn respond(stream: &mut TcpStream, reply: Scripted) -> bool {
                     let _ = stream.shutdown().await;
                     return false;
                 }
-                // A string is sent as it is (`[DONE]`); everything else as JSON.
-                let data = match &frame.data {
-                    Value::String(raw) => raw.clone(),
-                    value => value.to_string(),
-                };
-                let text = if frame.event.is_empty() {
-                    format!("data: {data}\n\n")
-                } else {
-                    format!("event: {}\ndata: {data}\n\n", frame.event)
-                };
+                let text = sse_bytes(std::slice::from_ref(frame));
                 let chunk = format!("{:x}\r\n{text}\r\n", text.len());
                 if stream.write_all(chunk.as_bytes()).await.is_err() {
                     return false;
@@ -385,6 +376,33 @@ fn reason(status: u16) -> &'static str {
         529 => "Overloaded",
         _ => "Error",
     }
+}
+
+/// Splits `text` into about `n` pieces on character boundaries, as a model streams it.
+fn pieces(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return vec![];
+    }
+    let size = chars.len().div_ceil(n).max(1);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// The bytes of `events` as a server sends them: `event:` when named, `data:` (a string as it
+/// is, like `[DONE]`; anything else as JSON), and a blank line.
+pub fn sse_bytes(events: &[SseFrame]) -> String {
+    let mut out = String::new();
+    for frame in events {
+        let data = match &frame.data {
+            Value::String(raw) => raw.clone(),
+            value => value.to_string(),
+        };
+        if !frame.event.is_empty() {
+            out.push_str(&format!("event: {}\n", frame.event));
+        }
+        out.push_str(&format!("data: {data}\n\n"));
+    }
+    out
 }
 
 /// Replies in the OpenAI Chat Completions streaming format (`data:` lines, `[DONE]` at the end),
@@ -542,15 +560,6 @@ pub mod openai {
                 pace: None,
             }
         }
-    }
-
-    fn pieces(text: &str, n: usize) -> Vec<String> {
-        let chars: Vec<char> = text.chars().collect();
-        if chars.is_empty() {
-            return vec![];
-        }
-        let size = chars.len().div_ceil(n).max(1);
-        chars.chunks(size).map(|c| c.iter().collect()).collect()
     }
 }
 
@@ -770,15 +779,5 @@ pub mod anthropic {
                 pace: None,
             }
         }
-    }
-
-    /// Splits `text` into about `n` pieces on character boundaries.
-    fn pieces(text: &str, n: usize) -> Vec<String> {
-        let chars: Vec<char> = text.chars().collect();
-        if chars.is_empty() {
-            return vec![];
-        }
-        let size = chars.len().div_ceil(n).max(1);
-        chars.chunks(size).map(|c| c.iter().collect()).collect()
     }
 }

@@ -209,7 +209,7 @@ async fn cancel_during_a_model_stream_saves_no_partial_reply() {
 async fn cancel_during_a_tool_batch_fills_the_calls_that_never_ran() {
     let project = tempfile::tempdir().unwrap();
     let fifo = project.path().join("started");
-    make_fifo(&fifo);
+    tests::make_fifo(&fifo);
     let server = ModelServer::start(vec![
         anthropic::reply()
             .tool("bash", json!({"command": "echo $$ > started; sleep 30"}))
@@ -260,8 +260,8 @@ async fn cancel_during_a_tool_batch_fills_the_calls_that_never_ran() {
 async fn safe_calls_of_one_batch_really_run_in_parallel() {
     let project = tempfile::tempdir().unwrap();
     let (a, b) = (project.path().join("a.fifo"), project.path().join("b.fifo"));
-    make_fifo(&a);
-    make_fifo(&b);
+    tests::make_fifo(&a);
+    tests::make_fifo(&b);
     let server = ModelServer::start(vec![
         anthropic::reply()
             .tool("read", json!({"path": "a.fifo"}))
@@ -594,12 +594,6 @@ async fn the_system_prompt_carries_the_environment_and_project_instructions() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(tools, ["read", "write", "edit", "bash", "grep", "glob"]);
-}
-
-fn make_fifo(path: &std::path::Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
 /// Opens a FIFO for writing (waiting for its reader) and writes `text`.

@@ -4,32 +4,7 @@
 use protocol::Event;
 use serde_json::{Value, json};
 use tests::model_server::{Gate, ModelServer, anthropic};
-use tests::{Daemon, next_event, subscribe, until_finished};
-
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-async fn agentctl(
-    daemon: &Daemon,
-    server: &ModelServer,
-    cwd: &std::path::Path,
-    args: &[&str],
-) -> Out {
-    let output = daemon
-        .home
-        .agentctl_with(server, cwd, args)
-        .output()
-        .await
-        .unwrap();
-    Out {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
+use tests::{Daemon, agentctl_output, next_event, subscribe, until_finished};
 
 #[tokio::test]
 async fn a_detached_run_is_steered_queued_cancelled_and_shown_from_other_shells() {
@@ -38,7 +13,7 @@ async fn a_detached_run_is_steered_queued_cancelled_and_shown_from_other_shells(
     let server =
         ModelServer::start(vec![anthropic::text("working on it").hold_after(3, &gate)]).await;
     let daemon = Daemon::start();
-    let started = agentctl(
+    let started = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -54,7 +29,7 @@ async fn a_detached_run_is_steered_queued_cancelled_and_shown_from_other_shells(
     let mut events = watcher.take_incoming().unwrap();
 
     let listed: Value = serde_json::from_str(
-        &agentctl(&daemon, &server, project.path(), &["sessions", "--json"])
+        &agentctl_output(&daemon, &server, project.path(), &["sessions", "--json"])
             .await
             .stdout,
     )
@@ -62,7 +37,7 @@ async fn a_detached_run_is_steered_queued_cancelled_and_shown_from_other_shells(
     assert_eq!(listed[0]["id"], id.as_str());
     assert_eq!(listed[0]["state"], "running");
 
-    let steer = agentctl(
+    let steer = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -73,7 +48,7 @@ async fn a_detached_run_is_steered_queued_cancelled_and_shown_from_other_shells(
         steer.stdout.trim(),
         "queued to steer the running run at its next turn"
     );
-    let queue = agentctl(
+    let queue = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -84,7 +59,7 @@ async fn a_detached_run_is_steered_queued_cancelled_and_shown_from_other_shells(
         queue.stdout.trim(),
         "queued as a follow-up of the running run"
     );
-    let table = agentctl(&daemon, &server, project.path(), &["sessions"])
+    let table = agentctl_output(&daemon, &server, project.path(), &["sessions"])
         .await
         .stdout;
     assert!(
@@ -94,7 +69,7 @@ async fn a_detached_run_is_steered_queued_cancelled_and_shown_from_other_shells(
         "{table}"
     );
 
-    let cancel = agentctl(&daemon, &server, project.path(), &["cancel", &id]).await;
+    let cancel = agentctl_output(&daemon, &server, project.path(), &["cancel", &id]).await;
     assert_eq!(cancel.code, Some(0));
     let finished = until_finished(&mut events).await;
     let Some(Event::RunFinished {
@@ -106,10 +81,10 @@ async fn a_detached_run_is_steered_queued_cancelled_and_shown_from_other_shells(
     let texts: Vec<&str> = returned_messages.iter().map(|m| m.text.as_str()).collect();
     assert_eq!(texts, ["use the new API", "then write docs"]);
 
-    let shown = agentctl(&daemon, &server, project.path(), &["show", &id]).await;
+    let shown = agentctl_output(&daemon, &server, project.path(), &["show", &id]).await;
     assert!(shown.stdout.contains("cancelled"), "{}", shown.stdout);
     assert!(shown.stdout.contains("use the new API"), "{}", shown.stdout);
-    let json = agentctl(&daemon, &server, project.path(), &["show", &id, "--json"]).await;
+    let json = agentctl_output(&daemon, &server, project.path(), &["show", &id, "--json"]).await;
     let kinds: Vec<String> = json
         .stdout
         .lines()
@@ -134,7 +109,7 @@ async fn approve_and_deny_answer_from_another_shell_and_a_late_answer_is_told_wh
     ])
     .await;
     let daemon = Daemon::start();
-    let started = agentctl(
+    let started = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -151,16 +126,16 @@ async fn approve_and_deny_answer_from_another_shell_and_a_late_answer_is_told_wh
             break;
         }
     }
-    let table = agentctl(&daemon, &server, project.path(), &["sessions"])
+    let table = agentctl_output(&daemon, &server, project.path(), &["sessions"])
         .await
         .stdout;
     assert!(table.contains("awaiting approval"), "{table}");
-    let approve = agentctl(&daemon, &server, project.path(), &["approve", &id, "1"]).await;
+    let approve = agentctl_output(&daemon, &server, project.path(), &["approve", &id, "1"]).await;
     assert_eq!(
         (approve.code, approve.stdout.trim()),
         (Some(0), "request 1 allowed")
     );
-    let late = agentctl(&daemon, &server, project.path(), &["deny", &id, "1"]).await;
+    let late = agentctl_output(&daemon, &server, project.path(), &["deny", &id, "1"]).await;
     assert_eq!(late.code, Some(1));
     assert!(
         late.stderr.contains("already decided by agentctl"),
@@ -180,7 +155,7 @@ async fn run_continue_goes_on_in_the_latest_session_of_this_directory() {
     ])
     .await;
     let daemon = Daemon::start();
-    let first = agentctl(
+    let first = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -191,7 +166,7 @@ async fn run_continue_goes_on_in_the_latest_session_of_this_directory() {
     let other = tempfile::tempdir().unwrap();
     let client = daemon.client().await;
     tests::create_session(&client, other.path()).await;
-    let again = agentctl(
+    let again = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -205,7 +180,7 @@ async fn run_continue_goes_on_in_the_latest_session_of_this_directory() {
     assert_eq!(messages[2]["content"][0]["text"], "what was the number?");
 
     let nowhere = tempfile::tempdir().unwrap();
-    let none = agentctl(
+    let none = agentctl_output(
         &daemon,
         &server,
         nowhere.path(),

@@ -140,9 +140,7 @@ async fn a_session_and_its_history_survive_a_restart_and_can_be_resumed() {
 async fn kill_9_during_a_tool_batch_closes_the_run_on_restart() {
     let project = tempfile::tempdir().unwrap();
     let fifo = project.path().join("started");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    tests::make_fifo(&fifo);
     std::fs::write(project.path().join("notes.txt"), "note\n").unwrap();
     let server = ModelServer::start(vec![
         anthropic::reply()

@@ -263,9 +263,7 @@ async fn cancel_during_a_parallel_batch_interrupts_every_running_call() {
     let project = tempfile::tempdir().unwrap();
     let fifos = [project.path().join("a.fifo"), project.path().join("b.fifo")];
     for fifo in &fifos {
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        tests::make_fifo(fifo);
     }
     let server = ModelServer::start(vec![
         anthropic::reply()

@@ -3,32 +3,7 @@
 
 use serde_json::json;
 use tests::model_server::{ModelServer, anthropic};
-use tests::{Daemon, Home};
-
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-async fn run(
-    daemon: &Daemon,
-    server: &ModelServer,
-    cwd: &std::path::Path,
-    args: &[&str],
-) -> Output {
-    let output = daemon
-        .home
-        .agentctl_with(server, cwd, args)
-        .output()
-        .await
-        .unwrap();
-    Output {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
+use tests::{Daemon, Home, agentctl_output};
 
 #[tokio::test]
 async fn a_two_turn_run_reads_a_file_and_answers() {
@@ -47,7 +22,7 @@ async fn a_two_turn_run_reads_a_file_and_answers() {
     ])
     .await;
     let daemon = Daemon::start_in(Home::new());
-    let out = run(
+    let out = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -104,7 +79,7 @@ async fn the_exit_code_says_how_the_run_ended() {
     ])
     .await;
     let daemon = Daemon::start();
-    let limited = run(
+    let limited = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -117,9 +92,9 @@ async fn the_exit_code_says_how_the_run_ended() {
         "{}",
         limited.stdout
     );
-    let guarded = run(&daemon, &server, project.path(), &["run", "go"]).await;
+    let guarded = agentctl_output(&daemon, &server, project.path(), &["run", "go"]).await;
     assert_eq!(guarded.code, Some(4), "{}", guarded.stdout);
-    let failed = run(&daemon, &server, project.path(), &["run", "go"]).await;
+    let failed = agentctl_output(&daemon, &server, project.path(), &["run", "go"]).await;
     assert_eq!(failed.code, Some(1));
     assert!(
         failed
@@ -128,7 +103,7 @@ async fn the_exit_code_says_how_the_run_ended() {
         "{}",
         failed.stdout
     );
-    let usage = run(
+    let usage = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -236,7 +211,7 @@ async fn json_output_is_one_parsable_event_per_line() {
     ])
     .await;
     let daemon = Daemon::start();
-    let out = run(
+    let out = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -291,7 +266,7 @@ async fn allow_flags_permit_writes_and_commands() {
     };
     let server = ModelServer::start(script()).await;
     let daemon = Daemon::start();
-    let denied = run(&daemon, &server, project.path(), &["run", "go"]).await;
+    let denied = agentctl_output(&daemon, &server, project.path(), &["run", "go"]).await;
     assert_eq!(denied.code, Some(0));
     assert!(
         denied
@@ -303,7 +278,7 @@ async fn allow_flags_permit_writes_and_commands() {
     assert!(!project.path().join("w.txt").exists());
 
     server.push(script());
-    let partly = run(
+    let partly = agentctl_output(
         &daemon,
         &server,
         project.path(),
@@ -320,7 +295,7 @@ async fn allow_flags_permit_writes_and_commands() {
     assert!(project.path().join("w.txt").exists() && !project.path().join("b.txt").exists());
 
     server.push(script());
-    let all = run(&daemon, &server, project.path(), &["run", "--yes", "go"]).await;
+    let all = agentctl_output(&daemon, &server, project.path(), &["run", "--yes", "go"]).await;
     assert_eq!(all.code, Some(0));
     assert!(project.path().join("b.txt").exists(), "{}", all.stdout);
 }
