@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         eprintln!("agentd: {err}");
         return ExitCode::FAILURE;
     }
+    raise_open_file_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -50,6 +51,27 @@ fn main() -> ExitCode {
             tracing::error!("{err}");
             eprintln!("agentd: {err}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Every loaded session keeps its log open, and every client and tool process needs descriptors:
+/// raise the soft limit on open files to the hard one (many systems start at 1,024).
+fn raise_open_file_limit() {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit read and write the struct we pass.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0
+                && limit.rlim_cur < limit.rlim_max
+            {
+                limit.rlim_cur = limit.rlim_max.min(1 << 20);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
         }
     }
 }
