@@ -171,6 +171,9 @@ impl SessionActor {
     /// changed.
     fn emit(&mut self, event: Event) {
         let fold = matches!(event, Event::AssistantMessage { .. });
+        // Streamed pieces change nothing in the listing; telling the supervisor of each would
+        // put work on the hottest path.
+        let listed = !matches!(event, Event::TextDelta { .. } | Event::ThinkingDelta { .. });
         let event = self.log.number(event);
         self.record(&Record::Event {
             seq: event.seq,
@@ -181,8 +184,10 @@ impl SessionActor {
         if fold {
             self.log.fold_deltas();
         }
-        // The supervisor's mailbox is unbounded, so this never waits.
-        let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
+        if listed {
+            // The supervisor's mailbox is unbounded, so this never waits.
+            let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
+        }
     }
 
     /// Appends a record to the session's store. A failing disk must not take the session
