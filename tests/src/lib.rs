@@ -380,6 +380,16 @@ pub fn finished(events: &[SessionEvent]) -> &Event {
         .expect("the run finished")
 }
 
+/// The stop reason and error of the `RunFinished` event among `events`.
+pub fn stop_and_error(events: &[SessionEvent]) -> (protocol::StopReason, Option<String>) {
+    match finished(events) {
+        Event::RunFinished {
+            stop_reason, error, ..
+        } => (*stop_reason, error.clone()),
+        _ => unreachable!("finished returns a RunFinished event"),
+    }
+}
+
 /// A daemon, a session in `cwd` subscribed by a client, and that client's events.
 pub async fn session_in(
     daemon: &Daemon,

@@ -5,7 +5,8 @@ use protocol::{Event, ModelStopReason, Reply, Request, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::{
-    Daemon, finished, next_event, run_options, session_in, start_run, tool_results, until_finished,
+    Daemon, finished, next_event, run_options, session_in, start_run, stop_and_error, tool_results,
+    until_finished,
 };
 
 #[tokio::test]
@@ -352,13 +353,8 @@ async fn unknown_tools_get_an_error_and_three_in_a_row_stop_the_run() {
         results[0].2,
         "unknown tool `fly`; the available tools are: read, write, edit, bash, grep, glob"
     );
-    let Event::RunFinished {
-        stop_reason, error, ..
-    } = finished(&events)
-    else {
-        unreachable!()
-    };
-    assert_eq!(*stop_reason, StopReason::Health);
+    let (stop_reason, error) = stop_and_error(&events);
+    assert_eq!(stop_reason, StopReason::Health);
     assert!(error.as_deref().unwrap().contains("do not exist"));
     assert_eq!(server.received().len(), 3);
 }
@@ -517,13 +513,8 @@ async fn an_http_error_ends_the_run_with_the_providers_message() {
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
     start_run(&client, &session, "one", run_options(&server)).await;
     let events = until_finished(&mut incoming).await;
-    let Event::RunFinished {
-        stop_reason, error, ..
-    } = finished(&events)
-    else {
-        unreachable!()
-    };
-    assert_eq!(*stop_reason, StopReason::Error);
+    let (stop_reason, error) = stop_and_error(&events);
+    assert_eq!(stop_reason, StopReason::Error);
     assert_eq!(
         error.as_deref(),
         Some("Anthropic API error 400 (invalid_request_error): max_tokens: must be at most 64000")
@@ -551,13 +542,8 @@ async fn a_missing_api_key_says_what_to_set() {
         .push(("ANTHROPIC_API_KEY".into(), String::new()));
     start_run(&client, &session, "hi", options).await;
     let events = until_finished(&mut incoming).await;
-    let Event::RunFinished {
-        stop_reason, error, ..
-    } = finished(&events)
-    else {
-        unreachable!()
-    };
-    assert_eq!(*stop_reason, StopReason::Error);
+    let (stop_reason, error) = stop_and_error(&events);
+    assert_eq!(stop_reason, StopReason::Error);
     assert!(
         error
             .as_deref()

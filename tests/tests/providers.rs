@@ -6,8 +6,8 @@ use protocol::{Event, Reply, Request, RunOptions, StopReason};
 use serde_json::{Value, json};
 use tests::model_server::{ModelServer, Scripted, anthropic, openai};
 use tests::{
-    Daemon, Home, finished, next_event, run_options, session_in, start_run, tool_results,
-    until_finished,
+    Daemon, Home, finished, next_event, run_options, session_in, start_run, stop_and_error,
+    tool_results, until_finished,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -182,13 +182,8 @@ async fn openai_scenarios_behave_as_the_anthropic_ones() {
 
     start_run(&client, &session, "again", openai_options(&server)).await;
     let events = until_finished(&mut incoming).await;
-    let Event::RunFinished {
-        stop_reason, error, ..
-    } = finished(&events)
-    else {
-        unreachable!()
-    };
-    assert_eq!(*stop_reason, StopReason::Error);
+    let (stop_reason, error) = stop_and_error(&events);
+    assert_eq!(stop_reason, StopReason::Error);
     assert_eq!(
         error.as_deref(),
         Some("OpenAI-compatible API error 400 (invalid_value): messages: bad role")
@@ -367,13 +362,8 @@ async fn when_retries_run_out_the_run_ends_with_the_last_reason() {
     let failure = || anthropic::error(503, "api_error", "temporarily unavailable");
     let (events, server, _daemon) = one_run((0..5).map(|_| failure()).collect(), "hi").await;
     assert_eq!(retries(&events).len(), 4);
-    let Event::RunFinished {
-        stop_reason, error, ..
-    } = finished(&events)
-    else {
-        unreachable!()
-    };
-    assert_eq!(*stop_reason, StopReason::Error);
+    let (stop_reason, error) = stop_and_error(&events);
+    assert_eq!(stop_reason, StopReason::Error);
     assert_eq!(
         error.as_deref(),
         Some("Anthropic API error 503 (api_error): temporarily unavailable")
@@ -531,13 +521,8 @@ async fn a_second_overflow_ends_the_run_with_an_error() {
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
     run_to_end(&client, &session, &mut incoming, "read both files", &server).await;
     let events = run_to_end(&client, &session, &mut incoming, "and now?", &server).await;
-    let Event::RunFinished {
-        stop_reason, error, ..
-    } = finished(&events)
-    else {
-        unreachable!()
-    };
-    assert_eq!(*stop_reason, StopReason::Error);
+    let (stop_reason, error) = stop_and_error(&events);
+    assert_eq!(stop_reason, StopReason::Error);
     assert!(
         error.as_deref().unwrap().contains("even after compaction"),
         "{error:?}"
