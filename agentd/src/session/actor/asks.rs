@@ -1,0 +1,180 @@
+//! Permission asks: whether a call may run, the requests that wait for a user's answer, the
+//! answers from any client (the first wins), and the timeout that denies.
+
+use protocol::{
+    Decision, ErrorCode, ErrorInfo, Event, PermissionRequestId, RunId, SessionState, ToolCallInfo,
+};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use kameo::prelude::*;
+
+use super::SessionActor;
+use crate::permission::{self, Verdict};
+use crate::store::Record;
+use crate::tools::Tool;
+
+/// A permission request waiting for an answer.
+pub(super) struct PendingAsk {
+    pub(super) answer: oneshot::Sender<Decision>,
+    pub(super) tool: Tool,
+    pub(super) args: Value,
+}
+
+impl SessionActor {
+    /// Decides a pending permission request; the first answer wins.
+    pub(super) fn resolve(&mut self, msg: Answer) -> Result<(), ErrorInfo> {
+        let Some(pending) = self.pending.remove(&msg.request) else {
+            return Err(match self.decided.get(&msg.request) {
+                Some(by) => ErrorInfo::new(
+                    ErrorCode::AlreadyDecided,
+                    format!(
+                        "permission request {} was already decided by {by}",
+                        msg.request
+                    ),
+                ),
+                None => ErrorInfo::new(
+                    ErrorCode::UnknownPermissionRequest,
+                    format!(
+                        "no pending permission request {} in this session",
+                        msg.request
+                    ),
+                ),
+            });
+        };
+        if msg.decision == Decision::AllowAlways {
+            let (cwd, plan) = (self.cwd(), self.plan_file());
+            let call = permission::Call {
+                tool: pending.tool,
+                args: &pending.args,
+                cwd: &cwd,
+                plan_file: &plan,
+            };
+            if let Some(rule) = permission::rule_for(call) {
+                self.record(&Record::Rule { rule: rule.clone() });
+                self.always.push(rule);
+            }
+        }
+        let _ = pending.answer.send(msg.decision);
+        self.decided.insert(msg.request, msg.by_client.clone());
+        self.emit(Event::PermissionResolved {
+            request: msg.request,
+            decision: msg.decision,
+            by_client: msg.by_client,
+        });
+        if self.pending.is_empty() && self.run.is_some() {
+            self.set_state(SessionState::Running);
+        }
+        Ok(())
+    }
+}
+
+/// Answer a pending permission request.
+pub struct Answer {
+    /// The request.
+    pub request: PermissionRequestId,
+    /// The answer.
+    pub decision: Decision,
+    /// Who answered.
+    pub by_client: String,
+}
+
+impl Message<Answer> for SessionActor {
+    type Reply = Result<(), ErrorInfo>;
+
+    async fn handle(&mut self, msg: Answer, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        self.resolve(msg)
+    }
+}
+
+/// May this call run?
+pub struct Authorize {
+    /// The run asking.
+    pub run: RunId,
+    /// The tool.
+    pub tool: Tool,
+    /// Its arguments.
+    pub args: Value,
+    /// The call as the model made it.
+    pub call: ToolCallInfo,
+}
+
+/// The answer to [`Authorize`].
+pub enum Authorization {
+    /// Run it.
+    Allowed,
+    /// Do not; the model gets this reason.
+    Denied(String),
+    /// Wait for a user's answer to this request.
+    Pending(PermissionRequestId, oneshot::Receiver<Decision>),
+}
+
+impl Message<Authorize> for SessionActor {
+    type Reply = Result<Authorization, ErrorInfo>;
+
+    async fn handle(&mut self, msg: Authorize, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let run = self.active(msg.run)?;
+        let (cwd, plan) = (self.cwd(), self.plan_file());
+        let call = permission::Call {
+            tool: msg.tool,
+            args: &msg.args,
+            cwd: &cwd,
+            plan_file: &plan,
+        };
+        let rules = self.env.config().permissions.clone();
+        match permission::check(
+            call,
+            self.info.mode,
+            &run.options.grants,
+            &self.always,
+            &rules,
+        ) {
+            Verdict::Allow => Ok(Authorization::Allowed),
+            Verdict::Deny(reason) => Ok(Authorization::Denied(reason)),
+            Verdict::Ask if run.options.deny_unanswered => Ok(Authorization::Denied(
+                permission::unattended_denial(msg.tool.class()),
+            )),
+            Verdict::Ask => {
+                self.requests += 1;
+                let request = PermissionRequestId(self.requests);
+                let summary = permission::summary(call);
+                let (answer, receiver) = oneshot::channel();
+                self.pending.insert(
+                    request,
+                    PendingAsk {
+                        answer,
+                        tool: msg.tool,
+                        args: msg.args.clone(),
+                    },
+                );
+                self.info.state = SessionState::AwaitingApproval;
+                self.emit(Event::PermissionRequested {
+                    request,
+                    tool: msg.call.name,
+                    args: msg.call.args,
+                    summary,
+                });
+                Ok(Authorization::Pending(request, receiver))
+            }
+        }
+    }
+}
+
+/// Nobody answered a permission request in time: deny it.
+pub struct Expire(pub PermissionRequestId);
+
+impl Message<Expire> for SessionActor {
+    type Reply = Result<(), ErrorInfo>;
+
+    async fn handle(&mut self, msg: Expire, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        if !self.pending.contains_key(&msg.0) {
+            return Ok(());
+        }
+        let answer = Answer {
+            request: msg.0,
+            decision: Decision::Deny,
+            by_client: "the permission timeout".to_string(),
+        };
+        self.resolve(answer)
+    }
+}
