@@ -31,7 +31,10 @@ pub fn default_context_window(model: &str) -> u64 {
         400_000
     } else if model.starts_with("gpt-4o") || model.starts_with("gpt-4-turbo") {
         128_000
-    } else if model.starts_with('o') && model[1..].starts_with(|c: char| c.is_ascii_digit()) {
+    } else if model
+        .strip_prefix('o')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+    {
         200_000
     } else {
         // Local models: a common window; set `context_window` in the config for others.

@@ -203,9 +203,7 @@ impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let config: Config = toml::from_str(text).map_err(|err| ConfigError {
             file: path.display().to_string(),
-            line: err
-                .span()
-                .map(|span| text[..span.start.min(text.len())].lines().count().max(1)),
+            line: err.span().map(|span| line_of(text, span.start)),
             message: err.message().trim().to_string(),
         })?;
         config.check(path)?;
@@ -362,6 +360,12 @@ impl Config {
             .or(self.context_window)
             .unwrap_or_else(|| crate::compact::default_context_window(model))
     }
+}
+
+/// The 1-based line of byte offset `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    let before = text.as_bytes().get(..at).unwrap_or(text.as_bytes());
+    1 + before.iter().filter(|&&b| b == b'\n').count()
 }
 
 /// How long the configuration file must be left alone after a change before it is read.

@@ -5,32 +5,81 @@
 //! changes.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-/// What a session remembers of one file.
+/// Files up to this size are remembered by the stale-file guard; larger ones are not tracked.
+pub const TRACKED_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What a session remembers of one file: a hash of its content and its length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub struct Stamp {
     hash: u64,
     len: u64,
 }
 
 impl Stamp {
-    fn of(bytes: &[u8]) -> Stamp {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        bytes.hash(&mut hasher);
-        Stamp {
-            hash: hasher.finish(),
-            len: bytes.len() as u64,
-        }
+    /// The stamp of `bytes`.
+    pub fn of(bytes: &[u8]) -> Stamp {
+        let mut builder = StampBuilder::default();
+        builder.write(bytes);
+        builder.finish()
     }
 
+    /// The stamp of the regular file at `path`, read in pieces; `None` when it cannot be read,
+    /// is not a regular file, or is too large to be tracked.
     fn of_file(path: &Path) -> Option<Stamp> {
-        std::fs::read(path).ok().map(|bytes| Stamp::of(&bytes))
+        let mut file = crate::regular_file::open(path).ok()?;
+        let mut builder = StampBuilder::default();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = file.read(&mut buf).ok()?;
+            if n == 0 {
+                return Some(builder.finish());
+            }
+            builder.write(buf.get(..n)?);
+            if builder.len > TRACKED_BYTES {
+                return None;
+            }
+        }
+    }
+}
+
+/// Builds a [`Stamp`] from a file's content as it is read, piece by piece.
+#[derive(Default)]
+pub struct StampBuilder {
+    hasher: std::collections::hash_map::DefaultHasher,
+    len: u64,
+}
+
+impl StampBuilder {
+    /// Adds the next piece of content.
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.hasher.write(bytes);
+        self.len += bytes.len() as u64;
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The stamp of everything written.
+    pub fn finish(self) -> Stamp {
+        Stamp {
+            hash: self.hasher.finish(),
+            len: self.len,
+        }
     }
 }
 
@@ -58,22 +107,22 @@ impl FileTracker {
         }
     }
 
-    /// Remembers that the agent read `path` with content `bytes`.
-    pub fn read(&self, path: &Path, bytes: &[u8]) {
-        self.remember(path, bytes);
+    /// Remembers that the agent read `path`, whose content has `stamp`.
+    pub fn read(&self, path: &Path, stamp: Stamp) {
+        self.remember(path, stamp);
         self.reported
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(path);
     }
 
-    /// Remembers `bytes` as the content the agent knows of `path`, watching it from now on.
-    fn remember(&self, path: &Path, bytes: &[u8]) {
+    /// Remembers `stamp` as the content the agent knows of `path`, watching it from now on.
+    fn remember(&self, path: &Path, stamp: Stamp) {
         let first = self
             .files
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_path_buf(), Stamp::of(bytes))
+            .insert(path.to_path_buf(), stamp)
             .is_none();
         if first {
             (self.watch)(path);
@@ -100,7 +149,7 @@ impl FileTracker {
     /// Remembers the content the agent is about to write, so that its own write is not taken
     /// for an outside change.
     pub fn writing(&self, path: &Path, bytes: &[u8]) {
-        self.remember(path, bytes);
+        self.remember(path, Stamp::of(bytes));
     }
 
     /// Whether `path` now differs from what the agent knows, not yet reported. Marks it
@@ -222,7 +271,7 @@ mod tests {
         let path = dir.path().join("a.txt");
         std::fs::write(&path, "one").unwrap();
         let tracker = FileTracker::new(|_| {});
-        tracker.read(&path, b"one");
+        tracker.read(&path, Stamp::of(b"one"));
         assert!(tracker.check_unchanged(&path).is_ok());
         tracker.writing(&path, b"two");
         std::fs::write(&path, "two").unwrap();

@@ -1,6 +1,10 @@
 //! agentd: the daemon that owns every agent session. Clients talk to it over a local socket
 //! with the `protocol` crate; see SPEC §2 for the actors inside.
 
+// Text from models, files and clients is sliced by characters or checked with `get`, never by
+// raw byte index: a byte index inside a character panics.
+#![deny(clippy::string_slice)]
+
 pub mod compact;
 pub mod config;
 pub mod connection;
@@ -11,6 +15,7 @@ pub mod history;
 pub mod permission;
 pub mod prompt;
 pub mod provider;
+pub mod regular_file;
 pub mod session;
 pub mod store;
 pub mod supervisor;

@@ -6,8 +6,12 @@ use std::path::{Path, PathBuf};
 
 use protocol::Mode;
 
+use crate::regular_file::read_text;
+
 /// Characters of one instructions file included before it is cut.
 const MAX_INSTRUCTIONS: usize = 20_000;
+/// Bytes read of `.git` and `HEAD`: a real one is a line.
+const MAX_GIT_FILE: usize = 4096;
 
 const ROLE: &str = "You are agentd, a coding agent working in the user's terminal. You read, \
 search, edit and run code in the working directory to complete the user's task.
@@ -79,13 +83,13 @@ fn branch(root: &Path) -> Option<String> {
     let dot_git = root.join(".git");
     // A worktree or submodule has a `.git` file pointing at the real git directory.
     let git_dir = if dot_git.is_file() {
-        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let text = read_text(&dot_git, MAX_GIT_FILE)?;
         let target = text.trim().strip_prefix("gitdir:")?.trim();
         root.join(target)
     } else {
         dot_git
     };
-    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = read_text(&git_dir.join("HEAD"), MAX_GIT_FILE)?;
     let head = head.trim();
     match head.strip_prefix("ref: ") {
         Some(reference) => Some(
@@ -94,7 +98,10 @@ fn branch(root: &Path) -> Option<String> {
                 .unwrap_or(reference)
                 .to_string(),
         ),
-        None => Some(format!("detached at {}", &head[..head.len().min(12)])),
+        None => Some(format!(
+            "detached at {}",
+            head.chars().take(12).collect::<String>()
+        )),
     }
 }
 
@@ -111,7 +118,8 @@ pub fn project_instructions(cwd: &Path) -> Vec<(PathBuf, String)> {
     for dir in dirs {
         for name in ["AGENTS.md", "CLAUDE.md"] {
             let path = dir.join(name);
-            if let Ok(text) = std::fs::read_to_string(&path) {
+            // A character is at most 4 bytes: this is enough for the characters kept.
+            if let Some(text) = read_text(&path, MAX_INSTRUCTIONS * 4 + 4) {
                 let text = text.trim();
                 if text.is_empty() {
                     continue;
@@ -158,6 +166,15 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_789), (2026, 12, 2));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn a_detached_head_of_any_text_is_shown_without_panicking() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        // The 12th byte falls inside a character.
+        std::fs::write(dir.path().join(".git/HEAD"), "ééééééééé\n").unwrap();
+        assert_eq!(branch(dir.path()).as_deref(), Some("detached at ééééééééé"));
     }
 
     #[test]

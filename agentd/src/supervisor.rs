@@ -175,7 +175,14 @@ impl Supervisor {
 
     fn new_id(&self) -> SessionId {
         loop {
-            let id = SessionId(uuid::Uuid::new_v4().simple().to_string()[..8].to_string());
+            let id = SessionId(
+                uuid::Uuid::new_v4()
+                    .simple()
+                    .to_string()
+                    .chars()
+                    .take(8)
+                    .collect(),
+            );
             if !self.sessions.contains_key(&id) {
                 return id;
             }

@@ -430,6 +430,72 @@ pub fn make_fifo(path: &Path) {
     );
 }
 
+/// Reads a number written into a FIFO (waiting for its writer, at most [`WAIT`]).
+pub async fn read_fifo(path: &Path) -> i32 {
+    let fifo = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo));
+    match tokio::time::timeout(WAIT, read).await {
+        Ok(text) => text
+            .expect("reader task")
+            .expect("FIFO read")
+            .trim()
+            .parse()
+            .expect("a number in the FIFO"),
+        Err(_) => {
+            // Release the blocked reader so the test ends instead of hanging.
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path);
+            panic!("nobody wrote to {}", path.display());
+        }
+    }
+}
+
+/// Whether no live process is left in group `pgid`, allowing the kernel up to a second to
+/// finish killing them (a SIGKILL is delivered asynchronously).
+pub async fn group_is_gone(pgid: i32) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        if !live_members(pgid) {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Whether any live (not zombie) process is in group `pgid`.
+pub fn live_members(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // Fields after the command name: state ppid pgrp ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            return false;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z"
+    })
+}
+
+/// The peak resident memory of process `pid` in bytes (`VmHWM`).
+pub fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// What an `agentctl` run printed.
 pub struct CmdOutput {
     /// The exit code.

@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
-use super::{MAX_OUTPUT_CHARS, ToolContext, ToolOutput, cap};
+use super::output::Capped;
+use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput};
 use crate::provider::ToolSpec;
 
 /// The longest timeout a call may ask for.
@@ -87,13 +88,13 @@ async fn run_command(
     let group = ProcessGroup(child.id().map(|id| id as i32));
     let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
     let mut collect = tokio::spawn(async move {
-        let mut output = HeadTail::new(MAX_OUTPUT_CHARS * 2);
+        let mut output = Capped::new(MAX_OUTPUT_BYTES);
         let mut buf = vec![0u8; 16 * 1024];
         while let Ok(n) = receiver.read(&mut buf).await {
             if n == 0 {
                 break;
             }
-            output.push(&buf[..n]);
+            output.push(buf.get(..n).unwrap_or_default());
         }
         output
     });
@@ -109,7 +110,7 @@ async fn run_command(
         let _ = child.wait().await;
     }
     let output = match tokio::time::timeout(DRAIN_GRACE, &mut collect).await {
-        Ok(Ok(output)) => output.into_string(),
+        Ok(Ok(output)) => output.finish(),
         _ => {
             collect.abort();
             "(output unavailable: a process that left the command's process group kept it open)"
@@ -125,11 +126,11 @@ async fn run_command(
 }
 
 fn report(ending: Ending, output: String) -> ToolOutput {
-    let output = cap(output.trim_end(), MAX_OUTPUT_CHARS);
+    let output = output.trim_end();
     let body = if output.is_empty() {
         "(no output)".to_string()
     } else {
-        output
+        output.to_string()
     };
     match ending {
         Ending::Exited(status) => match (status.code(), signal_of(&status)) {
@@ -174,50 +175,6 @@ impl Drop for ProcessGroup {
     }
 }
 
-/// Output kept as its first and last bytes, with a count of what fell between.
-struct HeadTail {
-    limit: usize,
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    dropped: usize,
-}
-
-impl HeadTail {
-    fn new(limit: usize) -> Self {
-        HeadTail {
-            limit,
-            head: Vec::new(),
-            tail: std::collections::VecDeque::new(),
-            dropped: 0,
-        }
-    }
-
-    fn push(&mut self, mut bytes: &[u8]) {
-        let room = (self.limit / 2).saturating_sub(self.head.len());
-        let take = room.min(bytes.len());
-        self.head.extend_from_slice(&bytes[..take]);
-        bytes = &bytes[take..];
-        self.tail.extend(bytes);
-        let excess = self.tail.len().saturating_sub(self.limit / 2);
-        self.tail.drain(..excess);
-        self.dropped += excess;
-    }
-
-    fn into_string(self) -> String {
-        let head = String::from_utf8_lossy(&self.head).into_owned();
-        let tail: Vec<u8> = self.tail.into_iter().collect();
-        let tail = String::from_utf8_lossy(&tail);
-        if self.dropped == 0 {
-            head + &tail
-        } else {
-            format!(
-                "{head}\n\n[... {} bytes omitted ...]\n\n{tail}",
-                self.dropped
-            )
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,15 +215,5 @@ mod tests {
         .unwrap();
         assert!(matches!(ending, Ending::Exited(_)));
         assert_eq!(output, "started\n");
-    }
-
-    #[test]
-    fn long_output_keeps_head_and_tail() {
-        let mut buffer = HeadTail::new(10);
-        buffer.push(b"0123456789abcdefghij");
-        assert_eq!(
-            buffer.into_string(),
-            "01234\n\n[... 10 bytes omitted ...]\n\nfghij"
-        );
     }
 }

@@ -5,9 +5,14 @@ use serde_json::json;
 
 use super::read::describe;
 use super::{
-    MAX_OUTPUT_CHARS, ToolContext, ToolOutput, cap, display, plural, resolve, write_whole,
+    MAX_OUTPUT_BYTES, ToolContext, ToolOutput, cap, display, plural, resolve, write_whole,
 };
+use crate::files::TRACKED_BYTES;
 use crate::provider::ToolSpec;
+use crate::regular_file;
+
+/// How long the diff of an edit may take before a coarser one is shown.
+const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The model's description of `edit`.
 pub fn spec() -> ToolSpec {
@@ -47,14 +52,26 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     if let Err(message) = ctx.files.check_unchanged(&path) {
         return ToolOutput::error(format!("cannot edit {shown}: {message}"));
     }
-    let before = match tokio::fs::read(&path).await {
-        Ok(bytes) => match String::from_utf8(bytes) {
+    let reading = path.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        regular_file::read_at_most(&reading, TRACKED_BYTES as usize)
+    })
+    .await;
+    let before = match read {
+        Ok(Ok((_, true))) => {
+            return ToolOutput::error(format!(
+                "cannot edit {shown}: it is larger than {} MiB; use bash for files this large",
+                TRACKED_BYTES >> 20
+            ));
+        }
+        Ok(Ok((bytes, false))) => match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(_) => {
                 return ToolOutput::error(format!("cannot edit {shown}: it is not UTF-8 text"));
             }
         },
-        Err(err) => return ToolOutput::error(format!("cannot edit {shown}: {}", describe(&err))),
+        Ok(Err(err)) => return ToolOutput::error(format!("cannot edit {shown}: {err}")),
+        Err(err) => return ToolOutput::error(format!("cannot edit {shown}: {err}")),
     };
     let after = match replace(
         &before,
@@ -69,12 +86,14 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     if let Err(err) = write_whole(&path, after.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
     }
-    let diff = similar::TextDiff::from_lines(&before, &after)
+    let diff = similar::TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(&before, &after)
         .unified_diff()
         .context_radius(3)
         .header(&shown, &shown)
         .to_string();
-    ToolOutput::ok(cap(&format!("Edited {shown}\n{diff}"), MAX_OUTPUT_CHARS))
+    ToolOutput::ok(format!("Edited {shown}\n{}", cap(&diff, MAX_OUTPUT_BYTES)))
 }
 
 /// The text with the replacement made, or why it cannot be made.

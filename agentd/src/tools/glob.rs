@@ -1,16 +1,20 @@
 //! `glob`: files whose path matches a pattern, newest first, honouring `.gitignore`.
 
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::path::Path;
+use std::sync::Mutex;
 
 use serde::Deserialize;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
-use super::{ToolContext, ToolOutput, display, plural, resolve};
+use super::walk::{Newest, modified, walk_files};
+use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput, display, plural, resolve};
 use crate::provider::ToolSpec;
 
 /// Files listed before the rest is summarised.
 pub const MAX_FILES: usize = 200;
+/// Output bytes kept free for the note on what was left out.
+const NOTE_ROOM: usize = 100;
 
 /// The model's description of `glob`.
 pub fn spec() -> ToolSpec {
@@ -40,33 +44,40 @@ pub struct Args {
 pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let cwd = ctx.cwd.clone();
     let root = resolve(&cwd, args.path.as_deref().unwrap_or("."));
-    let found = tokio::task::spawn_blocking(move || find(&root, &args.pattern)).await;
+    let cancel = ctx.cancel.clone();
+    let found = tokio::task::spawn_blocking(move || find(&root, &args.pattern, &cancel)).await;
     match found {
-        Ok(Ok(files)) if files.is_empty() => ToolOutput::ok("No files matched."),
-        Ok(Ok(files)) => ToolOutput::ok(list(&cwd, files)),
+        Ok(Ok(found)) if found.files == 0 => ToolOutput::ok("No files matched."),
+        Ok(Ok(found)) => ToolOutput::ok(list(&cwd, found)),
         Ok(Err(message)) => ToolOutput::error(message),
         Err(err) => ToolOutput::error(format!("glob failed: {err}")),
     }
 }
 
-fn list(cwd: &Path, files: Vec<(PathBuf, SystemTime)>) -> String {
-    let total = files.len();
-    let mut out: Vec<String> = files
-        .iter()
-        .take(MAX_FILES)
-        .map(|(p, _)| display(cwd, p))
-        .collect();
-    if total > MAX_FILES {
-        out.push(format!(
-            "({} more not shown; use a narrower pattern or path)",
-            plural(total - MAX_FILES, "file")
+fn list(cwd: &Path, found: Newest<()>) -> String {
+    let total = found.files;
+    let mut text = String::new();
+    let mut shown = 0;
+    for (path, ()) in found.into_kept() {
+        let line = display(cwd, &path);
+        if text.len() + line.len() + NOTE_ROOM > MAX_OUTPUT_BYTES {
+            break;
+        }
+        text.push_str(&line);
+        text.push('\n');
+        shown += 1;
+    }
+    if total > shown {
+        text.push_str(&format!(
+            "(not shown: {}; use a narrower pattern or path)",
+            plural(total - shown, "file")
         ));
     }
-    out.join("\n")
+    text.trim_end().to_string()
 }
 
-/// Matching files under `root` with their modification times, newest first.
-pub fn find(root: &Path, pattern: &str) -> Result<Vec<(PathBuf, SystemTime)>, String> {
+/// Matching files under `root`: the newest [`MAX_FILES`] and how many there are.
+pub fn find(root: &Path, pattern: &str, cancel: &CancellationToken) -> Result<Newest<()>, String> {
     if !root.is_dir() {
         return Err(format!("{} is not a directory", root.display()));
     }
@@ -76,41 +87,26 @@ pub fn find(root: &Path, pattern: &str) -> Result<Vec<(PathBuf, SystemTime)>, St
         .build()
         .map_err(|e| format!("invalid glob pattern `{pattern}`: {e}"))?
         .compile_matcher();
-    let mut files = Vec::new();
-    for entry in walker(root).build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
+    let found = Mutex::new(Newest::new(MAX_FILES));
+    walk_files(root, cancel, || {
+        let (matcher, found) = (&matcher, &found);
+        move |entry: &ignore::DirEntry| {
+            let Ok(rel) = entry.path().strip_prefix(root) else {
+                return;
+            };
+            if matcher.is_match(rel) {
+                let modified = modified(entry);
+                found.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                    entry.path().to_path_buf(),
+                    modified,
+                    1,
+                    (),
+                );
+            }
         }
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        if matcher.is_match(rel) {
-            let modified = entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            files.push((entry.path().to_path_buf(), modified));
-        }
-    }
-    sort_newest_first(&mut files);
-    Ok(files)
-}
-
-/// Newest first; ties by path so the order is stable.
-pub fn sort_newest_first(files: &mut [(PathBuf, SystemTime)]) {
-    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-}
-
-/// A directory walker that honours `.gitignore` (also outside a git repository) and `.ignore`,
-/// shows hidden files, and never enters `.git`.
-pub fn walker(root: &Path) -> ignore::WalkBuilder {
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git");
-    builder
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(found.into_inner().unwrap_or_else(|e| e.into_inner()))
 }
 
 #[cfg(test)]
@@ -127,10 +123,10 @@ mod tests {
         std::fs::write(dir.path().join("target/b.rs"), "").unwrap();
         std::fs::write(dir.path().join("top.rs"), "").unwrap();
         let names = |pattern| {
-            find(dir.path(), pattern)
+            find(dir.path(), pattern, &CancellationToken::new())
                 .unwrap()
-                .into_iter()
-                .map(|(p, _)| display(dir.path(), &p))
+                .into_kept()
+                .map(|(p, ())| display(dir.path(), &p))
                 .collect::<Vec<_>>()
         };
         let mut all = names("**/*.rs");

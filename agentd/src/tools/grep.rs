@@ -2,19 +2,28 @@
 //! own searcher does the work.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use serde::Deserialize;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
-use super::glob::{sort_newest_first, walker};
-use super::{MAX_OUTPUT_CHARS, ToolContext, ToolOutput, cap, display, plural, resolve};
+use super::walk::{Newest, modified, walk_files};
+use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput, display, plural, resolve};
 use crate::provider::ToolSpec;
+use crate::regular_file;
 
 /// Output lines shown before the rest is summarised.
 pub const MAX_LINES: usize = 300;
+/// Characters of one matching line shown before it is cut.
+const MAX_LINE_CHARS: usize = 500;
+/// The longest line searched; a file with a longer one is skipped.
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Output bytes kept free for the notes on what was left out.
+const NOTE_ROOM: usize = 200;
 
 /// The model's description of `grep`.
 pub fn spec() -> ToolSpec {
@@ -63,33 +72,53 @@ pub struct Args {
     context: usize,
 }
 
-/// One file's findings.
+/// What one file gave.
 struct FileHits {
-    path: PathBuf,
-    modified: SystemTime,
     matches: usize,
+    /// Rendered lines, at most [`MAX_LINES`] (content output only).
     lines: Vec<String>,
 }
 
 /// Searches.
 pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let cwd = ctx.cwd.clone();
+    let cancel = ctx.cancel.clone();
     let found = tokio::task::spawn_blocking(move || {
-        search(&cwd, &args).map(|hits| render(&cwd, &args, hits))
+        search(&cwd, &args, &cancel).map(|found| render(&cwd, &args, found))
     })
     .await;
     match found {
-        Ok(Ok(text)) => ToolOutput::ok(cap(&text, MAX_OUTPUT_CHARS)),
+        Ok(Ok(text)) => ToolOutput::ok(text),
         Ok(Err(message)) => ToolOutput::error(message),
         Err(err) => ToolOutput::error(format!("grep failed: {err}")),
     }
 }
 
-fn search(cwd: &Path, args: &Args) -> Result<Vec<FileHits>, String> {
-    let root = resolve(cwd, args.path.as_deref().unwrap_or("."));
-    if !root.exists() {
-        return Err(format!("{} does not exist", display(cwd, &root)));
+/// What a search found: the newest files' findings that the output can show, and counts.
+struct Found {
+    hits: Newest<FileHits>,
+    matches: usize,
+}
+
+impl Found {
+    fn add(&mut self, path: PathBuf, modified: SystemTime, sink: Collect, mode: OutputMode) {
+        self.matches += sink.matches;
+        let weight = match mode {
+            OutputMode::Content => sink.line_count,
+            OutputMode::Files | OutputMode::Count => 1,
+        };
+        let hits = FileHits {
+            matches: sink.matches,
+            lines: sink.lines,
+        };
+        self.hits.insert(path, modified, weight, hits);
     }
+}
+
+fn search(cwd: &Path, args: &Args, cancel: &CancellationToken) -> Result<Found, String> {
+    let root = resolve(cwd, args.path.as_deref().unwrap_or("."));
+    let shown_root = display(cwd, &root);
+    let meta = std::fs::metadata(&root).map_err(|_| format!("{shown_root} does not exist"))?;
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(args.case_insensitive)
         .line_terminator(Some(b'\n'))
@@ -106,110 +135,155 @@ fn search(cwd: &Path, args: &Args) -> Result<Vec<FileHits>, String> {
         None => None,
     };
     let context = if args.output == OutputMode::Content {
-        args.context
+        args.context.min(MAX_LINES)
     } else {
         0
     };
-    let mut searcher = SearcherBuilder::new()
+    let mut builder = SearcherBuilder::new();
+    builder
         .line_number(true)
         .before_context(context)
         .after_context(context)
         .binary_detection(BinaryDetection::quit(0))
-        .build();
-    let mut hits = Vec::new();
-    for entry in walker(&root).build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
+        .heap_limit(Some(MAX_LINE_BYTES));
+    let found = Mutex::new(Found {
+        hits: Newest::new(MAX_LINES),
+        matches: 0,
+    });
+    let mode = args.output;
+    let search_one = |searcher: &mut Searcher, path: &Path, file: std::fs::File| {
+        let mut sink = Collect::new(display(cwd, path), mode);
+        if searcher.search_file(&matcher, &file, &mut sink).is_err() || sink.matches == 0 {
+            return None;
         }
-        let path = entry.path();
-        if let Some(filter) = &filter {
+        Some(sink)
+    };
+    if !meta.is_dir() {
+        // One file named by the model: it must be a regular file.
+        let file =
+            regular_file::open(&root).map_err(|e| format!("cannot search {shown_root}: {e}"))?;
+        let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        if let Some(sink) = search_one(&mut builder.build(), &root, file) {
+            lock(&found).add(root.clone(), modified, sink, mode);
+        }
+        return Ok(found.into_inner().unwrap_or_else(|e| e.into_inner()));
+    }
+    let wanted = |path: &Path| match &filter {
+        None => true,
+        Some(filter) => {
             let rel = path.strip_prefix(&root).unwrap_or(path);
             let name = Path::new(path.file_name().unwrap_or_default());
-            if !(filter.is_match(rel)
-                || (!args.glob.as_deref().unwrap_or("").contains('/') && filter.is_match(name)))
-            {
-                continue;
-            }
-        }
-        let mut sink = Collect {
-            shown: display(cwd, path),
-            lines: Vec::new(),
-            matches: 0,
-        };
-        if searcher.search_path(&matcher, path, &mut sink).is_err() || sink.matches == 0 {
-            continue;
-        }
-        hits.push(FileHits {
-            path: path.to_path_buf(),
-            modified: entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH),
-            matches: sink.matches,
-            lines: sink.lines,
-        });
-    }
-    let mut order: Vec<(PathBuf, SystemTime)> =
-        hits.iter().map(|h| (h.path.clone(), h.modified)).collect();
-    sort_newest_first(&mut order);
-    let position = |p: &PathBuf| order.iter().position(|(q, _)| q == p).unwrap_or(usize::MAX);
-    hits.sort_by_key(|h| position(&h.path));
-    Ok(hits)
-}
-
-fn render(cwd: &Path, args: &Args, hits: Vec<FileHits>) -> String {
-    if hits.is_empty() {
-        return format!("No matches for `{}`.", args.pattern);
-    }
-    let total_matches: usize = hits.iter().map(|h| h.matches).sum();
-    let files = hits.len();
-    let lines: Vec<String> = match args.output {
-        OutputMode::Files => hits.iter().map(|h| display(cwd, &h.path)).collect(),
-        OutputMode::Count => hits
-            .iter()
-            .map(|h| format!("{}:{}", display(cwd, &h.path), h.matches))
-            .collect(),
-        OutputMode::Content => {
-            let mut out = Vec::new();
-            for (i, hit) in hits.into_iter().enumerate() {
-                if i > 0 && args.context > 0 {
-                    out.push("--".to_string());
-                }
-                out.extend(hit.lines);
-            }
-            out
+            filter.is_match(rel)
+                || (!args.glob.as_deref().unwrap_or("").contains('/') && filter.is_match(name))
         }
     };
-    let shown = lines.len().min(MAX_LINES);
-    let mut text = lines[..shown].join("\n");
-    if lines.len() > shown {
+    walk_files(&root, cancel, || {
+        let mut searcher = builder.build();
+        let (found, wanted, search_one) = (&found, &wanted, &search_one);
+        move |entry: &ignore::DirEntry| {
+            let path = entry.path();
+            if !wanted(path) {
+                return;
+            }
+            let Ok(file) = regular_file::open_listed(path) else {
+                return;
+            };
+            if let Some(sink) = search_one(&mut searcher, path, file) {
+                let modified = modified(entry);
+                lock(found).add(path.to_path_buf(), modified, sink, mode);
+            }
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(found.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn lock(found: &Mutex<Found>) -> std::sync::MutexGuard<'_, Found> {
+    found.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn render(cwd: &Path, args: &Args, found: Found) -> String {
+    let files = found.hits.files;
+    if files == 0 {
+        return format!("No matches for `{}`.", args.pattern);
+    }
+    let separators = if args.context > 0 { files - 1 } else { 0 };
+    let total_lines = found.hits.weight + separators;
+    let total_matches = found.matches;
+    let mut text = String::new();
+    let mut shown = 0;
+    let mut push = |line: &str| {
+        if shown >= MAX_LINES || text.len() + line.len() + NOTE_ROOM > MAX_OUTPUT_BYTES {
+            return false;
+        }
+        text.push_str(line);
+        text.push('\n');
+        shown += 1;
+        true
+    };
+    'files: for (i, (path, hit)) in found.hits.into_kept().enumerate() {
+        let fits = match args.output {
+            OutputMode::Files => push(&display(cwd, &path)),
+            OutputMode::Count => push(&format!("{}:{}", display(cwd, &path), hit.matches)),
+            OutputMode::Content => {
+                if i > 0 && args.context > 0 && !push("--") {
+                    break 'files;
+                }
+                hit.lines.iter().all(|line| push(line))
+            }
+        };
+        if !fits {
+            break;
+        }
+    }
+    if total_lines > shown {
         text.push_str(&format!(
-            "\n({} more not shown; narrow the pattern, path or glob)",
-            plural(lines.len() - shown, "line")
+            "(not shown: {}; narrow the pattern, path or glob)\n",
+            plural(total_lines - shown, "line")
         ));
     }
-    text.push_str(&format!(
-        "\n[{} in {}]",
-        plural(total_matches, "match").replace("matchs", "matches"),
-        plural(files, "file")
-    ));
+    let summary = match args.output {
+        OutputMode::Files => format!("[{}]", plural(files, "file")),
+        _ => format!(
+            "[{} in {}]",
+            plural(total_matches, "match").replace("matchs", "matches"),
+            plural(files, "file")
+        ),
+    };
+    text.push_str(&summary);
     text
 }
 
-/// Collects a file's matching and context lines as `path:line:text` / `path-line-text`.
+/// Collects a file's matching and context lines as `path:line:text` / `path-line-text`,
+/// holding at most [`MAX_LINES`] of them and counting the rest.
 struct Collect {
     shown: String,
+    mode: OutputMode,
     lines: Vec<String>,
+    line_count: usize,
     matches: usize,
 }
 
 impl Collect {
+    fn new(shown: String, mode: OutputMode) -> Collect {
+        Collect {
+            shown,
+            mode,
+            lines: Vec::new(),
+            line_count: 0,
+            matches: 0,
+        }
+    }
+
     fn push(&mut self, separator: char, number: Option<u64>, bytes: &[u8]) {
+        self.line_count += 1;
+        if self.mode != OutputMode::Content || self.lines.len() >= MAX_LINES {
+            return;
+        }
         let text = String::from_utf8_lossy(bytes);
         let text = text.trim_end_matches(['\n', '\r']);
-        let text: String = if text.chars().count() > 500 {
-            text.chars().take(500).collect::<String>() + "…"
+        let text: String = if text.chars().count() > MAX_LINE_CHARS {
+            text.chars().take(MAX_LINE_CHARS).collect::<String>() + "…"
         } else {
             text.to_string()
         };
@@ -226,6 +300,10 @@ impl Sink for Collect {
 
     fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         self.matches += 1;
+        // For a list of files, one match says all.
+        if self.mode == OutputMode::Files {
+            return Ok(false);
+        }
         self.push(':', found.line_number(), found.bytes());
         Ok(true)
     }
@@ -236,7 +314,10 @@ impl Sink for Collect {
     }
 
     fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
-        self.lines.push("--".to_string());
+        self.line_count += 1;
+        if self.lines.len() < MAX_LINES {
+            self.lines.push("--".to_string());
+        }
         Ok(true)
     }
 }
@@ -264,19 +345,59 @@ mod tests {
         std::fs::write(dir.path().join("ignored.txt"), "needle\n").unwrap();
         let cwd = dir.path();
         let a = args("needle", OutputMode::Content);
-        let text = render(cwd, &a, search(cwd, &a).unwrap());
+        let none = CancellationToken::new();
+        let text = render(cwd, &a, search(cwd, &a, &none).unwrap());
         assert_eq!(text, "a.txt:2:needle here\n[1 match in 1 file]");
         let c = args("e", OutputMode::Count);
-        let text = render(cwd, &c, search(cwd, &c).unwrap());
+        let text = render(cwd, &c, search(cwd, &c, &none).unwrap());
         assert!(text.contains("a.txt:3"), "{text}");
+    }
+
+    #[test]
+    fn long_output_stays_within_the_limit_with_one_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!("needle {}\n", "x".repeat(400));
+        for i in 0..50 {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), line.repeat(100)).unwrap();
+        }
+        let a = args("needle", OutputMode::Content);
+        let text = render(
+            dir.path(),
+            &a,
+            search(dir.path(), &a, &CancellationToken::new()).unwrap(),
+        );
+        assert!(text.len() <= MAX_OUTPUT_BYTES, "{}", text.len());
+        assert_eq!(text.matches("not shown").count(), 1);
+        assert!(text.ends_with("\n[5000 matches in 50 files]"));
+        let shown = text.lines().filter(|l| l.contains(":needle ")).count();
+        assert!(
+            text.contains(&format!("(not shown: {} lines;", 5000 - shown)),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_search_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "needle\n").unwrap();
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let err = search(dir.path(), &args("needle", OutputMode::Count), &cancel)
+            .err()
+            .unwrap();
+        assert!(err.contains("interrupted"), "{err}");
     }
 
     #[test]
     fn a_bad_regex_is_explained() {
         let dir = tempfile::tempdir().unwrap();
-        let err = search(dir.path(), &args("(", OutputMode::Files))
-            .err()
-            .unwrap();
+        let err = search(
+            dir.path(),
+            &args("(", OutputMode::Files),
+            &CancellationToken::new(),
+        )
+        .err()
+        .unwrap();
         assert!(err.contains("invalid regular expression"), "{err}");
     }
 }

@@ -6,8 +6,10 @@ pub mod batch;
 pub mod edit;
 pub mod glob;
 pub mod grep;
+pub mod output;
 pub mod pool;
 pub mod read;
+pub mod walk;
 pub mod write;
 
 use std::path::{Component, Path, PathBuf};
@@ -19,10 +21,16 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::provider::ToolSpec;
+pub use output::cap;
 pub use pool::{ToolOutput, ToolPool};
 
-/// The most characters a tool result may hold; longer output keeps its head and tail.
-pub const MAX_OUTPUT_CHARS: usize = 30_000;
+/// The most bytes a tool result may hold; longer output keeps its head and tail.
+pub const MAX_OUTPUT_BYTES: usize = 30_000;
+/// The most bytes of a `read` result: whole source files are worth more room.
+pub const MAX_READ_BYTES: usize = 100_000;
+/// Room beyond a tool's limit for the lines a tool adds around capped output (an exit code, a
+/// heading); more than this means the tool did not cap its output, and it is capped here.
+const OUTPUT_MARGIN: usize = 1024;
 
 /// The built-in tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,6 +91,14 @@ impl Tool {
         }
     }
 
+    /// The most bytes a result of this tool holds.
+    pub fn output_limit(self) -> usize {
+        match self {
+            Tool::Read => MAX_READ_BYTES,
+            _ => MAX_OUTPUT_BYTES,
+        }
+    }
+
     /// What the model is told of the tool.
     pub fn spec(self) -> ToolSpec {
         match self {
@@ -123,16 +139,27 @@ pub struct ToolContext {
     pub files: std::sync::Arc<crate::files::FileTracker>,
 }
 
-/// Runs one call of `tool` with `args` (a JSON object).
+/// Runs one call of `tool` with `args` (a JSON object). Every tool caps its own output as it
+/// goes (with [`output::Capped`]); a result still over the limit is capped here, so no result
+/// is ever larger.
 pub async fn execute(tool: Tool, args: Value, ctx: ToolContext) -> ToolOutput {
-    match tool {
+    let mut output = match tool {
         Tool::Read => with_args(tool, args, |a| read::run(a, ctx)).await,
         Tool::Write => with_args(tool, args, |a| write::run(a, ctx)).await,
         Tool::Edit => with_args(tool, args, |a| edit::run(a, ctx)).await,
         Tool::Bash => with_args(tool, args, |a| bash::run(a, ctx)).await,
         Tool::Grep => with_args(tool, args, |a| grep::run(a, ctx)).await,
         Tool::Glob => with_args(tool, args, |a| glob::run(a, ctx)).await,
+    };
+    if output.output.len() > tool.output_limit() + OUTPUT_MARGIN {
+        tracing::warn!(
+            tool = tool.name(),
+            bytes = output.output.len(),
+            "tool output over its limit"
+        );
+        output.output = cap(&output.output, tool.output_limit());
     }
+    output
 }
 
 async fn with_args<A: DeserializeOwned, F: Future<Output = ToolOutput>>(
@@ -179,21 +206,6 @@ pub fn display(cwd: &Path, path: &Path) -> String {
         Ok(rel) => rel.display().to_string(),
         Err(_) => path.display().to_string(),
     }
-}
-
-/// Caps `text` at `max` characters, keeping its head and tail with a note of what was left out.
-pub fn cap(text: &str, max: usize) -> String {
-    let total = text.chars().count();
-    if total <= max {
-        return text.to_string();
-    }
-    let keep = max / 2;
-    let head: String = text.chars().take(keep).collect();
-    let tail: String = text.chars().skip(total - keep).collect();
-    format!(
-        "{head}\n\n[... {} characters omitted ...]\n\n{tail}",
-        total - 2 * keep
-    )
 }
 
 /// Replaces a file's content all at once (a temporary file renamed over it), so that nobody,
@@ -245,15 +257,5 @@ mod tests {
         assert_eq!(resolve(cwd, "/etc/hosts"), Path::new("/etc/hosts"));
         assert_eq!(display(cwd, Path::new("/work/app/src/x.rs")), "src/x.rs");
         assert_eq!(display(cwd, Path::new("/etc/hosts")), "/etc/hosts");
-    }
-
-    #[test]
-    fn capping_keeps_head_and_tail() {
-        let text = "a".repeat(50) + &"b".repeat(50);
-        let capped = cap(&text, 20);
-        assert!(capped.starts_with("aaaaaaaaaa\n"));
-        assert!(capped.ends_with("\nbbbbbbbbbb"));
-        assert!(capped.contains("[... 80 characters omitted ...]"));
-        assert_eq!(cap("short", 20), "short");
     }
 }

@@ -206,6 +206,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn jobs_under_way_at_once_run_at_once() {
+        let parent = Parent::spawn(());
+        let pool = ToolPool::spawn(&parent, 2).await;
+        // Each job waits for the other: run one after the other, neither would finish.
+        let barrier = Arc::new(tokio::sync::Barrier::new(2));
+        let jobs = (0..2).map(|_| {
+            let barrier = barrier.clone();
+            pool.run(Box::pin(async move {
+                barrier.wait().await;
+                ToolOutput::ok("met")
+            }))
+        });
+        let outputs =
+            tokio::time::timeout(Duration::from_secs(20), futures::future::join_all(jobs))
+                .await
+                .expect("both jobs ran at once");
+        assert!(outputs.iter().all(|o| o.output == "met"));
+    }
+
+    #[tokio::test]
     async fn jobs_beyond_the_pool_size_wait_for_a_free_executor() {
         let parent = Parent::spawn(());
         let pool = ToolPool::spawn(&parent, 2).await;

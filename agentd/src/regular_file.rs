@@ -1,0 +1,178 @@
+//! Opening files that someone else controls (the project, the model): regular files only, and
+//! never more bytes than asked for. A symlink to `/dev/zero`, a FIFO or a socket named like a
+//! source file must not make the daemon allocate without end or wait for ever (SPEC §5).
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// Why a file could not be opened for reading.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The file is not a regular file.
+    #[error("it is {kind}, not a regular file; only regular files can be read")]
+    NotRegular {
+        /// What it is, with an article: "a directory", "a FIFO (named pipe)", ...
+        kind: &'static str,
+    },
+    /// The file could not be opened or examined.
+    #[error("{}", describe(.0))]
+    Io(#[from] io::Error),
+}
+
+/// Opens `path` (symlinks followed) for reading if it is a regular file. The open itself never
+/// blocks: a FIFO is opened non-blocking, seen for what it is and refused.
+pub fn open(path: &Path) -> Result<File, OpenError> {
+    let file = open_nonblocking(path).map_err(|err| {
+        // A socket cannot be opened at all (ENXIO): name what it is.
+        match std::fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => OpenError::NotRegular {
+                kind: kind_of(&meta.file_type()),
+            },
+            _ => OpenError::Io(err),
+        }
+    })?;
+    let meta = file.metadata()?;
+    let kind = kind_of(&meta.file_type());
+    if kind != "a regular file" {
+        return Err(OpenError::NotRegular { kind });
+    }
+    clear_nonblocking(&file)?;
+    Ok(file)
+}
+
+/// Opens `path` for reading without blocking and without looking at it again, for a file that
+/// a directory listing already called regular: if it was swapped for a FIFO since, reads see
+/// no data instead of waiting; the caller bounds what it reads.
+pub fn open_listed(path: &Path) -> io::Result<File> {
+    open_nonblocking(path)
+}
+
+/// Reads at most `max` bytes of the regular file `path`; `Ok((bytes, true))` when the file had
+/// more than that.
+pub fn read_at_most(path: &Path, max: usize) -> Result<(Vec<u8>, bool), OpenError> {
+    let file = open(path)?;
+    let mut bytes = Vec::new();
+    file.take(max as u64 + 1).read_to_end(&mut bytes)?;
+    let more = bytes.len() > max;
+    bytes.truncate(max);
+    Ok((bytes, more))
+}
+
+/// Reads the regular file `path` as text (lossily), at most `max` bytes; `None` when it is
+/// missing, not a regular file or unreadable.
+pub fn read_text(path: &Path, max: usize) -> Option<String> {
+    let (bytes, _) = read_at_most(path, max).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// What kind of file `file_type` describes, with an article.
+pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_symlink() {
+        "a symbolic link"
+    } else if file_type.is_file() {
+        "a regular file"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
+
+/// Regular files ignore `O_NONBLOCK`, but clear it so the descriptor behaves as usual.
+#[cfg(unix)]
+fn clear_nonblocking(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own, with flags from F_GETFL.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags == -1 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn clear_nonblocking(_: &File) -> io::Result<()> {
+    Ok(())
+}
+
+/// An I/O error in words a model acts on.
+pub fn describe(err: &io::Error) -> String {
+    match err.kind() {
+        io::ErrorKind::NotFound => "no such file".to_string(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => err.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let link = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        for (path, kind) in [
+            (fifo.as_path(), "a FIFO (named pipe)"),
+            (link.as_path(), "a character device"),
+            (dir.path(), "a directory"),
+        ] {
+            match open(path) {
+                Err(OpenError::NotRegular { kind: found }) => assert_eq!(found, kind),
+                other => panic!("{}: {other:?}", path.display()),
+            }
+        }
+    }
+
+    #[test]
+    fn reads_stop_at_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "0123456789").unwrap();
+        assert_eq!(read_at_most(&path, 4).unwrap(), (b"0123".to_vec(), true));
+        assert_eq!(
+            read_at_most(&path, 10).unwrap(),
+            (b"0123456789".to_vec(), false)
+        );
+        assert_eq!(read_text(&dir.path().join("none"), 4), None);
+    }
+}
