@@ -23,6 +23,7 @@ use crate::health::HealthMonitor;
 use crate::history::{AssistantReply, Message, ToolCall, ToolResult};
 use crate::provider::retry::{self, Retry, RetryPolicy};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta, ToolSpec};
+use crate::tools::gate::EffectGate;
 use crate::tools::{self, Tool, ToolContext, ToolOutput, ToolPool, batch};
 
 /// The result text of a call that was not run because the turn limit was reached.
@@ -472,24 +473,19 @@ impl Run {
         let started = Instant::now();
         let output = match self.prepare(call).await? {
             Prepared::Run(tool, args) => {
+                let gate = Arc::new(EffectGate::new());
                 let ctx = ToolContext {
                     cwd: self.setup.cwd.clone(),
                     cancel: self.cancel().clone(),
                     bash_timeout: self.setup.bash_timeout,
                     files: self.setup.files.clone(),
+                    gate: gate.clone(),
                 };
-                let job = tools::execute(tool, args, ctx);
-                if tool == Tool::Bash {
-                    // bash stops by itself on cancel: it kills its process group and keeps the
-                    // output so far.
-                    self.setup.tools.run(Box::pin(job)).await
-                } else {
-                    tokio::select! {
-                        output = self.setup.tools.run(Box::pin(job)) => output,
-                        () = self.cancel().cancelled() => {
-                            ToolOutput::error("[interrupted: the run was cancelled]")
-                        }
-                    }
+                let job = Box::pin(tools::execute(tool, args, ctx));
+                // A call overtaken by a cancel while it waited for an executor never starts.
+                match self.setup.tools.run(job, self.cancel(), gate).await {
+                    Some(output) => output,
+                    None => return Ok(None),
                 }
             }
             Prepared::Refused(output) => output,

@@ -68,6 +68,10 @@ async fn run_command(
     ctx: &ToolContext,
     timeout: Duration,
 ) -> std::io::Result<(Ending, String)> {
+    // From here the command's effects are real: a cancel now kills it rather than skipping it.
+    if !ctx.gate.commit() {
+        return Ok((Ending::Cancelled, String::new()));
+    }
     let (reader, writer) = std::io::pipe()?;
     let mut child = {
         let mut cmd = tokio::process::Command::new("bash");
@@ -180,12 +184,7 @@ mod tests {
     use super::*;
 
     fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            cancel: tokio_util::sync::CancellationToken::new(),
-            bash_timeout: Duration::from_secs(120),
-            files: std::sync::Arc::new(crate::files::FileTracker::new(|_| {})),
-        }
+        ToolContext::standalone(dir)
     }
 
     #[tokio::test]

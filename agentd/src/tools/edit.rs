@@ -3,7 +3,6 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::read::describe;
 use super::{
     MAX_OUTPUT_BYTES, ToolContext, ToolOutput, cap, display, plural, resolve, write_whole,
 };
@@ -82,9 +81,8 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         Ok(after) => after,
         Err(message) => return ToolOutput::error(format!("cannot edit {shown}: {message}")),
     };
-    ctx.files.writing(&path, after.as_bytes());
-    if let Err(err) = write_whole(&path, after.as_bytes()).await {
-        return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
+    if let Err(err) = write_whole(&ctx, &path, after.as_bytes()).await {
+        return ToolOutput::error(format!("cannot write {shown}: {err}"));
     }
     let diff = similar::TextDiff::configure()
         .timeout(DIFF_TIMEOUT)

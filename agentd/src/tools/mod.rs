@@ -4,6 +4,7 @@
 pub mod bash;
 pub mod batch;
 pub mod edit;
+pub mod gate;
 pub mod glob;
 pub mod grep;
 pub mod output;
@@ -13,6 +14,8 @@ pub mod walk;
 pub mod write;
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use protocol::PermissionClass;
@@ -21,6 +24,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::provider::ToolSpec;
+use gate::EffectGate;
 pub use output::cap;
 pub use pool::{ToolOutput, ToolPool};
 
@@ -136,7 +140,23 @@ pub struct ToolContext {
     /// The default `bash` timeout.
     pub bash_timeout: Duration,
     /// The files the session read, for the stale-file guard.
-    pub files: std::sync::Arc<crate::files::FileTracker>,
+    pub files: Arc<crate::files::FileTracker>,
+    /// Where the call's effect and a cancel meet: tools commit before they change anything.
+    pub gate: Arc<EffectGate>,
+}
+
+impl ToolContext {
+    /// A context for a call in `cwd` that nothing cancels, with the default `bash` timeout and a
+    /// tracker that watches nothing (tests and benchmarks).
+    pub fn standalone(cwd: &Path) -> ToolContext {
+        ToolContext {
+            cwd: cwd.to_path_buf(),
+            cancel: CancellationToken::new(),
+            bash_timeout: Duration::from_secs(120),
+            files: Arc::new(crate::files::FileTracker::new(|_| {})),
+            gate: Arc::default(),
+        }
+    }
 }
 
 /// Runs one call of `tool` with `args` (a JSON object). Every tool caps its own output as it
@@ -208,10 +228,23 @@ pub fn display(cwd: &Path, path: &Path) -> String {
     }
 }
 
+/// Why a whole-file write did not land.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The file system refused.
+    #[error("{}", read::describe(.0))]
+    Io(#[from] std::io::Error),
+    /// The run was cancelled before the file was replaced; nothing changed.
+    #[error("interrupted: the run was cancelled before the file was written")]
+    Interrupted,
+}
+
 /// Replaces a file's content all at once (a temporary file renamed over it), so that nobody,
 /// the file watcher included, ever sees it half written. A symlink is followed, and the old
-/// file's permissions are kept.
-pub async fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// file's permissions are kept. The rename happens only if the call commits before a cancel
+/// claims it; the stale-file guard learns the new content just before.
+pub async fn write_whole(ctx: &ToolContext, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let target = tokio::fs::canonicalize(path)
         .await
         .unwrap_or_else(|_| path.to_path_buf());
@@ -219,18 +252,25 @@ pub async fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = target.with_file_name(format!(".{name}.agentd-{}", std::process::id()));
-    tokio::fs::write(&tmp, bytes).await?;
-    if let Ok(meta) = tokio::fs::metadata(&target).await {
-        let _ = tokio::fs::set_permissions(&tmp, meta.permissions()).await;
-    }
-    match tokio::fs::rename(&tmp, &target).await {
-        Ok(()) => Ok(()),
-        Err(err) => {
-            let _ = tokio::fs::remove_file(&tmp).await;
-            Err(err)
+    let unique = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = target.with_file_name(format!(".{name}.agentd-{}-{unique}", std::process::id()));
+    let written = async {
+        tokio::fs::write(&tmp, bytes).await?;
+        if let Ok(meta) = tokio::fs::metadata(&target).await {
+            let _ = tokio::fs::set_permissions(&tmp, meta.permissions()).await;
         }
+        if !ctx.gate.commit() {
+            return Err(WriteError::Interrupted);
+        }
+        ctx.files.writing(path, bytes);
+        tokio::fs::rename(&tmp, &target).await?;
+        Ok(())
     }
+    .await;
+    if written.is_err() {
+        let _ = tokio::fs::remove_file(&tmp).await;
+    }
+    written
 }
 
 /// "1 line", "3 lines".

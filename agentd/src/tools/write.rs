@@ -49,9 +49,8 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
             describe(&err)
         ));
     }
-    ctx.files.writing(&path, args.content.as_bytes());
-    if let Err(err) = write_whole(&path, args.content.as_bytes()).await {
-        return ToolOutput::error(format!("cannot write {shown}: {}", describe(&err)));
+    if let Err(err) = write_whole(&ctx, &path, args.content.as_bytes()).await {
+        return ToolOutput::error(format!("cannot write {shown}: {err}"));
     }
     let lines = args.content.lines().count();
     let verb = if existed { "Replaced" } else { "Created" };
