@@ -71,6 +71,16 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     let shutdown = CancellationToken::new();
     watch_signals(shutdown.clone());
     let pid_file = PidFile::claim(&paths)?;
+    // No other daemon runs now: commands a crashed one left behind are ours to stop.
+    let reaped =
+        crate::tools::processes::ProcessRecords::in_dir(crate::supervisor::commands_dir(&paths))
+            .reap();
+    if reaped > 0 {
+        tracing::warn!(
+            processes = reaped,
+            "killed commands left running by the previous daemon"
+        );
+    }
     let listener = listen(&paths.socket)?;
     pid_file.write_pid()?;
     private_dir(&paths.data_dir)?;

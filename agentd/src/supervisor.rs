@@ -68,6 +68,7 @@ impl Actor for Supervisor {
             http: args.http,
             config: args.config,
             files: crate::files::FileWatcher::start(),
+            processes: crate::tools::processes::ProcessRecords::in_dir(commands_dir(&args.paths)),
         });
         // Only the settings are read now; a session's log is read when it is first used.
         let sessions = store::list(&args.paths.sessions_dir())
@@ -394,4 +395,9 @@ impl Message<StopAll> for Supervisor {
             .collect();
         Ok((actors, self.env.tools.clone()))
     }
+}
+
+/// Where the process groups of running commands are recorded.
+pub fn commands_dir(paths: &protocol::paths::Paths) -> std::path::PathBuf {
+    paths.data_dir.join("commands")
 }

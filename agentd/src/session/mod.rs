@@ -27,6 +27,8 @@ pub struct SessionEnv {
     pub config: watch::Receiver<ConfigState>,
     /// Watches the files sessions read.
     pub files: crate::files::FileWatcher,
+    /// Records of running commands' process groups.
+    pub processes: crate::tools::processes::ProcessRecords,
 }
 
 impl SessionEnv {

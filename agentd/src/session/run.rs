@@ -63,6 +63,8 @@ pub struct RunSetup {
     pub context_window: u64,
     /// Whether long histories are summarised.
     pub compaction: bool,
+    /// Where running commands are recorded.
+    pub processes: crate::tools::processes::ProcessRecords,
 }
 
 /// How a run ended.
@@ -480,6 +482,7 @@ impl Run {
                     bash_timeout: self.setup.bash_timeout,
                     files: self.setup.files.clone(),
                     gate: gate.clone(),
+                    processes: self.setup.processes.clone(),
                 };
                 let job = Box::pin(tools::execute(tool, args, ctx));
                 // A call overtaken by a cancel while it waited for an executor never starts.

@@ -89,7 +89,10 @@ async fn run_command(
         // sees the end of output once the group is gone.
         cmd.spawn()?
     };
-    let group = ProcessGroup(child.id().map(|id| id as i32));
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    // Dropped after the group is killed (in reverse order of declaration).
+    let _recorded = pgid.map(|pgid| ctx.processes.record(pgid, command));
+    let group = ProcessGroup(pgid);
     let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
     let mut collect = tokio::spawn(async move {
         let mut output = Capped::new(MAX_OUTPUT_BYTES);

@@ -9,6 +9,7 @@ pub mod glob;
 pub mod grep;
 pub mod output;
 pub mod pool;
+pub mod processes;
 pub mod read;
 pub mod walk;
 pub mod write;
@@ -143,6 +144,8 @@ pub struct ToolContext {
     pub files: Arc<crate::files::FileTracker>,
     /// Where the call's effect and a cancel meet: tools commit before they change anything.
     pub gate: Arc<EffectGate>,
+    /// Where running commands are recorded, for the next daemon after a crash.
+    pub processes: processes::ProcessRecords,
 }
 
 impl ToolContext {
@@ -155,6 +158,7 @@ impl ToolContext {
             bash_timeout: Duration::from_secs(120),
             files: Arc::new(crate::files::FileTracker::new(|_| {})),
             gate: Arc::default(),
+            processes: processes::ProcessRecords::default(),
         }
     }
 }

@@ -71,6 +71,7 @@ impl SessionActor {
             retry: config.retry_policy(),
             context_window,
             compaction: config.compaction,
+            processes: self.env.processes.clone(),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
