@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use crate::permission::PermissionRules;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError, anthropic, openai};
+use crate::shell_env::ShellEnv;
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -86,6 +87,8 @@ pub struct Config {
     /// Whether long histories are summarised (at 80% of the context window, and once when the
     /// provider says the prompt is too long).
     pub compaction: bool,
+    /// How the client's environment becomes the environment of commands.
+    pub shell_env: ShellEnv,
 }
 
 /// A mode as written in the config file.
@@ -123,6 +126,7 @@ impl Default for Config {
             retry_max_ms: 30_000,
             context_window: None,
             compaction: true,
+            shell_env: ShellEnv::default(),
         }
     }
 }
@@ -211,7 +215,7 @@ impl Config {
     }
 
     fn check(&self, path: &Path) -> Result<(), ConfigError> {
-        if let Err(message) = self.permissions.validate() {
+        if let Err(message) = self.permissions.validate().and(self.shell_env.validate()) {
             return Err(ConfigError {
                 file: path.display().to_string(),
                 line: None,

@@ -17,6 +17,7 @@ pub mod prompt;
 pub mod provider;
 pub mod regular_file;
 pub mod session;
+pub mod shell_env;
 pub mod store;
 pub mod supervisor;
 pub mod tools;

@@ -84,6 +84,9 @@ pub struct Meta {
     pub last_activity_ms: u64,
     /// Model replies so far.
     pub turns: u64,
+    /// The environment of the client that created the session, without secrets (SPEC §5).
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
 }
 
 impl Meta {
@@ -107,7 +110,7 @@ impl Meta {
     }
 
     /// The meta of `info`, created with `max_turns`.
-    pub fn of(info: &SessionInfo, max_turns: Option<u32>) -> Meta {
+    pub fn of(info: &SessionInfo, max_turns: Option<u32>, env: Vec<(String, String)>) -> Meta {
         Meta {
             version: FORMAT_VERSION,
             id: info.id.0.clone(),
@@ -120,6 +123,7 @@ impl Meta {
             created_ms: info.created_ms,
             last_activity_ms: info.last_activity_ms,
             turns: info.turns,
+            env,
         }
     }
 }
@@ -301,6 +305,7 @@ mod tests {
             created_ms: 1,
             last_activity_ms: 1,
             turns: 0,
+            env: Vec::new(),
         }
     }
 

@@ -249,7 +249,9 @@ impl Message<Create> for Supervisor {
             last_seq: 0,
         };
         // Unbounded, so that the run task and the supervisor never wait on a busy session.
-        let meta = Meta::of(&info, request.max_turns);
+        // Secrets never reach the disk: the environment is filtered before it is stored.
+        let env = self.env.config().shell_env.filter(request.env);
+        let meta = Meta::of(&info, request.max_turns, env);
         SessionStore::create(&self.paths.sessions_dir(), &meta).map_err(|e| {
             ErrorInfo::new(
                 ErrorCode::Internal,

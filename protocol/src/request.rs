@@ -123,4 +123,7 @@ pub struct CreateSession {
     pub max_turns: Option<u32>,
     /// A short title.
     pub title: Option<String>,
+    /// The client's environment, for the session's commands: the daemon keeps it without
+    /// secrets (SPEC §5). Empty for the daemon's own environment.
+    pub env: Vec<(String, String)>,
 }

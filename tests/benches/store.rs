@@ -24,6 +24,7 @@ fn meta(id: &str) -> Meta {
         created_ms: 1,
         last_activity_ms: 1,
         turns: 0,
+        env: Vec::new(),
     }
 }
 

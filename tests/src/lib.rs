@@ -277,6 +277,7 @@ pub async fn create_session(client: &Client, cwd: &Path) -> SessionInfo {
             mode: None,
             max_turns: None,
             title: None,
+            env: Vec::new(),
         }))
         .await
         .expect("session created");

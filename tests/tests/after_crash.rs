@@ -17,7 +17,13 @@ async fn commands_left_running_by_a_killed_daemon_are_killed_on_restart() {
     .await;
     let mut daemon = Daemon::start();
     let (client, session, _incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "run something long", run_options(&server)).await;
+    start_run(
+        &client,
+        &session,
+        "run something long",
+        run_options(&server),
+    )
+    .await;
     let pgid = tests::read_fifo(&started).await;
     daemon.kill();
     assert!(

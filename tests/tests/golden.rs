@@ -55,6 +55,7 @@ fn requests() -> Vec<Request> {
             mode: Some(Mode::Plan),
             max_turns: Some(100),
             title: None,
+            env: vec![("PATH".into(), "/usr/bin".into())],
         }),
         Request::ListSessions,
         Request::GetHistory { session: session() },

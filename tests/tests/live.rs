@@ -259,65 +259,6 @@ async fn cancel_returns_queued_messages_and_loses_nothing() {
 }
 
 #[tokio::test]
-async fn cancel_during_a_parallel_batch_interrupts_every_running_call() {
-    let project = tempfile::tempdir().unwrap();
-    let fifos = [project.path().join("a.fifo"), project.path().join("b.fifo")];
-    for fifo in &fifos {
-        tests::make_fifo(fifo);
-    }
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool("read", json!({"path": "a.fifo"}))
-            .tool("read", json!({"path": "b.fifo"}))
-            .tool("write", json!({"path": "later.txt", "content": "x"}))
-            .build(),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "read", run_options(&server)).await;
-    wait_for(&mut incoming, "tool_call").await;
-    wait_for(&mut incoming, "tool_call").await;
-    client
-        .request(Request::Cancel {
-            session: session.clone(),
-        })
-        .await
-        .unwrap();
-    let events = until_finished(&mut incoming).await;
-    let results = tool_results(&events);
-    // A read is stopped where it waits, or, if the cancel came first, never starts.
-    for result in &results[..2] {
-        assert!(
-            [
-                "[interrupted: the run was cancelled]",
-                "(interrupted before this tool ran)"
-            ]
-            .contains(&result.2.as_str()),
-            "{}",
-            result.2
-        );
-    }
-    assert_eq!(results[2].2, "(interrupted before this tool ran)");
-    assert!(matches!(
-        finished(&events),
-        Event::RunFinished {
-            stop_reason: StopReason::Aborted,
-            ..
-        }
-    ));
-    assert!(!project.path().join("later.txt").exists());
-    // Let the blocked reads go.
-    for fifo in &fifos {
-        use std::os::unix::fs::OpenOptionsExt;
-        let _ = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(fifo);
-    }
-}
-
-#[tokio::test]
 async fn the_first_answer_to_a_permission_request_wins_and_everyone_is_told() {
     let project = tempfile::tempdir().unwrap();
     let server = ModelServer::start(vec![
@@ -479,6 +420,7 @@ async fn session_with_mode(
             mode: Some(mode),
             max_turns: None,
             title: None,
+            env: Vec::new(),
         }))
         .await
         .unwrap()

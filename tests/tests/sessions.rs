@@ -88,6 +88,7 @@ async fn a_session_needs_an_existing_absolute_directory() {
                 mode: None,
                 max_turns: None,
                 title: None,
+                env: Vec::new(),
             }))
             .await
             .unwrap_err();

@@ -131,6 +131,7 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
                 mode: args.mode,
                 max_turns: None,
                 title: None,
+                env: super::client_env(),
             };
             match request(&client, Request::CreateSession(create)).await? {
                 Reply::SessionCreated(info) => info.id,

@@ -17,6 +17,14 @@ pub async fn request(client: &Client, request: Request) -> Result<Reply, Failure
     client.request(request).await.map_err(Failure::new)
 }
 
+/// This shell's environment (the variables that are text), sent when a session is created so
+/// that its commands run with this shell's PATH and virtualenv; the daemon drops secrets.
+pub fn client_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
+}
+
 /// The failure for a reply of the wrong kind.
 pub fn unexpected(reply: Reply) -> Failure {
     Failure::new(format!("unexpected reply from the daemon: {reply:?}"))

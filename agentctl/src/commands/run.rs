@@ -62,6 +62,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                     mode: args.mode,
                     max_turns: None,
                     title: Some(title_of(&prompt)),
+                    env: super::client_env(),
                 }),
             )
             .await?;
@@ -311,7 +312,8 @@ fn title_of(prompt: &str) -> String {
 /// Provider keys and addresses from this shell (`*_API_KEY`, `*_BASE_URL`): the daemon may have
 /// been started from another one.
 pub fn provider_env() -> Vec<(String, String)> {
-    std::env::vars()
+    super::client_env()
+        .into_iter()
         .filter(|(key, _)| key.ends_with("_API_KEY") || key.ends_with("_BASE_URL"))
         .collect()
 }

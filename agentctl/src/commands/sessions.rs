@@ -109,6 +109,7 @@ pub async fn new(
             mode,
             max_turns: None,
             title,
+            env: super::client_env(),
         }),
     )
     .await?;

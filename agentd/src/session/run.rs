@@ -65,6 +65,8 @@ pub struct RunSetup {
     pub compaction: bool,
     /// Where running commands are recorded.
     pub processes: crate::tools::processes::ProcessRecords,
+    /// The environment commands run with.
+    pub env: Arc<Vec<(String, String)>>,
 }
 
 /// How a run ended.
@@ -483,6 +485,7 @@ impl Run {
                     files: self.setup.files.clone(),
                     gate: gate.clone(),
                     processes: self.setup.processes.clone(),
+                    env: self.setup.env.clone(),
                 };
                 let job = Box::pin(tools::execute(tool, args, ctx));
                 // A call overtaken by a cancel while it waited for an executor never starts.

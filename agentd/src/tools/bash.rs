@@ -81,8 +81,10 @@ async fn run_command(
             .stdin(Stdio::null())
             .stdout(writer.try_clone()?)
             .stderr(writer)
+            .env_clear()
             .env("PAGER", "cat")
             .env("GIT_PAGER", "cat")
+            .envs(ctx.env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .kill_on_drop(true);
         // The command (and its copies of the pipe's write end) is dropped here, so the reader

@@ -146,6 +146,8 @@ pub struct ToolContext {
     pub gate: Arc<EffectGate>,
     /// Where running commands are recorded, for the next daemon after a crash.
     pub processes: processes::ProcessRecords,
+    /// The environment commands run with (SPEC §5).
+    pub env: Arc<Vec<(String, String)>>,
 }
 
 impl ToolContext {
@@ -159,6 +161,9 @@ impl ToolContext {
             files: Arc::new(crate::files::FileTracker::new(|_| {})),
             gate: Arc::default(),
             processes: processes::ProcessRecords::default(),
+            env: Arc::new(
+                crate::shell_env::ShellEnv::default().for_commands(&crate::shell_env::current()),
+            ),
         }
     }
 }

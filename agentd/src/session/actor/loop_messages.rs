@@ -2,6 +2,7 @@
 //! it works (events, history, turn input, queued messages, compaction), and its end.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt;
 use kameo::prelude::*;
@@ -17,6 +18,16 @@ use crate::session::run::{self, RunOutcome, RunSetup};
 use crate::store::Record;
 
 impl SessionActor {
+    /// The environment of the session's commands: its client's, or (for a session created
+    /// without one) the daemon's, without secrets.
+    fn command_env(&self, config: &crate::config::Config) -> Vec<(String, String)> {
+        if self.meta.env.is_empty() {
+            config.shell_env.for_commands(&crate::shell_env::current())
+        } else {
+            config.shell_env.for_commands(&self.meta.env)
+        }
+    }
+
     /// Starts a run whose first message is `text`.
     pub(super) fn start_run(
         &mut self,
@@ -72,6 +83,7 @@ impl SessionActor {
             context_window,
             compaction: config.compaction,
             processes: self.env.processes.clone(),
+            env: Arc::new(self.command_env(&config)),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
