@@ -131,13 +131,19 @@ impl Message<Authorize> for SessionActor {
         ) {
             Verdict::Allow => Ok(Authorization::Allowed),
             Verdict::Deny(reason) => Ok(Authorization::Denied(reason)),
-            Verdict::Ask if run.options.deny_unanswered => Ok(Authorization::Denied(
-                permission::unattended_denial(msg.tool.class()),
-            )),
-            Verdict::Ask => {
+            Verdict::Ask(reason) if run.options.deny_unanswered => {
+                Ok(Authorization::Denied(match reason {
+                    Some(reason) => format!("denied: nobody is there to ask, and {reason}"),
+                    None => permission::unattended_denial(msg.tool.class()),
+                }))
+            }
+            Verdict::Ask(reason) => {
                 self.requests += 1;
                 let request = PermissionRequestId(self.requests);
-                let summary = permission::summary(call);
+                let summary = match reason {
+                    Some(reason) => format!("{} ({reason})", permission::summary(call)),
+                    None => permission::summary(call),
+                };
                 let (answer, receiver) = oneshot::channel();
                 self.pending.insert(
                     request,

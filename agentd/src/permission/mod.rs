@@ -1,5 +1,10 @@
 //! Whether a tool call may run: the permission matrix of the modes (SPEC §6), grants given for
-//! a run, and the "always allow" rules a user gave for a session.
+//! a run, the "always allow" rules a user gave for a session, and the allow and deny rules of
+//! the configuration.
+
+pub mod command_rule;
+pub mod rules;
+pub mod shell;
 
 use std::path::{Path, PathBuf};
 
@@ -7,67 +12,20 @@ use protocol::{Mode, PermissionClass};
 use serde_json::Value;
 
 use crate::tools::{Tool, display, resolve};
+use command_rule::{DenyCheck, written};
+pub use rules::PermissionRules;
+use rules::Subject;
+use shell::{CommandLine, SimpleCommand, Unparsable, Word};
 
 /// What to do with a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Run it.
     Allow,
-    /// Ask the user.
-    Ask,
+    /// Ask the user; with the reason when it is not simply the mode's rule.
+    Ask(Option<String>),
     /// Refuse it; the model gets this reason.
     Deny(String),
-}
-
-/// Allow and deny rules from the configuration, as `tool:pattern`: `bash:cargo test*`,
-/// `write:src/**`, `*:*.lock`. The pattern is a glob over the command of `bash` and the path
-/// (relative to the session directory when inside it) of the other tools.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PermissionRules {
-    /// Calls that run without asking.
-    pub allow: Vec<String>,
-    /// Calls that are refused, whatever the mode.
-    pub deny: Vec<String>,
-}
-
-impl PermissionRules {
-    /// Checks that every rule has the form `tool:pattern` with a known tool and a valid glob.
-    pub fn validate(&self) -> Result<(), String> {
-        for rule in self.allow.iter().chain(&self.deny) {
-            parse_rule(rule)?;
-        }
-        Ok(())
-    }
-
-    fn matching<'a>(list: &'a [String], call: &Call<'_>) -> Option<&'a str> {
-        let subject = match call.tool.class() {
-            PermissionClass::Command => call.command().map(|c| c.trim().to_string()),
-            _ => call.args["path"]
-                .as_str()
-                .map(|p| display(call.cwd, &resolve(call.cwd, p))),
-        }?;
-        list.iter()
-            .find(|rule| {
-                parse_rule(rule).is_ok_and(|(tool, glob)| {
-                    (tool == "*" || tool == call.tool.name()) && glob.is_match(&subject)
-                })
-            })
-            .map(String::as_str)
-    }
-}
-
-fn parse_rule(rule: &str) -> Result<(&str, globset::GlobMatcher), String> {
-    let (tool, pattern) = rule.split_once(':').ok_or_else(|| {
-        format!("permission rule `{rule}` is not `tool:pattern` (e.g. `bash:cargo test*`)")
-    })?;
-    if tool != "*" && Tool::from_name(tool).is_none() {
-        return Err(format!("permission rule `{rule}` names no tool `{tool}`"));
-    }
-    let glob = globset::Glob::new(pattern)
-        .map_err(|e| format!("permission rule `{rule}` has a bad pattern: {e}"))?
-        .compile_matcher();
-    Ok((tool, glob))
 }
 
 /// A call a user allowed for the rest of the session: the same tool on the same file, or a
@@ -77,7 +35,7 @@ fn parse_rule(rule: &str) -> Result<(&str, globset::GlobMatcher), String> {
 pub enum AlwaysRule {
     /// Writes and edits of one file.
     Path(PathBuf),
-    /// Commands that start with these words (and contain no shell operators).
+    /// Commands that start with these words (every simple command of the line must).
     CommandPrefix(String),
 }
 
@@ -106,8 +64,12 @@ impl Call<'_> {
     }
 }
 
-/// Decides a call: reads always run; `bypass` runs everything; grants of the run, the mode's
-/// rules and the session's always-rules allow the rest; anything else asks.
+/// Files outside the session directory that output may still be redirected to.
+const HARMLESS_TARGETS: [&str; 4] = ["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
+
+/// Decides a call: deny rules first (a command that cannot be checked against them asks);
+/// reads always run; `bypass` runs everything; grants of the run, the mode's rules, the
+/// session's always-rules and the allow rules allow the rest; anything else asks.
 pub fn check(
     call: Call<'_>,
     mode: Mode,
@@ -115,10 +77,24 @@ pub fn check(
     always: &[AlwaysRule],
     rules: &PermissionRules,
 ) -> Verdict {
-    if let Some(rule) = PermissionRules::matching(&rules.deny, &call) {
-        return Verdict::Deny(format!(
-            "denied by the permission rule `{rule}` in config.toml"
-        ));
+    let parsed = call.command().map(shell::parse);
+    let subject = match (&parsed, call.target()) {
+        (Some(parsed), _) if call.tool == Tool::Bash => Subject::Command(parsed),
+        (_, Some(target)) => Subject::Path(display(&real_path(call.cwd), &target)),
+        _ => Subject::Nothing,
+    };
+    match rules.deny_check(call.tool, &subject) {
+        DenyCheck::Denied(rule) => {
+            return Verdict::Deny(format!(
+                "denied by the permission rule `{rule}` in config.toml"
+            ));
+        }
+        DenyCheck::Unknown(why) => {
+            return Verdict::Ask(Some(format!(
+                "it cannot be checked against the deny rules: {why}"
+            )));
+        }
+        DenyCheck::Clear => {}
     }
     let class = call.tool.class();
     if class == PermissionClass::Read || mode == Mode::Bypass || grants.contains(&class) {
@@ -134,33 +110,65 @@ pub fn check(
             return Verdict::Allow;
         }
     }
-    if always.iter().any(|rule| rule_allows(rule, &call))
-        || PermissionRules::matching(&rules.allow, &call).is_some()
-    {
-        return Verdict::Allow;
-    }
-    Verdict::Ask
-}
-
-fn rule_allows(rule: &AlwaysRule, call: &Call<'_>) -> bool {
-    match (rule, call.tool.class()) {
-        (AlwaysRule::Path(path), PermissionClass::Write) => call.target().as_ref() == Some(path),
-        (AlwaysRule::CommandPrefix(prefix), PermissionClass::Command) => {
-            call.command().is_some_and(|command| {
-                let command = command.trim();
-                !has_shell_operators(command)
-                    && command.strip_prefix(prefix.as_str()).is_some_and(|rest| {
-                        rest.is_empty() || rest.starts_with(char::is_whitespace)
-                    })
-            })
+    let allowed = match &subject {
+        Subject::Command(Ok(line)) => command_allowed(line, call, always, rules),
+        Subject::Command(Err(Unparsable)) => false,
+        Subject::Path(path) => {
+            let target = call.target();
+            always
+                .iter()
+                .any(|rule| matches!(rule, AlwaysRule::Path(p) if Some(p) == target.as_ref()))
+                || rules
+                    .allow_rules(call.tool)
+                    .iter()
+                    .any(|rule| rule.allows_path(path))
         }
-        _ => false,
+        Subject::Nothing => false,
+    };
+    if allowed {
+        Verdict::Allow
+    } else {
+        Verdict::Ask(None)
     }
 }
 
-/// Operators that could chain another command onto an allowed prefix.
-fn has_shell_operators(command: &str) -> bool {
-    command.contains([';', '&', '|', '<', '>', '$', '`', '(', ')', '\n'])
+/// Whether rules allow a whole command line: every simple command is allowed by an allow rule
+/// or an always-rule, no assignment stands alone, and nothing is written outside the session
+/// directory.
+fn command_allowed(
+    line: &CommandLine,
+    call: Call<'_>,
+    always: &[AlwaysRule],
+    rules: &PermissionRules,
+) -> bool {
+    let allow = rules.allow_rules(call.tool);
+    let covered = |command: &SimpleCommand| {
+        allow.iter().any(|rule| rule.allows_command(command))
+            || always.iter().any(|rule| match rule {
+                AlwaysRule::CommandPrefix(prefix) => {
+                    let text = written(command);
+                    command.assignments.is_empty()
+                        && text
+                            .strip_prefix(prefix.as_str())
+                            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+                }
+                AlwaysRule::Path(_) => false,
+            })
+    };
+    let cwd = real_path(call.cwd);
+    let inside = |target: &Word| match target.literal() {
+        Some(path) if HARMLESS_TARGETS.contains(&path) => true,
+        Some(path) => real_path(&resolve(call.cwd, path)).starts_with(&cwd),
+        None => false,
+    };
+    !line.commands.is_empty()
+        && line.assignments.is_empty()
+        && line.commands.iter().all(covered)
+        && line
+            .redirects
+            .iter()
+            .filter(|r| r.writes)
+            .all(|r| inside(&r.target))
 }
 
 /// The rule that "allow always" on this call remembers.
@@ -168,7 +176,14 @@ pub fn rule_for(call: Call<'_>) -> Option<AlwaysRule> {
     match call.tool.class() {
         PermissionClass::Write => call.target().map(AlwaysRule::Path),
         PermissionClass::Command => {
-            let words: Vec<&str> = call.command()?.split_whitespace().collect();
+            let line = shell::parse(call.command()?).ok()?;
+            let words: Vec<&str> = line
+                .commands
+                .first()?
+                .words
+                .iter()
+                .map_while(Word::literal)
+                .collect();
             let take = match words.get(1) {
                 Some(second) if !second.starts_with('-') => 2,
                 _ => 1,
@@ -267,7 +282,7 @@ mod tests {
         );
         assert_eq!(
             verdict(Tool::Write, json!({"path": "a"}), Mode::Default, &[], &[]),
-            Verdict::Ask
+            Verdict::Ask(None)
         );
         assert_eq!(
             verdict(
@@ -277,7 +292,7 @@ mod tests {
                 &[],
                 &[]
             ),
-            Verdict::Ask
+            Verdict::Ask(None)
         );
         assert_eq!(
             verdict(Tool::Bash, json!({"command": "ls"}), Mode::Bypass, &[], &[]),
@@ -315,7 +330,7 @@ mod tests {
                 &[],
                 &[]
             ),
-            Verdict::Ask
+            Verdict::Ask(None)
         );
         assert_eq!(
             verdict(
@@ -325,7 +340,7 @@ mod tests {
                 &[],
                 &[]
             ),
-            Verdict::Ask
+            Verdict::Ask(None)
         );
     }
 
@@ -345,7 +360,7 @@ mod tests {
                 &[],
                 &[]
             ),
-            Verdict::Ask
+            Verdict::Ask(None)
         );
     }
 
@@ -380,7 +395,7 @@ mod tests {
                 &[],
                 &always
             ),
-            Verdict::Ask
+            Verdict::Ask(None)
         );
         assert_eq!(
             verdict(
@@ -390,7 +405,7 @@ mod tests {
                 &[],
                 &always
             ),
-            Verdict::Ask
+            Verdict::Ask(None)
         );
     }
 
@@ -429,7 +444,7 @@ mod tests {
         );
         assert_eq!(
             run(Tool::Write, json!({"path": "src/a.rs"}), Mode::Default),
-            Verdict::Ask
+            Verdict::Ask(None)
         );
         assert!(matches!(
             run(Tool::Bash, json!({"command": "rm -rf x"}), Mode::Bypass),
@@ -451,5 +466,41 @@ mod tests {
             .validate()
             .is_err()
         );
+    }
+
+    #[test]
+    fn path_rules_match_the_resolved_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("project");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(cwd.join("src")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, cwd.join("src/link")).unwrap();
+        let rules = PermissionRules {
+            allow: vec!["write:src/**".into()],
+            deny: vec![format!(
+                "write:{}/**",
+                outside.canonicalize().unwrap().display()
+            )],
+        };
+        let run = |path: &str| {
+            let args = serde_json::json!({"path": path, "content": ""});
+            check(
+                Call {
+                    tool: Tool::Write,
+                    args: &args,
+                    cwd: &cwd,
+                    plan_file: &cwd,
+                },
+                Mode::Default,
+                &[],
+                &[],
+                &rules,
+            )
+        };
+        assert_eq!(run("src/a.rs"), Verdict::Allow);
+        // Through the link, the file is outside: the deny rule sees where it really is.
+        assert!(matches!(run("src/link/a.rs"), Verdict::Deny(_)));
+        assert_eq!(run("src/../other.rs"), Verdict::Ask(None));
     }
 }

@@ -1,0 +1,484 @@
+//! `bash:` permission rules against the simple commands of a command line (SPEC §6).
+//!
+//! An allow rule is a glob over one simple command as written (its words joined by single
+//! spaces): strict, so `sudo cargo test` or `./cargo test` is not `cargo test`. A deny rule is
+//! broad: it names a program and, optionally, flags and words, and it catches the program
+//! however it is reached (`/bin/rm`, `\rm`, `command rm`, `env X=1 rm`, `sudo rm`,
+//! `xargs rm`, `find -exec rm`, `bash -c "rm ..."`, `eval rm ...`) and its flags however they
+//! are written (`-rf`, `-fr`, `-r -f`, `-R`, `--recursive --force`).
+
+use std::collections::BTreeSet;
+
+use globset::{Glob, GlobMatcher};
+
+use super::shell::{self, SimpleCommand, Word};
+
+/// How deep `bash -c` and `eval` are looked into.
+const MAX_NESTING: usize = 4;
+
+/// One `bash:` rule's pattern.
+#[derive(Debug, Clone)]
+pub struct CommandRule {
+    /// The pattern as written.
+    pub pattern: String,
+    /// The whole pattern as a glob.
+    glob: GlobMatcher,
+    /// The program a deny rule names, as a glob over its base name.
+    program: Option<GlobMatcher>,
+    /// Short flags the rule names (normalised).
+    flags: BTreeSet<char>,
+    /// Long flags the rule names (normalised; those with a short form become short).
+    long: BTreeSet<String>,
+    /// Other words, in order.
+    words: Vec<GlobMatcher>,
+}
+
+/// What a deny rule says of a command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DenyCheck {
+    /// A simple command matches the rule with this pattern.
+    Denied(String),
+    /// No simple command matches.
+    Clear,
+    /// A command could match but cannot be told (a computed program name or flag, a line that
+    /// does not parse): why.
+    Unknown(String),
+}
+
+impl CommandRule {
+    /// Parses the pattern of a `bash:` rule.
+    pub fn parse(pattern: &str) -> Result<CommandRule, String> {
+        let glob = |p: &str| {
+            Glob::new(p)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| format!("bad pattern `{p}`: {e}"))
+        };
+        let whole = glob(pattern)?;
+        let mut parts: Vec<&str> = pattern.split_whitespace().collect();
+        // A trailing `*` means "and anything after", which a deny rule always allows.
+        if let Some(last) = parts.last_mut() {
+            *last = last.strip_suffix('*').unwrap_or(last);
+        }
+        parts.retain(|p| !p.is_empty());
+        let program_name = parts.first().copied().unwrap_or_default();
+        let program = if program_name.is_empty() {
+            None
+        } else {
+            Some(glob(basename(program_name))?)
+        };
+        let mut rule = CommandRule {
+            pattern: pattern.to_string(),
+            glob: whole,
+            program,
+            flags: BTreeSet::new(),
+            long: BTreeSet::new(),
+            words: Vec::new(),
+        };
+        let args: Vec<Word> = parts
+            .iter()
+            .skip(1)
+            .map(|p| Word::Literal(p.to_string()))
+            .collect();
+        let flags = Flags::of(basename(program_name), &args);
+        rule.flags = flags.short;
+        rule.long = flags.long;
+        for word in flags.operands {
+            rule.words.push(glob(&word)?);
+        }
+        Ok(rule)
+    }
+
+    /// Whether this allow rule covers `command` (written as it stands).
+    pub fn allows(&self, command: &SimpleCommand) -> bool {
+        command.assignments.is_empty() && self.glob.is_match(written(command))
+    }
+
+    /// Whether this deny rule refuses `command`, reached however it is.
+    pub fn denies(&self, command: &SimpleCommand) -> DenyCheck {
+        if self.glob.is_match(written(command)) {
+            return DenyCheck::Denied(self.pattern.clone());
+        }
+        let mut unknown = None;
+        for invocation in invocations(command, 0) {
+            match self.denies_invocation(&invocation) {
+                DenyCheck::Denied(rule) => return DenyCheck::Denied(rule),
+                DenyCheck::Unknown(why) => unknown = Some(why),
+                DenyCheck::Clear => {}
+            }
+        }
+        unknown.map_or(DenyCheck::Clear, DenyCheck::Unknown)
+    }
+
+    fn denies_invocation(&self, invocation: &Invocation) -> DenyCheck {
+        let Invocation::Run { program, args } = invocation else {
+            return match invocation {
+                Invocation::Unknown(why) => DenyCheck::Unknown(why.clone()),
+                _ => DenyCheck::Clear,
+            };
+        };
+        let name = basename(program);
+        let normalized = std::iter::once(name)
+            .chain(args.iter().map(Word::text))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if self.glob.is_match(&normalized) {
+            return DenyCheck::Denied(self.pattern.clone());
+        }
+        let Some(wanted) = &self.program else {
+            return DenyCheck::Clear;
+        };
+        if !wanted.is_match(name) {
+            return DenyCheck::Clear;
+        }
+        let flags = Flags::of(name, args);
+        let mut operands = flags.operands.iter();
+        let has_words = self
+            .words
+            .iter()
+            .all(|word| operands.any(|o| word.is_match(o)));
+        if self.flags.is_subset(&flags.short) && self.long.is_subset(&flags.long) && has_words {
+            return DenyCheck::Denied(self.pattern.clone());
+        }
+        if args.iter().any(|a| matches!(a, Word::Dynamic(_))) {
+            return DenyCheck::Unknown(format!(
+                "`{name}` has arguments computed when it runs, which could make it match `{}`",
+                self.pattern
+            ));
+        }
+        DenyCheck::Clear
+    }
+}
+
+/// A command as written: its words joined by single spaces.
+pub fn written(command: &SimpleCommand) -> String {
+    command
+        .words
+        .iter()
+        .map(Word::text)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The last part of a path: `/bin/rm` is `rm`.
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// A program run with its arguments, once wrappers are taken off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Invocation {
+    Run { program: String, args: Vec<Word> },
+    Unknown(String),
+}
+
+/// What `command` really runs: the command itself, the command a wrapper runs (`sudo`, `env`,
+/// `command`, `xargs`, `timeout`, ...), the commands of `find -exec`, `bash -c` and `eval`.
+fn invocations(command: &SimpleCommand, depth: usize) -> Vec<Invocation> {
+    let mut found = Vec::new();
+    let mut words: &[Word] = &command.words;
+    loop {
+        let Some(first) = words.first() else {
+            return found;
+        };
+        let program = match first {
+            Word::Literal(text) => text.clone(),
+            other => {
+                found.push(Invocation::Unknown(format!(
+                    "the program `{}` is computed when the command runs",
+                    other.text()
+                )));
+                return found;
+            }
+        };
+        let name = basename(&program).to_string();
+        let args = &words[1..];
+        found.push(Invocation::Run {
+            program: program.clone(),
+            args: args.to_vec(),
+        });
+        match name.as_str() {
+            "bash" | "sh" | "dash" | "zsh" | "ksh" | "eval" => {
+                found.extend(nested_script(&name, args, depth));
+                return found;
+            }
+            "find" => {
+                found.extend(find_exec(args, depth));
+                return found;
+            }
+            _ => {}
+        }
+        match wrapped(&name, args) {
+            Some(rest) if !rest.is_empty() => words = rest,
+            _ => return found,
+        }
+    }
+}
+
+/// The commands of the script `bash -c SCRIPT` or `eval WORDS` runs.
+fn nested_script(name: &str, args: &[Word], depth: usize) -> Vec<Invocation> {
+    let script = if name == "eval" {
+        if args.iter().any(Word::is_dynamic) {
+            return vec![Invocation::Unknown("`eval` of computed text".to_string())];
+        }
+        args.iter().map(Word::text).collect::<Vec<_>>().join(" ")
+    } else {
+        match args.iter().position(|a| {
+            a.literal()
+                .is_some_and(|t| t.starts_with('-') && t.contains('c'))
+        }) {
+            Some(i) => match args.get(i + 1) {
+                Some(Word::Literal(script)) => script.clone(),
+                Some(_) => {
+                    return vec![Invocation::Unknown(format!("`{name} -c` of computed text"))];
+                }
+                None => return Vec::new(),
+            },
+            // `bash script.sh` runs a file, like `./script.sh`: its contents are not the
+            // command line's.
+            None => return Vec::new(),
+        }
+    };
+    if depth >= MAX_NESTING {
+        return vec![Invocation::Unknown("commands nested too deep".to_string())];
+    }
+    match shell::parse(&script) {
+        Ok(line) => line
+            .commands
+            .iter()
+            .flat_map(|c| invocations(c, depth + 1))
+            .collect(),
+        Err(_) => vec![Invocation::Unknown(format!(
+            "the script given to `{name}` could not be parsed"
+        ))],
+    }
+}
+
+/// The commands of `find ... -exec CMD ... ;` (and `-execdir`, `-ok`, `-okdir`).
+fn find_exec(args: &[Word], depth: usize) -> Vec<Invocation> {
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let is_exec = args[i]
+            .literal()
+            .is_some_and(|t| matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir"));
+        if is_exec {
+            let end = args[i + 1..]
+                .iter()
+                .position(|a| a.literal().is_some_and(|t| t == ";" || t == "+"))
+                .map_or(args.len(), |p| i + 1 + p);
+            let command = SimpleCommand {
+                assignments: Vec::new(),
+                words: args[i + 1..end].to_vec(),
+            };
+            found.extend(invocations(&command, depth + 1));
+            i = end;
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The words of the command a wrapper runs, or `None` when `name` is not a wrapper.
+fn wrapped<'a>(name: &str, args: &'a [Word]) -> Option<&'a [Word]> {
+    // Options that take a value, per wrapper.
+    let with_value: &[&str] = match name {
+        "env" => &["-u", "-C", "-S", "--unset", "--chdir", "--split-string"],
+        "sudo" => &[
+            "-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "--user", "--group",
+        ],
+        "doas" => &["-u", "-C"],
+        "nice" => &["-n", "--adjustment"],
+        "ionice" => &["-c", "-n", "-p", "-P", "-u"],
+        "timeout" => &["-s", "-k", "--signal", "--kill-after"],
+        "xargs" => &[
+            "-I",
+            "-i",
+            "-n",
+            "-L",
+            "-l",
+            "-P",
+            "-d",
+            "-a",
+            "-E",
+            "-e",
+            "-s",
+            "--delimiter",
+            "--arg-file",
+            "--max-args",
+            "--max-procs",
+            "--replace",
+        ],
+        "exec" => &["-a"],
+        "stdbuf" => &["-i", "-o", "-e"],
+        "watch" => &["-n", "-d", "--interval"],
+        "chroot" | "command" | "builtin" | "nohup" | "time" | "setsid" | "unbuffer"
+        | "caffeinate" => &[],
+        _ => return None,
+    };
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let Some(text) = word.literal() else { break };
+        if text == "--" {
+            i += 1;
+            break;
+        }
+        if text.starts_with('-') && text.len() > 1 {
+            i += if with_value.contains(&text) { 2 } else { 1 };
+            continue;
+        }
+        // `env NAME=value cmd`
+        if name == "env" && text.contains('=') {
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    // `timeout 5 cmd`, `chroot DIR cmd`: one operand before the command.
+    if matches!(name, "timeout" | "chroot") {
+        i += 1;
+    }
+    Some(args.get(i..).unwrap_or_default())
+}
+
+/// The flags and operands of a command's arguments, normalised so that one flag has one name.
+struct Flags {
+    short: BTreeSet<char>,
+    long: BTreeSet<String>,
+    operands: Vec<String>,
+}
+
+impl Flags {
+    fn of(program: &str, args: &[Word]) -> Flags {
+        let mut flags = Flags {
+            short: BTreeSet::new(),
+            long: BTreeSet::new(),
+            operands: Vec::new(),
+        };
+        let mut options_end = false;
+        for arg in args {
+            let text = arg.text();
+            if options_end || arg.is_dynamic() {
+                flags.operands.push(text.to_string());
+                continue;
+            }
+            if text == "--" {
+                options_end = true;
+            } else if let Some(long) = text.strip_prefix("--") {
+                let long = long.split('=').next().unwrap_or(long);
+                match short_form(program, long) {
+                    Some(short) => {
+                        flags.short.insert(short);
+                    }
+                    None => {
+                        flags.long.insert(long.to_string());
+                    }
+                }
+            } else if let Some(short) = text
+                .strip_prefix('-')
+                .filter(|s| !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_digit()))
+            {
+                flags
+                    .short
+                    .extend(short.chars().map(|c| same_flag(program, c)));
+            } else {
+                flags.operands.push(text.to_string());
+            }
+        }
+        flags
+    }
+}
+
+/// Long flags with a short form, per program.
+fn short_form(program: &str, long: &str) -> Option<char> {
+    match (program, long) {
+        ("rm" | "cp" | "chmod" | "chown" | "chgrp" | "mv", "recursive") => Some('r'),
+        ("rm" | "cp" | "mv" | "ln" | "git", "force") => Some('f'),
+        ("rm", "dir") => Some('d'),
+        ("git", "delete") => Some('d'),
+        _ => None,
+    }
+}
+
+/// Short flags that mean the same, per program: `rm -R` is `rm -r`.
+fn same_flag(program: &str, flag: char) -> char {
+    match (program, flag) {
+        ("rm" | "cp" | "chmod" | "chown" | "chgrp", 'R') => 'r',
+        _ => flag,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(rule: &str, line: &str) -> DenyCheck {
+        let rule = CommandRule::parse(rule).unwrap();
+        let mut result = DenyCheck::Clear;
+        for command in shell::parse(line).unwrap().commands {
+            match rule.denies(&command) {
+                DenyCheck::Denied(p) => return DenyCheck::Denied(p),
+                DenyCheck::Unknown(why) => result = DenyCheck::Unknown(why),
+                DenyCheck::Clear => {}
+            }
+        }
+        result
+    }
+
+    #[test]
+    fn a_deny_rule_sees_through_spelling_and_wrappers() {
+        for line in [
+            "rm -rf x",
+            "rm -fr x",
+            "rm -r -f x",
+            "rm -Rf x",
+            "rm --recursive --force x",
+            "/bin/rm -rf x",
+            "\\rm -rf x",
+            "command rm -rf x",
+            "env X=1 rm -rf x",
+            "sudo -u root rm -rf x",
+            "timeout 5 nice -n 3 rm -rf x",
+            "find . -exec rm -rf {} \\;",
+            "xargs -n 1 rm -rf < list",
+            "bash -c 'rm -rf x'",
+            "eval rm -rf x",
+        ] {
+            assert!(
+                matches!(check("rm -rf*", line), DenyCheck::Denied(_)),
+                "{line}"
+            );
+        }
+        assert_eq!(check("rm -rf*", "rm -f x"), DenyCheck::Clear);
+        assert_eq!(check("rm -rf*", "ls -rf"), DenyCheck::Clear);
+        assert!(matches!(
+            check("rm -rf*", "$(echo rm) -rf x"),
+            DenyCheck::Unknown(_)
+        ));
+        assert!(matches!(
+            check("rm -rf*", "rm $FLAGS x"),
+            DenyCheck::Unknown(_)
+        ));
+        assert!(matches!(
+            check("git push --force*", "git push -f origin"),
+            DenyCheck::Denied(_)
+        ));
+    }
+
+    #[test]
+    fn an_allow_rule_matches_the_command_as_written() {
+        let rule = CommandRule::parse("cargo test*").unwrap();
+        let allows = |line: &str| {
+            shell::parse(line)
+                .unwrap()
+                .commands
+                .iter()
+                .all(|c| rule.allows(c))
+        };
+        assert!(allows("cargo test"));
+        assert!(allows("cargo  test  --all"));
+        assert!(allows("cargo 'test' -q"));
+        assert!(!allows("sudo cargo test"));
+        assert!(!allows("./cargo test"));
+        assert!(!allows("RUSTFLAGS=x cargo test"));
+    }
+}

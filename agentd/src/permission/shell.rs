@@ -1,0 +1,352 @@
+//! Reading a command line as bash would, for the permission rules (SPEC §6): every simple
+//! command it runs (in lists, pipelines, subshells, `$(...)`, backticks, process
+//! substitutions, function bodies, conditions and loops), every redirection, and every
+//! assignment that stands alone. The grammar is tree-sitter's bash grammar, the parser Codex
+//! uses for the same job; a line it cannot parse whole is reported as such, never guessed at.
+
+use tree_sitter::{Node, Parser};
+
+/// One word of a command after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Word {
+    /// Known text: quotes and escapes removed, nothing left to expand.
+    Literal(String),
+    /// Known text with unquoted glob characters, which the shell may expand to file names.
+    Pattern(String),
+    /// Text the shell computes when it runs (`$VAR`, `$(...)`, `$'...'`, braces): its source.
+    Dynamic(String),
+}
+
+impl Word {
+    /// The word's text when the shell takes it literally.
+    pub fn literal(&self) -> Option<&str> {
+        match self {
+            Word::Literal(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The text as it stands: the value of a known word, the source of a computed one.
+    pub fn text(&self) -> &str {
+        match self {
+            Word::Literal(text) | Word::Pattern(text) | Word::Dynamic(text) => text,
+        }
+    }
+
+    /// Whether the shell computes this word when it runs.
+    pub fn is_dynamic(&self) -> bool {
+        matches!(self, Word::Dynamic(_))
+    }
+}
+
+/// A simple command: assignments before it, then its words (the program and its arguments).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// `NAME=value` words before the program, as written.
+    pub assignments: Vec<String>,
+    /// The program, then its arguments.
+    pub words: Vec<Word>,
+}
+
+/// A redirection of a command's input or output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The file.
+    pub target: Word,
+    /// Whether the file is written (`>`, `>>`, `&>`, `>|`, `<>`), not only read.
+    pub writes: bool,
+}
+
+/// Everything a command line would run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandLine {
+    /// Every simple command, in the order they appear.
+    pub commands: Vec<SimpleCommand>,
+    /// Every redirection to or from a file (descriptor duplications like `2>&1` are not files).
+    pub redirects: Vec<Redirect>,
+    /// Assignments that stand alone (`PATH=...; cmd`): they change what later commands do.
+    pub assignments: Vec<String>,
+}
+
+/// The parser could not read the line whole.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the command line could not be parsed as a whole")]
+pub struct Unparsable;
+
+/// Parses `line` as bash.
+pub fn parse(line: &str) -> Result<CommandLine, Unparsable> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .map_err(|_| Unparsable)?;
+    let tree = parser.parse(line, None).ok_or(Unparsable)?;
+    let root = tree.root_node();
+    if root.has_error() {
+        return Err(Unparsable);
+    }
+    let source = line.as_bytes();
+    let mut found = CommandLine::default();
+    // An explicit stack: a line of deeply nested subshells must not overflow ours.
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "command" => found.commands.push(simple_command(node, source)),
+            "declaration_command" | "unset_command" => {
+                found.commands.push(declaration(node, source));
+            }
+            "file_redirect" => {
+                if let Some(redirect) = file_redirect(node, source) {
+                    found.redirects.push(redirect);
+                }
+            }
+            "variable_assignment" if !is_prefix_assignment(node) => {
+                found.assignments.push(text(node, source).to_string());
+            }
+            _ => {}
+        }
+        // Later commands are found inside these nodes too (substitutions in arguments,
+        // bodies of compound commands); pushed in reverse so they come out in order.
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    Ok(found)
+}
+
+fn text<'a>(node: Node, source: &'a [u8]) -> &'a str {
+    node.utf8_text(source).unwrap_or_default()
+}
+
+fn is_prefix_assignment(node: Node) -> bool {
+    node.parent().is_some_and(|p| p.kind() == "command")
+}
+
+fn simple_command(node: Node, source: &[u8]) -> SimpleCommand {
+    let mut assignments = Vec::new();
+    let mut words = Vec::new();
+    let mut cursor = node.walk();
+    for (i, child) in node.children(&mut cursor).enumerate() {
+        match node.field_name_for_child(i as u32) {
+            Some("name") | Some("argument") => words.push(word(child, source)),
+            Some("redirect") => {}
+            _ if child.kind() == "variable_assignment" => {
+                assignments.push(text(child, source).to_string());
+            }
+            _ => {}
+        }
+    }
+    SimpleCommand { assignments, words }
+}
+
+/// `export`, `declare`, `local`, `readonly`, `typeset`, `unset`: the keyword, then its words.
+fn declaration(node: Node, source: &[u8]) -> SimpleCommand {
+    let mut cursor = node.walk();
+    let words = node
+        .children(&mut cursor)
+        .map(|child| match child.kind() {
+            "variable_assignment" | "variable_name" => {
+                Word::Literal(text(child, source).to_string())
+            }
+            _ if !child.is_named() => Word::Literal(text(child, source).to_string()),
+            _ => word(child, source),
+        })
+        .collect();
+    SimpleCommand {
+        assignments: Vec::new(),
+        words,
+    }
+}
+
+fn file_redirect(node: Node, source: &[u8]) -> Option<Redirect> {
+    let target = node.child_by_field_name("destination")?;
+    let mut cursor = node.walk();
+    let operator = node
+        .children(&mut cursor)
+        .find(|c| !c.is_named())
+        .map(|c| text(c, source).to_string())
+        .unwrap_or_default();
+    let target = word(target, source);
+    // `>&2`, `2>&1`, `<&-`: descriptors, not files.
+    let descriptor = target
+        .literal()
+        .is_some_and(|t| t == "-" || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())));
+    if matches!(operator.as_str(), ">&" | "<&" | ">&-" | "<&-") && descriptor {
+        return None;
+    }
+    let writes = operator.contains('>') || operator == "<>";
+    Some(Redirect { target, writes })
+}
+
+/// The value of one word node after quote removal.
+fn word(node: Node, source: &[u8]) -> Word {
+    let raw = text(node, source);
+    match node.kind() {
+        "command_name" => match node.named_child(0) {
+            Some(inner) => word(inner, source),
+            None => Word::Dynamic(raw.to_string()),
+        },
+        "word" => {
+            let value = unescape(raw, |_| true);
+            if has_unquoted_glob(raw) {
+                Word::Pattern(value)
+            } else {
+                Word::Literal(value)
+            }
+        }
+        "number" => Word::Literal(raw.to_string()),
+        "raw_string" => Word::Literal(
+            raw.strip_prefix('\'')
+                .and_then(|r| r.strip_suffix('\''))
+                .unwrap_or(raw)
+                .to_string(),
+        ),
+        "string" => {
+            let mut cursor = node.walk();
+            let plain = node
+                .named_children(&mut cursor)
+                .all(|c| c.kind() == "string_content");
+            if plain {
+                let inner = raw
+                    .strip_prefix('"')
+                    .and_then(|r| r.strip_suffix('"'))
+                    .unwrap_or(raw);
+                Word::Literal(unescape(inner, |c| {
+                    matches!(c, '$' | '`' | '"' | '\\' | '\n')
+                }))
+            } else {
+                Word::Dynamic(raw.to_string())
+            }
+        }
+        "concatenation" => {
+            let mut cursor = node.walk();
+            let parts: Vec<Word> = node
+                .named_children(&mut cursor)
+                .map(|c| word(c, source))
+                .collect();
+            if parts.iter().any(Word::is_dynamic) {
+                return Word::Dynamic(raw.to_string());
+            }
+            let joined: String = parts.iter().map(Word::text).collect();
+            if parts.iter().any(|p| matches!(p, Word::Pattern(_))) {
+                Word::Pattern(joined)
+            } else {
+                Word::Literal(joined)
+            }
+        }
+        _ => Word::Dynamic(raw.to_string()),
+    }
+}
+
+/// Removes the backslashes that escape a character `escapes` accepts; a backslash before a
+/// newline joins the lines.
+fn unescape(text: &str, escapes: impl Fn(char) -> bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\n') => {}
+            Some(next) if escapes(next) => out.push(next),
+            Some(next) => {
+                out.push('\\');
+                out.push(next);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+fn has_unquoted_glob(raw: &str) -> bool {
+    let mut escaped = false;
+    for c in raw.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '*' | '?' | '[' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn programs(line: &str) -> Vec<String> {
+        parse(line)
+            .unwrap()
+            .commands
+            .iter()
+            .map(|c| {
+                c.words
+                    .first()
+                    .map(|w| w.text().to_string())
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_simple_command_is_found_wherever_it_hides() {
+        assert_eq!(programs("cargo test; touch X"), ["cargo", "touch"]);
+        assert_eq!(programs("a && b || c | d & e"), ["a", "b", "c", "d", "e"]);
+        assert_eq!(programs("cargo test $(touch X)"), ["cargo", "touch"]);
+        assert_eq!(programs("cargo test `touch X`"), ["cargo", "touch"]);
+        assert_eq!(programs("(cd x && rm y)"), ["cd", "rm"]);
+        assert_eq!(programs("diff <(ls a) <(ls b)"), ["diff", "ls", "ls"]);
+        assert_eq!(programs("cargo test\ntouch X"), ["cargo", "touch"]);
+        assert_eq!(programs("if true; then rm x; fi"), ["true", "rm"]);
+        assert_eq!(programs("for f in *; do rm $f; done"), ["rm"]);
+        assert_eq!(programs("f() { rm -rf /; }; f"), ["rm", "f"]);
+        assert_eq!(programs("echo \"$(rm x)\""), ["echo", "rm"]);
+        assert_eq!(programs("X=$(rm x)"), ["rm"]);
+    }
+
+    #[test]
+    fn quotes_and_escapes_are_removed() {
+        let line = parse(r#""rm" 'a b' c\ d r\m "x\"y" $HOME pre"$X" *.rs"#).unwrap();
+        let words = &line.commands[0].words;
+        assert_eq!(words[0], Word::Literal("rm".into()));
+        assert_eq!(words[1], Word::Literal("a b".into()));
+        assert_eq!(words[2], Word::Literal("c d".into()));
+        assert_eq!(words[3], Word::Literal("rm".into()));
+        assert_eq!(words[4], Word::Literal("x\"y".into()));
+        assert!(words[5].is_dynamic());
+        assert!(words[6].is_dynamic());
+        assert_eq!(words[7], Word::Pattern("*.rs".into()));
+    }
+
+    #[test]
+    fn redirections_and_assignments_are_reported() {
+        let line = parse("X=1; Y=2 cargo test > out.txt 2>&1 < in.txt >> /tmp/log").unwrap();
+        assert_eq!(line.assignments, ["X=1"]);
+        assert_eq!(line.commands[0].assignments, ["Y=2"]);
+        let targets: Vec<(&str, bool)> = line
+            .redirects
+            .iter()
+            .map(|r| (r.target.text(), r.writes))
+            .collect();
+        assert_eq!(
+            targets,
+            [("out.txt", true), ("in.txt", false), ("/tmp/log", true)]
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_parsed_is_said() {
+        assert_eq!(parse("echo \"unterminated"), Err(Unparsable));
+        assert_eq!(parse("cargo test )"), Err(Unparsable));
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let line = format!("{}true{}", "(".repeat(5000), ")".repeat(5000));
+        // Either answer is fine; not crashing is the point.
+        let _ = parse(&line);
+    }
+}
