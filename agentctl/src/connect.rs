@@ -5,6 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use protocol::client::{Client, ClientError};
+use protocol::frame::FrameError;
 use protocol::paths::Paths;
 
 /// How long a freshly started daemon may take to accept connections.
@@ -49,16 +50,29 @@ pub async fn connect_running(paths: &Paths, command: &str) -> Result<Client, Con
     }
 }
 
-/// Connects to the daemon, starting it first when none is running.
+/// Connects to the daemon, starting it first when none is running. A daemon that is dying
+/// (just killed) or starting may accept a connection and drop it during the handshake: that is
+/// retried for a while, with a new daemon started when the old one is gone.
 pub async fn connect(paths: &Paths, command: &str) -> Result<Client, ConnectError> {
-    match connect_running(paths, command).await {
-        Err(ConnectError::NotRunning(_)) => {
-            start(paths).await?;
-            connect_running(paths, command).await
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        match connect_running(paths, command).await {
+            Err(ConnectError::NotRunning(_)) => {
+                start(paths).await?;
+            }
+            Err(ConnectError::Client(err)) if dropped_in_handshake(&err) => {
+                if Instant::now() >= deadline {
+                    return Err(ConnectError::Client(err));
+                }
+                tokio::time::sleep(RETRY_WAIT).await;
+            }
+            other => return other,
         }
-        other => other,
     }
 }
+
+/// How long to wait before trying again a connection that was dropped.
+const RETRY_WAIT: Duration = Duration::from_millis(20);
 
 fn nobody_listens(err: &std::io::Error) -> bool {
     use std::io::ErrorKind;
@@ -66,6 +80,26 @@ fn nobody_listens(err: &std::io::Error) -> bool {
         err.kind(),
         ErrorKind::NotFound | ErrorKind::ConnectionRefused | ErrorKind::AddrNotAvailable
     )
+}
+
+/// Whether the connection was dropped before the handshake finished, as a dying or starting
+/// daemon does: reset, broken pipe or end of stream.
+fn dropped_in_handshake(err: &ClientError) -> bool {
+    use std::io::ErrorKind;
+    match err {
+        ClientError::Closed(None) => true,
+        ClientError::Frame(FrameError::Io(io)) | ClientError::Connect { source: io, .. } => {
+            matches!(
+                io.kind(),
+                ErrorKind::ConnectionReset
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+                    | ErrorKind::ConnectionAborted
+            )
+        }
+        ClientError::Frame(FrameError::Truncated { .. }) => true,
+        _ => false,
+    }
 }
 
 /// Starts the daemon detached (own session, output to its log) and waits until it accepts.
@@ -108,6 +142,7 @@ async fn wait_until_accepting(
         match Client::connect(&paths.socket, &client_name("start")).await {
             Ok(client) => return Ok(client.welcome().pid),
             Err(ClientError::Connect { .. }) => {}
+            Err(err) if dropped_in_handshake(&err) => {}
             Err(err) => return Err(ConnectError::Client(err)),
         }
         if let Ok(Some(status)) = child.try_wait() {

@@ -56,6 +56,14 @@ pub enum StartError {
         /// The directory.
         path: PathBuf,
     },
+    /// The directory is writable by other users.
+    #[error("{} is writable by other users (mode {mode:o}); refusing to use it (run `chmod 700` on it, or set AGENTD_SOCKET)", path.display())]
+    SharedDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// The socket could not be bound.
     #[error("cannot listen on {}: {source}", path.display())]
     Listen {
@@ -347,6 +355,13 @@ pub fn private_dir(dir: &Path) -> Result<(), StartError> {
         if meta.uid() != unsafe { libc::geteuid() } {
             return Err(StartError::UnsafeDirectory {
                 path: dir.to_path_buf(),
+            });
+        }
+        // Others could put a socket of their own in it: clients would refuse it too.
+        if meta.mode() & 0o022 != 0 {
+            return Err(StartError::SharedDirectory {
+                path: dir.to_path_buf(),
+                mode: meta.mode() & 0o7777,
             });
         }
     }

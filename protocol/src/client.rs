@@ -15,6 +15,7 @@ use crate::event::{ErrorCode, ErrorInfo, Reply, ServerFrame, SessionEvent, Welco
 use crate::frame::{self, FrameError};
 use crate::paths::socket_name;
 use crate::request::{ClientFrame, Hello, Request};
+use crate::trust::{self, Untrusted};
 use crate::types::{PROTOCOL_VERSION, RequestId, SessionId};
 
 /// Why talking to the daemon failed.
@@ -40,6 +41,9 @@ pub enum ClientError {
     /// The daemon answered with something this client does not expect.
     #[error("unexpected answer from the daemon: {0}")]
     Unexpected(String),
+    /// The socket or the process behind it is not the user's own daemon; nothing was sent.
+    #[error(transparent)]
+    Untrusted(#[from] Untrusted),
 }
 
 impl ClientError {
@@ -85,13 +89,17 @@ pub struct Client {
 
 impl Client {
     /// Connects to the daemon at `socket` and shakes hands, naming this client `client_name`.
+    /// Nothing is sent unless the socket's directory and the process behind the socket belong
+    /// to this user.
     pub async fn connect(socket: &Path, client_name: &str) -> Result<Client, ClientError> {
         let connect_error = |source| ClientError::Connect {
             socket: socket.to_path_buf(),
             source,
         };
+        trust::check_socket_dir(socket)?;
         let name = socket_name(socket).map_err(connect_error)?;
         let stream = Stream::connect(name).await.map_err(connect_error)?;
+        trust::check_peer(socket, &stream)?;
         let hello = ClientFrame::Hello(Hello {
             protocol_version: PROTOCOL_VERSION,
             client: client_name.to_string(),

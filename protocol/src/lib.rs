@@ -10,6 +10,7 @@ pub mod event;
 pub mod frame;
 pub mod paths;
 pub mod request;
+pub mod trust;
 pub mod types;
 
 pub use event::{ErrorCode, ErrorInfo, Event, Reply, ServerFrame, SessionEvent, Welcome};
