@@ -89,6 +89,13 @@ pub struct Config {
     pub compaction: bool,
     /// How the client's environment becomes the environment of commands.
     pub shell_env: ShellEnv,
+    /// Client connections served at once; more are refused with a clear error.
+    pub max_connections: usize,
+    /// Milliseconds a frame may take to arrive once its first byte did.
+    pub frame_timeout_ms: u64,
+    /// Seconds a model's reply stream may stay silent before it counts as broken (and is
+    /// retried).
+    pub stream_idle_timeout_secs: u64,
 }
 
 /// A mode as written in the config file.
@@ -127,6 +134,9 @@ impl Default for Config {
             context_window: None,
             compaction: true,
             shell_env: ShellEnv::default(),
+            max_connections: 256,
+            frame_timeout_ms: 5000,
+            stream_idle_timeout_secs: 300,
         }
     }
 }
@@ -256,6 +266,16 @@ impl Config {
             .unwrap_or_else(|e| format!("# cannot show the configuration: {e}\n"))
     }
 
+    /// How long a frame may take once begun.
+    pub fn frame_timeout(&self) -> Duration {
+        Duration::from_millis(self.frame_timeout_ms.max(1))
+    }
+
+    /// How long a model's reply stream may stay silent.
+    pub fn stream_idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.stream_idle_timeout_secs.max(1))
+    }
+
     /// The default `bash` timeout.
     pub fn bash_timeout(&self) -> Duration {
         Duration::from_millis(self.bash_timeout_ms.max(1))
@@ -314,10 +334,9 @@ impl Config {
                     .or(profile.model)
                     .or_else(|| self.model.clone())
                     .unwrap_or_else(|| anthropic::DEFAULT_MODEL.to_string());
-                Ok((
-                    Provider::Anthropic(anthropic::Anthropic::new(http.clone(), &base, key)),
-                    model,
-                ))
+                let provider = anthropic::Anthropic::new(http.clone(), &base, key)
+                    .with_idle_timeout(self.stream_idle_timeout());
+                Ok((Provider::Anthropic(provider), model))
             }
             ProviderKind::Openai => {
                 let key_env = profile.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
@@ -337,10 +356,9 @@ impl Config {
                     .or(profile.model)
                     .or_else(|| self.model.clone())
                     .unwrap_or_else(|| openai::DEFAULT_MODEL.to_string());
-                Ok((
-                    Provider::OpenAi(openai::OpenAi::new(http.clone(), &base, key)),
-                    model,
-                ))
+                let provider = openai::OpenAi::new(http.clone(), &base, key)
+                    .with_idle_timeout(self.stream_idle_timeout());
+                Ok((Provider::OpenAi(provider), model))
             }
         }
     }

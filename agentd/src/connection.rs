@@ -60,6 +60,17 @@ pub async fn serve(stream: Stream, conn: ConnectionId, shared: Arc<Shared>) {
     tracing::debug!(conn = conn.0, "connection closed");
 }
 
+/// Tells a client over the connection limit so, and closes its connection.
+pub async fn refuse(stream: Stream, limit: usize) {
+    let refusal = ServerFrame::Error(ErrorInfo::new(
+        ErrorCode::Busy,
+        format!(
+            "the daemon serves at most {limit} clients at once (max_connections in config.toml); close some and try again"
+        ),
+    ));
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, frame::write_frame(&mut &stream, &refusal)).await;
+}
+
 async fn write_loop(stream: Arc<Stream>, mut frames: mpsc::Receiver<ServerFrame>) {
     while let Some(frame) = frames.recv().await {
         if let Err(err) = frame::write_frame(&mut &*stream, &frame).await {
@@ -119,9 +130,10 @@ impl Connection {
             }
         }
 
+        let frame_timeout = Some(self.shared.config.borrow().config.frame_timeout());
         loop {
             let read = tokio::select! {
-                read = frame::read_frame::<ClientFrame, _>(&mut reader) => read,
+                read = frame::read_frame_within::<ClientFrame, _>(&mut reader, frame_timeout) => read,
                 () = self.shared.shutdown.cancelled() => {
                     self.send(ServerFrame::Error(ErrorInfo::new(ErrorCode::ShuttingDown, "the daemon is shutting down"))).await;
                     return;
@@ -185,7 +197,8 @@ impl Connection {
             // still reads, so it is told too.
             FrameError::Decode(_)
             | FrameError::TrailingBytes { .. }
-            | FrameError::Truncated { .. } => ErrorCode::MalformedFrame,
+            | FrameError::Truncated { .. }
+            | FrameError::Stalled(_) => ErrorCode::MalformedFrame,
             // The connection itself failed: nobody to tell.
             FrameError::Io(_) | FrameError::Encode(_) => return,
         };

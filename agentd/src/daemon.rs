@@ -29,6 +29,8 @@ pub struct Shared {
     pub clients: Arc<AtomicU64>,
     /// The socket path, for `Status`.
     pub socket: String,
+    /// The configuration in force.
+    pub config: tokio::sync::watch::Receiver<ConfigState>,
 }
 
 /// Why the daemon could not start.
@@ -110,6 +112,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
         tracing::error!("configuration not used, defaults in force: {error}");
     }
     let (config_tx, config_rx) = tokio::sync::watch::channel(config);
+    let config_for_connections = config_rx.clone();
     let _config_watcher = crate::config::watch(paths.config_file(), config_tx);
     let http = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(30))
@@ -132,6 +135,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
         shutdown: shutdown.clone(),
         clients,
         socket: paths.socket.to_string_lossy().into_owned(),
+        config: config_for_connections,
     });
 
     let mut connections = JoinSet::new();
@@ -141,6 +145,12 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
             accepted = listener.accept() => match accepted {
                 Ok(stream) => {
                     next_conn += 1;
+                    let limit = shared.config.borrow().config.max_connections;
+                    if shared.clients.load(Ordering::Relaxed) >= limit as u64 {
+                        tracing::warn!(limit, "refused a connection: too many clients");
+                        connections.spawn(connection::refuse(stream, limit));
+                        continue;
+                    }
                     shared.clients.fetch_add(1, Ordering::Relaxed);
                     connections.spawn(connection::serve(stream, ConnectionId(next_conn), shared.clone()));
                 }

@@ -39,6 +39,9 @@ pub enum FrameError {
         /// Bytes of the payload.
         len: usize,
     },
+    /// A frame began but was not completed in time.
+    #[error("the frame was not completed within {} ms of its first byte", .0.as_millis())]
+    Stalled(std::time::Duration),
     /// The value could not be encoded.
     #[error("cannot encode frame: {0}")]
     Encode(String),
@@ -84,14 +87,38 @@ pub fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
 pub async fn read_payload<R: AsyncRead + Unpin>(
     reader: &mut R,
 ) -> Result<Option<Vec<u8>>, FrameError> {
+    read_payload_within(reader, None).await
+}
+
+/// Reads one frame's payload like [`read_payload`]; the wait for a frame to begin is not
+/// bounded, but once its first byte arrived the whole frame must follow `within` that time.
+pub async fn read_payload_within<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    within: Option<std::time::Duration>,
+) -> Result<Option<Vec<u8>>, FrameError> {
     let mut prefix = [0u8; PREFIX_LEN];
-    let mut got = 0;
+    let first = reader.read(&mut prefix).await?;
+    if first == 0 {
+        return Ok(None);
+    }
+    let rest = read_rest(reader, prefix, first);
+    match within {
+        Some(limit) => tokio::time::timeout(limit, rest)
+            .await
+            .map_err(|_| FrameError::Stalled(limit))?,
+        None => rest.await,
+    }
+}
+
+/// The rest of a frame whose first `got` prefix bytes are in `prefix`.
+async fn read_rest<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    mut prefix: [u8; PREFIX_LEN],
+    mut got: usize,
+) -> Result<Option<Vec<u8>>, FrameError> {
     while got < PREFIX_LEN {
         let n = reader.read(&mut prefix[got..]).await?;
         if n == 0 {
-            if got == 0 {
-                return Ok(None);
-            }
             return Err(FrameError::Truncated {
                 expected: PREFIX_LEN,
                 got,
@@ -121,7 +148,15 @@ pub async fn read_payload<R: AsyncRead + Unpin>(
 pub async fn read_frame<T: DeserializeOwned, R: AsyncRead + Unpin>(
     reader: &mut R,
 ) -> Result<Option<T>, FrameError> {
-    match read_payload(reader).await? {
+    read_frame_within(reader, None).await
+}
+
+/// Reads and decodes one frame that, once begun, must complete `within` that time.
+pub async fn read_frame_within<T: DeserializeOwned, R: AsyncRead + Unpin>(
+    reader: &mut R,
+    within: Option<std::time::Duration>,
+) -> Result<Option<T>, FrameError> {
+    match read_payload_within(reader, within).await? {
         Some(payload) => decode(&payload).map(Some),
         None => Ok(None),
     }
@@ -188,6 +223,17 @@ mod tests {
                 got: 7
             }
         ));
+    }
+
+    #[tokio::test]
+    async fn a_frame_that_stalls_after_its_first_byte_is_dropped() {
+        let (mut client, mut server) = tokio::io::duplex(64);
+        client.write_all(&[0, 0, 1]).await.unwrap();
+        let limit = std::time::Duration::from_millis(50);
+        let err = read_payload_within(&mut server, Some(limit))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FrameError::Stalled(l) if l == limit));
     }
 
     #[tokio::test]

@@ -239,3 +239,55 @@ async fn two_hundred_connections_at_once_are_all_served() {
     assert_eq!(served, 200);
     still_serves(&daemon).await;
 }
+
+#[tokio::test]
+async fn a_frame_that_stalls_midway_is_dropped_and_the_daemon_serves_on() {
+    let daemon = Daemon::start_in(tests::Home::with_config("frame_timeout_ms = 300\n"));
+    let mut stream = raw(&daemon).await;
+    hello(&mut stream).await;
+    // A frame announcing 16 MiB, of which one byte arrives.
+    stream
+        .write_all(&(16u32 * 1024 * 1024).to_be_bytes())
+        .await
+        .unwrap();
+    stream.write_all(&[0]).await.unwrap();
+    let info = expect_error_and_close(&mut stream).await;
+    assert_eq!(info.code, ErrorCode::MalformedFrame, "{info:?}");
+    assert!(
+        info.message.contains("not completed within 300 ms"),
+        "{info:?}"
+    );
+    still_serves(&daemon).await;
+}
+
+#[tokio::test]
+async fn connections_over_the_limit_are_refused_with_a_clear_error() {
+    let daemon = Daemon::start_in(tests::Home::with_config("max_connections = 3\n"));
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(daemon.client().await);
+    }
+    let mut extra = raw(&daemon).await;
+    let info = expect_error_and_close(&mut extra).await;
+    assert_eq!(info.code, ErrorCode::Busy, "{info:?}");
+    assert!(info.message.contains("at most 3 clients"), "{info:?}");
+    // A slot that frees up is usable again.
+    drop(held.pop());
+    let reconnect = async {
+        loop {
+            match protocol::client::Client::connect(&daemon.paths().socket, "test").await {
+                Ok(client) => break client,
+                // The daemon may not have seen the dropped connection close yet.
+                Err(err) if err.code() == Some(ErrorCode::Busy) => tokio::task::yield_now().await,
+                Err(err) => panic!("{err}"),
+            }
+        }
+    };
+    let client = tokio::time::timeout(tests::WAIT, reconnect)
+        .await
+        .expect("a slot frees up");
+    assert!(matches!(
+        client.request(Request::ListSessions).await.unwrap(),
+        Reply::Sessions(_)
+    ));
+}

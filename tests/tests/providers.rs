@@ -4,7 +4,7 @@
 use protocol::client::Incoming;
 use protocol::{Event, Reply, Request, RunOptions, StopReason};
 use serde_json::{Value, json};
-use tests::model_server::{ModelServer, Scripted, anthropic, openai};
+use tests::model_server::{Gate, ModelServer, Scripted, anthropic, openai};
 use tests::{
     Daemon, Home, finished, next_event, run_options, session_in, start_run, stop_and_error,
     tool_results, until_finished,
@@ -309,6 +309,35 @@ async fn a_stream_cut_mid_reply_is_retried_and_only_the_whole_reply_is_kept() {
         .collect();
     assert_eq!(texts, ["whole reply"]);
     assert_eq!(server.received().len(), 2);
+}
+
+#[tokio::test]
+async fn a_stream_that_goes_silent_counts_as_broken_and_is_retried() {
+    let silent = Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .text("a reply that stops mid-way")
+            .build()
+            .hold_after(3, &silent),
+        anthropic::text("whole reply"),
+    ])
+    .await;
+    let home =
+        Home::with_config("retry_base_ms = 5\nretry_max_ms = 20\nstream_idle_timeout_secs = 1\n");
+    let daemon = Daemon::start_in(home);
+    let project = tempfile::tempdir().unwrap();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "hi", run_options(&server)).await;
+    let events = until_finished(&mut incoming).await;
+    let retried = retries(&events);
+    assert_eq!(retried.len(), 1, "{retried:?}");
+    assert!(
+        retried[0].2.contains("the provider sent nothing for 1 s"),
+        "{retried:?}"
+    );
+    assert_eq!(tests::stop_and_error(&events).0, StopReason::Completed);
+    assert_eq!(replies(&events), 1);
+    silent.release();
 }
 
 #[tokio::test]

@@ -14,6 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::history::{AssistantReply, Message};
 
+/// How long a reply stream may stay silent before it counts as broken, unless configured.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// A tool as the model is told of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {

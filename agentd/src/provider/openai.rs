@@ -24,6 +24,7 @@ pub struct OpenAi {
     http: reqwest::Client,
     base_url: String,
     api_key: Option<String>,
+    idle_timeout: std::time::Duration,
 }
 
 impl OpenAi {
@@ -33,6 +34,15 @@ impl OpenAi {
             http,
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
+            idle_timeout: super::DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+
+    /// The same provider, treating a reply stream silent for `idle` as broken.
+    pub fn with_idle_timeout(self, idle: std::time::Duration) -> Self {
+        Self {
+            idle_timeout: idle,
+            ..self
         }
     }
 
@@ -56,6 +66,7 @@ impl OpenAi {
             name: NAME,
             url: &url,
             parse_error,
+            idle_timeout: self.idle_timeout,
         };
         stream::post(wire, post, ReplyBuilder::default(), on_delta, cancel).await
     }

@@ -2,6 +2,16 @@
 //! between CR and LF, inside a UTF-8 character); lines end with LF, CRLF or CR; comments and
 //! unknown fields are skipped; several `data:` lines join with newlines.
 
+/// The longest line accepted, in bytes (a whole tool call's arguments can come in one).
+pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// The most data one event may gather, in bytes.
+pub const MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
+
+/// A stream that breaks the decoder's bounds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a server-sent event or line is over {} MiB", MAX_EVENT_BYTES >> 20)]
+pub struct TooLarge;
+
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
@@ -28,29 +38,37 @@ impl SseDecoder {
         Self::default()
     }
 
-    /// Decodes `chunk`, appending every event it completes to `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
+    /// Decodes `chunk`, appending every event it completes to `out`. A line or an event over
+    /// its bound is an error; the decoder should not be fed again after one.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), TooLarge> {
         for &byte in chunk {
             match byte {
                 b'\n' if self.after_cr => self.after_cr = false,
                 b'\n' | b'\r' => {
                     self.after_cr = byte == b'\r';
                     self.end_line(out);
+                    if self.data.len() > MAX_EVENT_BYTES {
+                        return Err(TooLarge);
+                    }
                 }
                 _ => {
                     self.after_cr = false;
+                    if self.line.len() >= MAX_LINE_BYTES {
+                        return Err(TooLarge);
+                    }
                     self.line.push(byte);
                 }
             }
         }
+        Ok(())
     }
 
     fn end_line(&mut self, out: &mut Vec<SseEvent>) {
         if !self.started {
             // A byte order mark may open the stream.
             self.started = true;
-            if self.line.starts_with(b"\xEF\xBB\xBF") {
-                self.line.drain(..3);
+            if let Some(rest) = self.line.strip_prefix(b"\xEF\xBB\xBF") {
+                self.line = rest.to_vec();
             }
         }
         if self.line.is_empty() {
@@ -100,7 +118,7 @@ mod tests {
         let mut decoder = SseDecoder::new();
         let mut out = Vec::new();
         for chunk in input.chunks(piece) {
-            decoder.feed(chunk, &mut out);
+            decoder.feed(chunk, &mut out).unwrap();
         }
         out
     }
@@ -134,6 +152,16 @@ mod tests {
     #[test]
     fn an_unfinished_event_is_not_emitted() {
         assert!(decode_in_pieces(b"event: x\ndata: partial", 4).is_empty());
+    }
+
+    #[test]
+    fn an_endless_line_is_refused_at_its_bound() {
+        let mut decoder = SseDecoder::new();
+        let chunk = vec![b'x'; 1024 * 1024];
+        let mut out = Vec::new();
+        let fed: Result<Vec<()>, TooLarge> =
+            (0..40).map(|_| decoder.feed(&chunk, &mut out)).collect();
+        assert_eq!(fed, Err(TooLarge));
     }
 
     #[test]

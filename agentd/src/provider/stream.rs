@@ -2,6 +2,8 @@
 //! provider's own message, decode the server-sent events, and hand each event to the provider's
 //! parser until the reply is complete. Cancelling drops the request at once.
 
+use std::time::Duration;
+
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +32,14 @@ pub struct Wire<'a> {
     pub url: &'a str,
     /// The provider's error type and message in an error body.
     pub parse_error: fn(&str) -> (Option<String>, Option<String>),
+    /// How long the provider may stay silent (before its answer, or within the stream).
+    pub idle_timeout: Duration,
 }
+
+/// The most bytes of one reply stream: far more than any real reply, far less than memory.
+pub const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+/// The most bytes of an error body read.
+pub const MAX_ERROR_BYTES: usize = 64 * 1024;
 
 /// Sends `post` and parses the streamed reply with `parser`.
 pub async fn post<P: StreamParser>(
@@ -40,8 +49,16 @@ pub async fn post<P: StreamParser>(
     on_delta: &mut (dyn FnMut(StreamDelta) + Send),
     cancel: &CancellationToken,
 ) -> Result<AssistantReply, ProviderError> {
-    let response = cancellable(cancel, post.send())
+    let idle = wire.idle_timeout;
+    let silent = || {
+        ProviderError::Broken(format!(
+            "the provider sent nothing for {} s",
+            idle.as_secs_f64()
+        ))
+    };
+    let response = cancellable(cancel, tokio::time::timeout(idle, post.send()))
         .await?
+        .map_err(|_| silent())?
         .map_err(|e| ProviderError::Connect {
             url: wire.url.to_string(),
             message: error_chain(&e),
@@ -49,9 +66,8 @@ pub async fn post<P: StreamParser>(
     let status = response.status();
     if !status.is_success() {
         let retry_after = retry_after(response.headers());
-        let text = cancellable(cancel, response.text())
-            .await?
-            .unwrap_or_default();
+        let body = error_body(response, idle);
+        let text = cancellable(cancel, body).await?;
         let (error_type, message) = (wire.parse_error)(&text);
         return Err(ProviderError::Http {
             provider: wire.name,
@@ -73,13 +89,24 @@ pub async fn post<P: StreamParser>(
     let mut bytes = response.bytes_stream();
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
+    let mut received = 0usize;
     loop {
-        let chunk = match cancellable(cancel, bytes.next()).await? {
+        let next = cancellable(cancel, tokio::time::timeout(idle, bytes.next())).await?;
+        let chunk = match next.map_err(|_| silent())? {
             Some(Ok(chunk)) => chunk,
             Some(Err(err)) => return Err(ProviderError::Broken(error_chain(&err))),
             None => return parser.finish(false),
         };
-        decoder.feed(&chunk, &mut events);
+        received += chunk.len();
+        if received > MAX_REPLY_BYTES {
+            return Err(ProviderError::Invalid(format!(
+                "the reply stream passed {} MiB",
+                MAX_REPLY_BYTES >> 20
+            )));
+        }
+        decoder
+            .feed(&chunk, &mut events)
+            .map_err(|e| ProviderError::Invalid(e.to_string()))?;
         for event in events.drain(..) {
             if parser.apply(event, on_delta)? {
                 return parser.finish(true);
@@ -96,13 +123,30 @@ pub fn decode<P: StreamParser>(
 ) -> Result<AssistantReply, ProviderError> {
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
-    decoder.feed(body, &mut events);
+    decoder
+        .feed(body, &mut events)
+        .map_err(|e| ProviderError::Invalid(e.to_string()))?;
     for event in events {
         if parser.apply(event, on_delta)? {
             return parser.finish(true);
         }
     }
     parser.finish(false)
+}
+
+/// The first [`MAX_ERROR_BYTES`] of an error response's body, as text; what does not come
+/// within `idle` is not waited for.
+async fn error_body(response: reqwest::Response, idle: Duration) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while body.len() < MAX_ERROR_BYTES {
+        match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(Ok(chunk))) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(MAX_ERROR_BYTES);
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// The full message of an error and its sources.
