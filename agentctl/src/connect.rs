@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use protocol::ErrorCode;
 use protocol::client::{Client, ClientError};
 use protocol::frame::FrameError;
 use protocol::paths::Paths;
@@ -18,6 +19,8 @@ pub enum ConnectError {
     NotRunning(PathBuf),
     /// Starting the daemon failed.
     Start(String),
+    /// The daemon speaks another protocol version: its message.
+    VersionMismatch(String),
     /// The daemon answered but refused, or the connection failed.
     Client(ClientError),
 }
@@ -29,6 +32,10 @@ impl std::fmt::Display for ConnectError {
                 write!(f, "agentd is not running (socket {})", socket.display())
             }
             ConnectError::Start(message) => f.write_str(message),
+            ConnectError::VersionMismatch(message) => write!(
+                f,
+                "{message}\nRun `agentctl daemon restart --force` to replace the running daemon with this version."
+            ),
             ConnectError::Client(err) => write!(f, "{err}"),
         }
     }
@@ -39,14 +46,35 @@ pub fn client_name(command: &str) -> String {
     format!("agentctl {} ({command})", env!("CARGO_PKG_VERSION"))
 }
 
-/// Connects to a running daemon; `NotRunning` when nobody listens.
+/// Connects to a running daemon; `NotRunning` when nobody listens. A daemon of another
+/// version is named on stderr, with the fix.
 pub async fn connect_running(paths: &Paths, command: &str) -> Result<Client, ConnectError> {
     match Client::connect(&paths.socket, &client_name(command)).await {
-        Ok(client) => Ok(client),
+        Ok(client) => {
+            if !command.starts_with("daemon") {
+                warn_on_version_skew(&client.welcome().daemon_version);
+            }
+            Ok(client)
+        }
         Err(ClientError::Connect { source, .. }) if nobody_listens(&source) => {
             Err(ConnectError::NotRunning(paths.socket.clone()))
         }
+        Err(ClientError::Daemon(info)) if info.code == ErrorCode::VersionMismatch => {
+            Err(ConnectError::VersionMismatch(info.message))
+        }
         Err(err) => Err(ConnectError::Client(err)),
+    }
+}
+
+/// Says once, on stderr, that the daemon runs another version than this client.
+fn warn_on_version_skew(daemon_version: &str) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let mine = env!("CARGO_PKG_VERSION");
+    if daemon_version != mine && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "agentctl: the running daemon is agentd {daemon_version}, this is agentctl {mine}; \
+             run `agentctl daemon restart` to switch the daemon to this version"
+        );
     }
 }
 

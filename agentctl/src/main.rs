@@ -192,6 +192,12 @@ enum DaemonAction {
     Start,
     /// Stop the daemon.
     Stop,
+    /// Stop the daemon and start it again (after an upgrade); sessions are kept.
+    Restart {
+        /// Restart even while runs are going (they are interrupted and closed with an error).
+        #[arg(long)]
+        force: bool,
+    },
     /// Show version, pid, uptime, socket, sessions and memory.
     Status,
 }
@@ -247,6 +253,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Daemon { action } => match action {
             DaemonAction::Start => commands::daemon::start(&paths).await,
             DaemonAction::Stop => commands::daemon::stop(&paths).await,
+            DaemonAction::Restart { force } => commands::daemon::restart(&paths, force).await,
             DaemonAction::Status => commands::daemon::status(&paths).await,
         },
         Command::Run {

@@ -170,7 +170,7 @@ impl Connection {
                 ErrorCode::VersionMismatch,
                 format!(
                     "protocol version mismatch: the client speaks version {}, this daemon (agentd {}) speaks version {}; \
-                     restart the daemon with `agentctl daemon stop` or use a matching agentctl",
+                     restart the daemon with `agentctl daemon restart --force` or use a matching agentctl",
                     hello.protocol_version,
                     env!("CARGO_PKG_VERSION"),
                     PROTOCOL_VERSION

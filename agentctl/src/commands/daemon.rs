@@ -1,4 +1,4 @@
-//! `agentctl daemon start|stop|status`.
+//! `agentctl daemon start|stop|restart|status`.
 
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,7 @@ pub async fn start(paths: &Paths) -> Result<u8, Failure> {
     }
 }
 
-/// Asks the daemon to shut down and waits until its socket is gone.
+/// Asks the daemon to shut down and waits until it is gone.
 pub async fn stop(paths: &Paths) -> Result<u8, Failure> {
     let client = match connect::connect_running(paths, "daemon stop").await {
         Ok(client) => client,
@@ -39,9 +39,85 @@ pub async fn stop(paths: &Paths) -> Result<u8, Failure> {
         }
         Err(err) => return Err(Failure::new(err)),
     };
+    let pid = shut_down(paths, client).await?;
+    println!("agentd stopped (pid {pid})");
+    Ok(0)
+}
+
+/// Stops the daemon and starts it again (a new version, after an upgrade). Sessions are kept;
+/// runs in progress would be interrupted, so they make it refuse unless `force`.
+pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
+    let old = match connect::connect_running(paths, "daemon restart").await {
+        Ok(client) => {
+            let status = match request(&client, Request::Status).await? {
+                Reply::Status(status) => status,
+                other => return Err(unexpected(other)),
+            };
+            if status.running > 0 && !force {
+                return Err(Failure::new(format!(
+                    "{} of the daemon's runs are going, and a restart would interrupt them; \
+                     wait for them or cancel them, or restart with --force",
+                    status.running
+                )));
+            }
+            Some(shut_down(paths, client).await?)
+        }
+        Err(ConnectError::NotRunning(_)) => None,
+        // A daemon of another protocol version cannot be asked; its pid file names it.
+        Err(ConnectError::VersionMismatch(_)) if force => Some(terminate(paths).await?),
+        Err(err @ ConnectError::VersionMismatch(_)) => {
+            return Err(Failure::new(format!(
+                "{err}\nThe runs of a daemon of another version cannot be checked: restart with --force (runs in progress are interrupted)"
+            )));
+        }
+        Err(err) => return Err(Failure::new(err)),
+    };
+    let pid = connect::start(paths).await?;
+    match old {
+        Some(old) => println!(
+            "agentd restarted (pid {old} → {pid}, agentd {})",
+            env!("CARGO_PKG_VERSION")
+        ),
+        None => println!("agentd was not running; started (pid {pid})"),
+    }
+    Ok(0)
+}
+
+/// Asks the daemon behind `client` to shut down and waits until it is gone; returns its pid.
+async fn shut_down(paths: &Paths, client: protocol::client::Client) -> Result<u32, Failure> {
     let pid = client.welcome().pid;
     request(&client, Request::Shutdown).await?;
     drop(client);
+    wait_gone(paths, pid).await?;
+    Ok(pid)
+}
+
+/// Sends SIGTERM to the daemon its pid file names and waits until it is gone.
+async fn terminate(paths: &Paths) -> Result<u32, Failure> {
+    let file = paths.pid_file();
+    let pid: u32 = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .ok_or_else(|| {
+            Failure::new(format!(
+                "cannot read the daemon's pid from {}",
+                file.display()
+            ))
+        })?;
+    #[cfg(unix)]
+    // SAFETY: kill has no memory-safety preconditions.
+    if unsafe { libc::kill(pid as i32, libc::SIGTERM) } != 0 {
+        return Err(Failure::new(format!(
+            "cannot stop agentd (pid {pid}): {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    wait_gone(paths, pid).await?;
+    Ok(pid)
+}
+
+/// Waits until the daemon's socket and pid file are gone.
+async fn wait_gone(paths: &Paths, pid: u32) -> Result<(), Failure> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while paths.socket.exists() || paths.pid_file().exists() {
         if Instant::now() >= deadline {
@@ -51,8 +127,7 @@ pub async fn stop(paths: &Paths) -> Result<u8, Failure> {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    println!("agentd stopped (pid {pid})");
-    Ok(0)
+    Ok(())
 }
 
 /// Prints the daemon's status; exit code 1 when it is not running.
