@@ -461,6 +461,10 @@ impl Run {
             if self.cancel().is_cancelled() {
                 break;
             }
+            // A batch's calls are announced together, before any of them runs.
+            for &i in &batch.calls {
+                self.emit(Event::ToolCall(calls[i].info()));
+            }
             let runs = batch.calls.iter().map(|&i| self.execute_one(&calls[i]));
             for result in futures::future::join_all(runs).await {
                 if let Some(result) = result? {
@@ -471,9 +475,9 @@ impl Run {
         Ok(results)
     }
 
-    /// Runs one call after its permission check; `None` when the run was cancelled first.
+    /// Runs one (announced) call after its permission check; `None` when the run was
+    /// cancelled first.
     async fn execute_one(&self, call: &ToolCall) -> Result<Option<ToolResult>, Gone> {
-        self.emit(Event::ToolCall(call.info()));
         let started = Instant::now();
         let output = match self.prepare(call).await? {
             Prepared::Run(tool, args) => {
