@@ -420,6 +420,18 @@ pub fn tool_results(events: &[SessionEvent]) -> Vec<(String, bool, String)> {
         .collect()
 }
 
+/// The tool calls and results among `events`, in order, as "call" and "result".
+pub fn call_order(events: &[SessionEvent]) -> Vec<&'static str> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCall(_) => Some("call"),
+            Event::ToolResult { .. } => Some("result"),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Creates a named pipe at `path`.
 pub fn make_fifo(path: &Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");

@@ -276,14 +276,7 @@ async fn safe_calls_of_one_batch_start_together() {
     let events = until_finished(&mut incoming).await;
     // Both calls of the batch are under way before either has a result (the pool's own test
     // shows that calls under way at once really run at once).
-    let order: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::ToolCall(_) => Some("call"),
-            Event::ToolResult { .. } => Some("result"),
-            _ => None,
-        })
-        .collect();
+    let order = tests::call_order(&events);
     assert_eq!(order, ["call", "call", "result", "result"]);
     // Results go to the model in call order.
     let content = &server.received()[1].body["messages"][2]["content"];
@@ -316,14 +309,7 @@ async fn unsafe_calls_run_one_at_a_time_in_order() {
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
     start_run(&client, &session, "go", run_options(&server)).await;
     let events = until_finished(&mut incoming).await;
-    let order: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::ToolCall(_) => Some("call"),
-            Event::ToolResult { .. } => Some("result"),
-            _ => None,
-        })
-        .collect();
+    let order = tests::call_order(&events);
     assert_eq!(
         order,
         ["call", "result", "call", "result", "call", "result"]
