@@ -32,6 +32,8 @@ use crate::supervisor::{Create, Delete, List, Lookup, Status};
 const OUTGOING_QUEUE: usize = 256;
 /// How long a new connection may take to say `Hello`.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a refused connection's Hello is waited for before the refusal is sent.
+const HELLO_BEFORE_REFUSAL: Duration = Duration::from_millis(200);
 /// How long queued frames may take to drain when the connection ends.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -68,6 +70,13 @@ pub async fn refuse(stream: Stream, limit: usize) {
             "the daemon serves at most {limit} clients at once (max_connections in config.toml); close some and try again"
         ),
     ));
+    // The client's Hello is read first, so that it is not cut off mid-write and reads the
+    // refusal.
+    let _ = tokio::time::timeout(
+        HELLO_BEFORE_REFUSAL,
+        frame::read_frame::<ClientFrame, _>(&mut &stream),
+    )
+    .await;
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, frame::write_frame(&mut &stream, &refusal)).await;
 }
 

@@ -17,6 +17,7 @@ use crate::permission::AlwaysRule;
 pub const FORMAT_VERSION: u32 = 1;
 const META: &str = "meta.json";
 const LOG: &str = "log.jsonl";
+const ENV: &str = "env.json";
 
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,9 +85,6 @@ pub struct Meta {
     pub last_activity_ms: u64,
     /// Model replies so far.
     pub turns: u64,
-    /// The environment of the client that created the session, without secrets (SPEC §5).
-    #[serde(default)]
-    pub env: Vec<(String, String)>,
 }
 
 impl Meta {
@@ -110,7 +108,7 @@ impl Meta {
     }
 
     /// The meta of `info`, created with `max_turns`.
-    pub fn of(info: &SessionInfo, max_turns: Option<u32>, env: Vec<(String, String)>) -> Meta {
+    pub fn of(info: &SessionInfo, max_turns: Option<u32>) -> Meta {
         Meta {
             version: FORMAT_VERSION,
             id: info.id.0.clone(),
@@ -123,7 +121,6 @@ impl Meta {
             created_ms: info.created_ms,
             last_activity_ms: info.last_activity_ms,
             turns: info.turns,
-            env,
         }
     }
 }
@@ -168,11 +165,21 @@ impl SessionStore {
         sessions_dir.join(id.as_str())
     }
 
-    /// Creates the files of a new session.
-    pub fn create(sessions_dir: &Path, meta: &Meta) -> Result<(), StoreError> {
+    /// Creates the files of a new session; `env` is the environment its commands run with,
+    /// already without secrets.
+    pub fn create(
+        sessions_dir: &Path,
+        meta: &Meta,
+        env: &[(String, String)],
+    ) -> Result<(), StoreError> {
         let dir = sessions_dir.join(&meta.id);
         std::fs::create_dir_all(&dir).map_err(at(&dir))?;
         write_meta(&dir, meta)?;
+        if !env.is_empty() {
+            let path = dir.join(ENV);
+            let text = serde_json::to_vec(env).map_err(|e| at(&path)(e.into()))?;
+            std::fs::write(&path, text).map_err(at(&path))?;
+        }
         let log = dir.join(LOG);
         let header = Record::Header {
             version: FORMAT_VERSION,
@@ -244,6 +251,14 @@ impl SessionStore {
         self.log.write_all(&line).map_err(at(&path))
     }
 
+    /// The environment the session's commands run with (empty when it has none of its own).
+    pub fn env(&self) -> Vec<(String, String)> {
+        crate::regular_file::read_at_most(&self.dir.join(ENV), 4 << 20)
+            .ok()
+            .and_then(|(bytes, _)| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
     /// Replaces `meta.json` atomically.
     pub fn write_meta(&self, meta: &Meta) -> Result<(), StoreError> {
         write_meta(&self.dir, meta)
@@ -305,7 +320,6 @@ mod tests {
             created_ms: 1,
             last_activity_ms: 1,
             turns: 0,
-            env: Vec::new(),
         }
     }
 
@@ -320,7 +334,7 @@ mod tests {
     #[test]
     fn records_round_trip_and_a_torn_line_is_cut() {
         let dir = tempfile::tempdir().unwrap();
-        SessionStore::create(dir.path(), &meta("abc")).unwrap();
+        SessionStore::create(dir.path(), &meta("abc"), &[]).unwrap();
         let session = dir.path().join("abc");
         let (mut store, loaded) = SessionStore::open(&session).unwrap();
         assert_eq!(loaded.records.len(), 1);
@@ -347,8 +361,8 @@ mod tests {
     #[test]
     fn sessions_are_listed_from_their_meta() {
         let dir = tempfile::tempdir().unwrap();
-        SessionStore::create(dir.path(), &meta("one")).unwrap();
-        SessionStore::create(dir.path(), &meta("two")).unwrap();
+        SessionStore::create(dir.path(), &meta("one"), &[]).unwrap();
+        SessionStore::create(dir.path(), &meta("two"), &[]).unwrap();
         std::fs::create_dir_all(dir.path().join("junk")).unwrap();
         let mut ids: Vec<String> = list(dir.path()).into_iter().map(|m| m.id).collect();
         ids.sort();

@@ -251,8 +251,8 @@ impl Message<Create> for Supervisor {
         // Unbounded, so that the run task and the supervisor never wait on a busy session.
         // Secrets never reach the disk: the environment is filtered before it is stored.
         let env = self.env.config().shell_env.filter(request.env);
-        let meta = Meta::of(&info, request.max_turns, env);
-        SessionStore::create(&self.paths.sessions_dir(), &meta).map_err(|e| {
+        let meta = Meta::of(&info, request.max_turns);
+        SessionStore::create(&self.paths.sessions_dir(), &meta, &env).map_err(|e| {
             ErrorInfo::new(
                 ErrorCode::Internal,
                 format!("cannot create the session: {e}"),

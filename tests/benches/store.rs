@@ -24,7 +24,6 @@ fn meta(id: &str) -> Meta {
         created_ms: 1,
         last_activity_ms: 1,
         turns: 0,
-        env: Vec::new(),
     }
 }
 
@@ -63,7 +62,7 @@ fn record(i: u64) -> Record {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    SessionStore::create(dir.path(), &meta("append")).unwrap();
+    SessionStore::create(dir.path(), &meta("append"), &[]).unwrap();
     let (mut store, _) = SessionStore::open(&dir.path().join("append")).unwrap();
     let mut times = Vec::with_capacity(10_000);
     for i in 1..=10_000 {
@@ -100,7 +99,7 @@ fn main() {
     let home = tests::Home::new();
     let sessions = home.paths().sessions_dir();
     for i in 0..1000 {
-        SessionStore::create(&sessions, &meta(&format!("s{i:04}"))).unwrap();
+        SessionStore::create(&sessions, &meta(&format!("s{i:04}")), &[]).unwrap();
     }
     let mut starts = Vec::new();
     for _ in 0..10 {

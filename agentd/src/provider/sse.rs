@@ -40,25 +40,29 @@ impl SseDecoder {
 
     /// Decodes `chunk`, appending every event it completes to `out`. A line or an event over
     /// its bound is an error; the decoder should not be fed again after one.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), TooLarge> {
-        for &byte in chunk {
-            match byte {
-                b'\n' if self.after_cr => self.after_cr = false,
-                b'\n' | b'\r' => {
-                    self.after_cr = byte == b'\r';
-                    self.end_line(out);
-                    if self.data.len() > MAX_EVENT_BYTES {
-                        return Err(TooLarge);
-                    }
-                }
-                _ => {
-                    self.after_cr = false;
-                    if self.line.len() >= MAX_LINE_BYTES {
-                        return Err(TooLarge);
-                    }
-                    self.line.push(byte);
+    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), TooLarge> {
+        while let Some((&first, rest)) = chunk.split_first() {
+            // The LF of a CRLF split across chunks.
+            if self.after_cr {
+                self.after_cr = false;
+                if first == b'\n' {
+                    chunk = rest;
+                    continue;
                 }
             }
+            let end = chunk.iter().position(|&b| b == b'\n' || b == b'\r');
+            let piece = chunk.get(..end.unwrap_or(chunk.len())).unwrap_or_default();
+            if self.line.len() + piece.len() > MAX_LINE_BYTES {
+                return Err(TooLarge);
+            }
+            self.line.extend_from_slice(piece);
+            let Some(end) = end else { break };
+            self.after_cr = chunk.get(end) == Some(&b'\r');
+            self.end_line(out);
+            if self.data.len() > MAX_EVENT_BYTES {
+                return Err(TooLarge);
+            }
+            chunk = chunk.get(end + 1..).unwrap_or_default();
         }
         Ok(())
     }

@@ -90,9 +90,16 @@ pub async fn post<P: StreamParser>(
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
     let mut received = 0usize;
+    let mut silence = Silence::new(idle);
     loop {
-        let next = cancellable(cancel, tokio::time::timeout(idle, bytes.next())).await?;
-        let chunk = match next.map_err(|_| silent())? {
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+            next = bytes.next() => next,
+            () = silence.expired() => return Err(silent()),
+        };
+        silence.heard();
+        let chunk = match next {
             Some(Ok(chunk)) => chunk,
             Some(Err(err)) => return Err(ProviderError::Broken(error_chain(&err))),
             None => return parser.finish(false),
@@ -132,6 +139,41 @@ pub fn decode<P: StreamParser>(
         }
     }
     parser.finish(false)
+}
+
+/// A watch on a stream's silence. Hearing from the stream only notes the time; the timer is
+/// set again only when it fires, so a fast stream costs no timer work per chunk.
+struct Silence {
+    limit: Duration,
+    last: tokio::time::Instant,
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Silence {
+    fn new(limit: Duration) -> Silence {
+        let now = tokio::time::Instant::now();
+        Silence {
+            limit,
+            last: now,
+            timer: Box::pin(tokio::time::sleep_until(now + limit)),
+        }
+    }
+
+    fn heard(&mut self) {
+        self.last = tokio::time::Instant::now();
+    }
+
+    /// Completes once nothing was heard for the limit.
+    async fn expired(&mut self) {
+        loop {
+            self.timer.as_mut().await;
+            let due = self.last + self.limit;
+            if tokio::time::Instant::now() >= due {
+                return;
+            }
+            self.timer.as_mut().reset(due);
+        }
+    }
 }
 
 /// The first [`MAX_ERROR_BYTES`] of an error response's body, as text; what does not come

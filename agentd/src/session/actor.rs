@@ -85,6 +85,8 @@ pub struct SessionActor {
     compact_requested: bool,
     /// The options of the last run, for work started without a client (manual compaction).
     last_options: RunOptions,
+    /// The environment of the client that created the session, without secrets.
+    client_env: Vec<(String, String)>,
 }
 
 impl Actor for SessionActor {
@@ -120,7 +122,9 @@ impl Actor for SessionActor {
             files: Arc::new(tracker(&env_files, &me)),
             compact_requested: false,
             last_options: RunOptions::default(),
+            client_env: Vec::new(),
         };
+        actor.client_env = actor.store.env();
         actor.info.turns = 0;
         actor.replay(loaded.records, args.restarted);
         Ok(actor)

@@ -21,10 +21,10 @@ impl SessionActor {
     /// The environment of the session's commands: its client's, or (for a session created
     /// without one) the daemon's, without secrets.
     fn command_env(&self, config: &crate::config::Config) -> Vec<(String, String)> {
-        if self.meta.env.is_empty() {
+        if self.client_env.is_empty() {
             config.shell_env.for_commands(&crate::shell_env::current())
         } else {
-            config.shell_env.for_commands(&self.meta.env)
+            config.shell_env.for_commands(&self.client_env)
         }
     }
 
