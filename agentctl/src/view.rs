@@ -454,12 +454,14 @@ pub fn event_json(event: &SessionEvent) -> Value {
             thinking,
             tool_calls,
             stop_reason,
+            folds,
         } => json!({
             "turn": turn,
             "text": text,
             "thinking": thinking,
             "tool_calls": tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "args": args_json(&c.args)})).collect::<Vec<_>>(),
             "stop_reason": stop_reason.as_str(),
+            "folds": folds.map(|(first, last)| json!([first, last])),
         }),
         Event::ToolCall(call) => {
             json!({"id": call.id, "name": call.name, "args": args_json(&call.args)})

@@ -96,6 +96,25 @@ pub struct Config {
     /// Seconds a model's reply stream may stay silent before it counts as broken (and is
     /// retried).
     pub stream_idle_timeout_secs: u64,
+    /// Whether records that end a unit of work are synced to disk before clients hear of them.
+    pub durability: DurabilityMode,
+    /// Seconds a session with no run and no client stays loaded after its last use.
+    pub session_idle_unload_secs: u64,
+    /// Idle sessions kept loaded at most (the least recently used are unloaded first).
+    pub max_loaded_sessions: usize,
+}
+
+/// How records reach the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DurabilityMode {
+    /// Synced (`fdatasync`, grouped) before the events that announce them are sent: they
+    /// survive a power loss.
+    #[default]
+    Fsync,
+    /// Written (`write`) before they are sent: they survive a crash of the daemon, not of the
+    /// machine.
+    Flush,
 }
 
 /// A mode as written in the config file.
@@ -137,6 +156,9 @@ impl Default for Config {
             max_connections: 256,
             frame_timeout_ms: 5000,
             stream_idle_timeout_secs: 300,
+            durability: DurabilityMode::Fsync,
+            session_idle_unload_secs: 600,
+            max_loaded_sessions: 64,
         }
     }
 }

@@ -190,7 +190,8 @@ pub struct FileWatcher {
 struct WatchState {
     watcher: Option<RecommendedWatcher>,
     dirs: HashMap<PathBuf, usize>,
-    files: HashMap<PathBuf, Vec<Arc<Notice>>>,
+    /// Who is told of changes to each file: the owner (a session) and its notice.
+    files: HashMap<PathBuf, Vec<(u64, Arc<Notice>)>>,
 }
 
 impl FileWatcher {
@@ -229,7 +230,7 @@ impl FileWatcher {
                     .get(&path)
                     .cloned()
                     .unwrap_or_default();
-                for notice in notices {
+                for (_, notice) in notices {
                     notice(&path);
                 }
             }
@@ -237,14 +238,14 @@ impl FileWatcher {
         FileWatcher { inner }
     }
 
-    /// Calls `notice` whenever `path` changes.
-    pub fn watch(&self, path: &Path, notice: Arc<Notice>) {
+    /// Calls `notice` whenever `path` changes, until `owner` is forgotten.
+    pub fn watch(&self, path: &Path, owner: u64, notice: Arc<Notice>) {
         let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         state
             .files
             .entry(path.to_path_buf())
             .or_default()
-            .push(notice);
+            .push((owner, notice));
         // Directories are watched rather than files, so that files replaced by rename (as
         // editors save) stay watched.
         let Some(dir) = path.parent().map(Path::to_path_buf) else {
@@ -258,6 +259,41 @@ impl FileWatcher {
         {
             tracing::debug!(dir = %dir.display(), "cannot watch: {err}");
         }
+    }
+}
+
+impl FileWatcher {
+    /// Stops telling `owner` of changes; directories nobody needs are no longer watched.
+    pub fn forget(&self, owner: u64) {
+        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut released: Vec<PathBuf> = Vec::new();
+        state.files.retain(|path, notices| {
+            let before = notices.len();
+            notices.retain(|(o, _)| *o != owner);
+            if let Some(dir) = path.parent() {
+                released.extend(std::iter::repeat_n(
+                    dir.to_path_buf(),
+                    before - notices.len(),
+                ));
+            }
+            !notices.is_empty()
+        });
+        for dir in released {
+            let count = state.dirs.entry(dir.clone()).or_insert(1);
+            *count -= 1;
+            if *count == 0 {
+                state.dirs.remove(&dir);
+                if let Some(watcher) = state.watcher.as_mut() {
+                    let _ = watcher.unwatch(&dir);
+                }
+            }
+        }
+    }
+
+    /// Files and directories watched now.
+    pub fn counts(&self) -> (usize, usize) {
+        let state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        (state.files.len(), state.dirs.len())
     }
 }
 

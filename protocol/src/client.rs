@@ -16,7 +16,7 @@ use crate::frame::{self, FrameError};
 use crate::paths::socket_name;
 use crate::request::{ClientFrame, Hello, Request};
 use crate::trust::{self, Untrusted};
-use crate::types::{PROTOCOL_VERSION, RequestId, SessionId};
+use crate::types::{PROTOCOL_VERSION, RequestId, SessionId, SessionInfo};
 
 /// Why talking to the daemon failed.
 #[derive(Debug, thiserror::Error)]
@@ -181,6 +181,69 @@ impl Client {
                     .clone()
                     .flatten(),
             )),
+        }
+    }
+}
+
+/// Every session, read page by page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The sessions, newest first.
+    pub sessions: Vec<SessionInfo>,
+    /// Sessions whose files could not be read (directory and reason).
+    pub unreadable: Vec<String>,
+}
+
+impl Client {
+    /// Every session, newest first, asked for a page at a time.
+    pub async fn list_sessions(&self) -> Result<Listing, ClientError> {
+        let mut listing = Listing::default();
+        let mut after = None;
+        loop {
+            match self.request(Request::ListSessions { after }).await? {
+                Reply::Sessions {
+                    sessions,
+                    next,
+                    unreadable,
+                } => {
+                    listing.sessions.extend(sessions);
+                    listing.unreadable.extend(unreadable);
+                    match next {
+                        Some(cursor) => after = Some(cursor),
+                        None => return Ok(listing),
+                    }
+                }
+                other => return Err(ClientError::Unexpected(format!("{other:?}"))),
+            }
+        }
+    }
+
+    /// A session's listing and its whole history, asked for a page at a time.
+    pub async fn history(
+        &self,
+        session: &SessionId,
+    ) -> Result<(SessionInfo, Vec<SessionEvent>), ClientError> {
+        let mut all = Vec::new();
+        let mut from_seq = 0;
+        loop {
+            let request = Request::GetHistory {
+                session: session.clone(),
+                from_seq,
+            };
+            match self.request(request).await? {
+                Reply::History {
+                    session,
+                    events,
+                    next_seq,
+                } => {
+                    all.extend(events);
+                    match next_seq {
+                        Some(next) if next > from_seq => from_seq = next,
+                        _ => return Ok((session, all)),
+                    }
+                }
+                other => return Err(ClientError::Unexpected(format!("{other:?}"))),
+            }
         }
     }
 }

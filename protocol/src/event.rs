@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::types::{
-    DaemonStatus, Decision, Delivery, HealthKind, Mode, ModelStopReason, PermissionRequestId,
-    QueuedMessage, RequestId, RunId, SessionId, SessionInfo, StopReason, TokenUsage, ToolCallInfo,
+    DaemonStatus, Decision, Delivery, HealthKind, ListCursor, Mode, ModelStopReason,
+    PermissionRequestId, QueuedMessage, RequestId, RunId, SessionId, SessionInfo, StopReason,
+    TokenUsage, ToolCallInfo,
 };
 
 /// Every frame the daemon sends.
@@ -52,14 +53,23 @@ pub enum Reply {
     Done,
     /// The new session.
     SessionCreated(SessionInfo),
-    /// Every session, newest first.
-    Sessions(Vec<SessionInfo>),
-    /// A session and its history (completed messages; deltas folded).
+    /// A page of sessions, newest first.
+    Sessions {
+        /// The sessions of this page.
+        sessions: Vec<SessionInfo>,
+        /// Where the next page starts, if there is one.
+        next: Option<ListCursor>,
+        /// Sessions whose files could not be read (directory and reason), first page only.
+        unreadable: Vec<String>,
+    },
+    /// A page of a session's history (completed messages; deltas folded).
     History {
         /// The session.
         session: SessionInfo,
         /// Its events in order.
         events: Vec<SessionEvent>,
+        /// The `seq` to ask from for the next page, if there is one.
+        next_seq: Option<u64>,
     },
     /// The subscription is active; replayed events follow, then live ones.
     Subscribed(SessionInfo),
@@ -178,6 +188,9 @@ pub enum Event {
         tool_calls: Vec<ToolCallInfo>,
         /// Why the reply ended.
         stop_reason: ModelStopReason,
+        /// The first and last `seq` of the text and thinking deltas this message completes:
+        /// they are not kept once it is, so a replay skips them.
+        folds: Option<(u64, u64)>,
     },
     /// A tool call begins (after any permission answer).
     ToolCall(ToolCallInfo),

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::types::{
-    Decision, Delivery, Mode, PermissionRequestId, RequestId, RunOptions, SessionId,
+    Decision, Delivery, ListCursor, Mode, PermissionRequestId, RequestId, RunOptions, SessionId,
 };
 
 /// Every frame a client sends.
@@ -34,12 +34,17 @@ pub struct Hello {
 pub enum Request {
     /// Create a session; replies `SessionCreated`.
     CreateSession(CreateSession),
-    /// List every session, newest first; replies `Sessions`.
-    ListSessions,
-    /// The session's history so far; replies `History`.
+    /// List sessions, newest first, a page at a time; replies `Sessions`.
+    ListSessions {
+        /// Where the previous page ended (`None` for the first page).
+        after: Option<ListCursor>,
+    },
+    /// The session's history so far, a page at a time; replies `History`.
     GetHistory {
         /// The session.
         session: SessionId,
+        /// The last `seq` the client already has (0 for the start).
+        from_seq: u64,
     },
     /// Receive the session's events after `from_seq` (0 for all), then live ones; replies
     /// `Subscribed` before the first event.

@@ -372,6 +372,8 @@ pub struct SessionInfo {
 /// What `Status` tells about the daemon.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DaemonStatus {
+    /// Sessions loaded in memory now (the others wait on disk).
+    pub loaded: u64,
     /// The daemon's version.
     pub daemon_version: String,
     /// The daemon's protocol version.
@@ -396,4 +398,13 @@ pub struct DaemonStatus {
     pub config_error: Option<String>,
     /// How many times the configuration file was read (goes up with every change seen).
     pub config_generation: u64,
+}
+
+/// Where a page of the session listing ended: the last session's creation time and id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListCursor {
+    /// When the last listed session was created.
+    pub created_ms: u64,
+    /// Its id.
+    pub id: SessionId,
 }

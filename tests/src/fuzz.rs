@@ -82,7 +82,7 @@ fn frame_input(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
     }
     let text: String = u.arbitrary()?;
     let request = match u.int_in_range(0..=5)? {
-        0 => Request::ListSessions,
+        0 => Request::ListSessions { after: None },
         1 => Request::Status,
         2 => Request::Send {
             session: SessionId(u.arbitrary()?),
@@ -113,6 +113,7 @@ fn frame_input(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
         },
         _ => Request::GetHistory {
             session: SessionId(text),
+            from_seq: u.arbitrary()?,
         },
     };
     let value = if u.ratio(1, 6)? {

@@ -1,7 +1,7 @@
 //! The agent loop's branches (SPEC §4), driven through the protocol client against the real
 //! daemon and a scripted Anthropic server.
 
-use protocol::{Event, ModelStopReason, Reply, Request, StopReason};
+use protocol::{Event, ModelStopReason, Request, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::{
@@ -178,17 +178,7 @@ async fn cancel_during_a_model_stream_saves_no_partial_reply() {
             ..
         }
     ));
-    let Reply::History {
-        events: history, ..
-    } = client
-        .request(Request::GetHistory {
-            session: session.clone(),
-        })
-        .await
-        .unwrap()
-    else {
-        panic!("history");
-    };
+    let (_, history) = client.history(&session).await.unwrap();
     assert!(
         !history
             .iter()

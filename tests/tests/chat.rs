@@ -1,7 +1,7 @@
 //! The interactive client on a real pseudo-terminal: send, queue while running, Esc to cancel
 //! (returned messages come back into the input line), and detach with the session going on.
 
-use protocol::{Reply, Request, SessionState};
+use protocol::SessionState;
 use tests::Daemon;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::pty::Pty;
@@ -57,9 +57,7 @@ async fn chat_sends_queues_cancels_with_esc_and_detaches() {
     pty.expect("detached; the session goes on: agentctl attach ");
     assert_eq!(pty.wait(), Some(0));
     let client = daemon.client().await;
-    let Reply::Sessions(sessions) = client.request(Request::ListSessions).await.unwrap() else {
-        panic!()
-    };
+    let sessions = client.list_sessions().await.unwrap().sessions;
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0].state, SessionState::Idle);
     assert_eq!(sessions[0].turns, 1);

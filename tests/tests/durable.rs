@@ -11,16 +11,7 @@ use tests::{
 };
 
 async fn history(client: &Client, session: &SessionId) -> Vec<SessionEvent> {
-    match client
-        .request(Request::GetHistory {
-            session: session.clone(),
-        })
-        .await
-        .unwrap()
-    {
-        Reply::History { events, .. } => events,
-        other => panic!("{other:?}"),
-    }
+    client.history(session).await.unwrap().1
 }
 
 /// Every tool call has a result, every run a finish, and sequence numbers only go up.

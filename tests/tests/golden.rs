@@ -57,8 +57,16 @@ fn requests() -> Vec<Request> {
             title: None,
             env: vec![("PATH".into(), "/usr/bin".into())],
         }),
-        Request::ListSessions,
-        Request::GetHistory { session: session() },
+        Request::ListSessions {
+            after: Some(ListCursor {
+                created_ms: 1_700_000_000_000,
+                id: session(),
+            }),
+        },
+        Request::GetHistory {
+            session: session(),
+            from_seq: 12,
+        },
         Request::Subscribe {
             session: session(),
             from_seq: 7,
@@ -117,6 +125,7 @@ fn events() -> Vec<Event> {
             thinking: "hmm".into(),
             tool_calls: vec![call()],
             stop_reason: ModelStopReason::ToolUse,
+            folds: Some((4, 5)),
         },
         Event::ToolCall(call()),
         Event::ToolResult {
@@ -191,16 +200,22 @@ fn replies() -> Vec<Reply> {
     vec![
         Reply::Done,
         Reply::SessionCreated(info()),
-        Reply::Sessions(vec![info()]),
+        Reply::Sessions {
+            sessions: vec![info()],
+            next: None,
+            unreadable: vec!["/data/sessions/x: meta.json is empty".into()],
+        },
         Reply::History {
             session: info(),
             events: vec![event],
+            next_seq: Some(9),
         },
         Reply::Subscribed(info()),
         Reply::Sent {
             started: Some(RunId(2)),
         },
         Reply::Status(DaemonStatus {
+            loaded: 3,
             daemon_version: "0.1.0".into(),
             protocol_version: 1,
             pid: 4242,
@@ -220,7 +235,7 @@ fn replies() -> Vec<Reply> {
 fn request_name(request: &Request) -> &'static str {
     match request {
         Request::CreateSession(_) => "CreateSession",
-        Request::ListSessions => "ListSessions",
+        Request::ListSessions { .. } => "ListSessions",
         Request::GetHistory { .. } => "GetHistory",
         Request::Subscribe { .. } => "Subscribe",
         Request::Unsubscribe { .. } => "Unsubscribe",
@@ -239,7 +254,7 @@ fn reply_name(reply: &Reply) -> &'static str {
     match reply {
         Reply::Done => "Done",
         Reply::SessionCreated(_) => "SessionCreated",
-        Reply::Sessions(_) => "Sessions",
+        Reply::Sessions { .. } => "Sessions",
         Reply::History { .. } => "History",
         Reply::Subscribed(_) => "Subscribed",
         Reply::Sent { .. } => "Sent",

@@ -92,8 +92,11 @@ async fn devices_fifos_and_sockets_are_refused_and_memory_stays_bounded() {
         peak >> 20
     );
     assert!(matches!(
-        client.request(Request::ListSessions).await.unwrap(),
-        Reply::Sessions(_)
+        client
+            .request(Request::ListSessions { after: None })
+            .await
+            .unwrap(),
+        Reply::Sessions { .. }
     ));
 }
 

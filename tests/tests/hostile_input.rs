@@ -50,8 +50,11 @@ async fn expect_error_and_close(stream: &mut UnixStream) -> ErrorInfo {
 async fn still_serves(daemon: &Daemon) {
     let client = daemon.client().await;
     assert!(matches!(
-        client.request(Request::ListSessions).await.unwrap(),
-        Reply::Sessions(_)
+        client
+            .request(Request::ListSessions { after: None })
+            .await
+            .unwrap(),
+        Reply::Sessions { .. }
     ));
 }
 
@@ -131,7 +134,7 @@ async fn a_request_before_hello_is_refused() {
     let mut stream = raw(&daemon).await;
     let request = ClientFrame::Request {
         id: RequestId(1),
-        request: Request::ListSessions,
+        request: Request::ListSessions { after: None },
     };
     frame::write_frame(&mut stream, &request).await.unwrap();
     let info = expect_error_and_close(&mut stream).await;
@@ -169,6 +172,7 @@ async fn an_unknown_session_gets_an_error_reply_and_the_connection_stays_open() 
     for request in [
         Request::GetHistory {
             session: unknown.clone(),
+            from_seq: 0,
         },
         Request::Subscribe {
             session: unknown.clone(),
@@ -192,8 +196,11 @@ async fn an_unknown_session_gets_an_error_reply_and_the_connection_stays_open() 
     }
     // The same connection still works.
     assert!(matches!(
-        client.request(Request::ListSessions).await.unwrap(),
-        Reply::Sessions(_)
+        client
+            .request(Request::ListSessions { after: None })
+            .await
+            .unwrap(),
+        Reply::Sessions { .. }
     ));
 }
 
@@ -226,8 +233,11 @@ async fn two_hundred_connections_at_once_are_all_served() {
                 .await
                 .unwrap();
             matches!(
-                client.request(Request::ListSessions).await.unwrap(),
-                Reply::Sessions(_)
+                client
+                    .request(Request::ListSessions { after: None })
+                    .await
+                    .unwrap(),
+                Reply::Sessions { .. }
             )
         });
     }
@@ -287,7 +297,10 @@ async fn connections_over_the_limit_are_refused_with_a_clear_error() {
         .await
         .expect("a slot frees up");
     assert!(matches!(
-        client.request(Request::ListSessions).await.unwrap(),
-        Reply::Sessions(_)
+        client
+            .request(Request::ListSessions { after: None })
+            .await
+            .unwrap(),
+        Reply::Sessions { .. }
     ));
 }

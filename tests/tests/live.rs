@@ -225,18 +225,7 @@ async fn cancel_returns_queued_messages_and_loses_nothing() {
         ]
     );
     // The queue entries stay in the session's history.
-    let Reply::History {
-        events: history,
-        session: info,
-    } = client
-        .request(Request::GetHistory {
-            session: session.clone(),
-        })
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let (info, history) = client.history(&session).await.unwrap();
     assert!(history.iter().any(|e| e.event
         == Event::QueueChanged {
             steer: vec!["s1".into()],

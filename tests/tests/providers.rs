@@ -2,7 +2,7 @@
 //! overflow and compaction, and prompt caching.
 
 use protocol::client::Incoming;
-use protocol::{Event, Reply, Request, RunOptions, StopReason};
+use protocol::{Event, Request, RunOptions, StopReason};
 use serde_json::{Value, json};
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic, openai};
 use tests::{
@@ -291,15 +291,7 @@ async fn a_stream_cut_mid_reply_is_retried_and_only_the_whole_reply_is_kept() {
     assert_eq!(replies(&events), 1);
     let client = daemon.client().await;
     let session = events[0].session.clone();
-    let Reply::History {
-        events: history, ..
-    } = client
-        .request(Request::GetHistory { session })
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let (_, history) = client.history(&session).await.unwrap();
     let texts: Vec<String> = history
         .iter()
         .filter_map(|e| match &e.event {

@@ -55,9 +55,7 @@ async fn sessions_are_listed_newest_first() {
     let dir = std::env::temp_dir();
     let first = create_session(&client, &dir).await;
     let second = create_session(&client, &dir).await;
-    let Reply::Sessions(list) = client.request(Request::ListSessions).await.unwrap() else {
-        panic!("expected sessions");
-    };
+    let list = client.list_sessions().await.unwrap().sessions;
     let ids: Vec<_> = list.iter().map(|s| s.id.clone()).collect();
     assert_eq!(ids, vec![second.id, first.id]);
 }
@@ -69,7 +67,10 @@ async fn a_session_can_be_named_by_an_unambiguous_prefix() {
     let info = create_session(&client, &std::env::temp_dir()).await;
     let prefix = SessionId(info.id.0[..5].to_string());
     let reply = client
-        .request(Request::GetHistory { session: prefix })
+        .request(Request::GetHistory {
+            session: prefix,
+            from_seq: 0,
+        })
         .await
         .unwrap();
     assert!(matches!(reply, Reply::History { session, .. } if session.id == info.id));
@@ -263,7 +264,10 @@ async fn deleting_a_session_tells_its_subscribers() {
     let event = next_event(&mut incoming).await;
     assert_eq!(event.event, Event::SessionDeleted);
     let err = driver
-        .request(Request::GetHistory { session })
+        .request(Request::GetHistory {
+            session,
+            from_seq: 0,
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::UnknownSession));

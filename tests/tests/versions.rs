@@ -24,7 +24,11 @@ async fn fake_daemon(listener: tokio::net::UnixListener, version: &str) {
     while let Ok(Some(ClientFrame::Request { id, .. })) = frame::read_frame(&mut stream).await {
         let reply = ServerFrame::Reply {
             id,
-            result: Ok(Reply::Sessions(Vec::new())),
+            result: Ok(Reply::Sessions {
+                sessions: Vec::new(),
+                next: None,
+                unreadable: Vec::new(),
+            }),
         };
         frame::write_frame(&mut stream, &reply).await.unwrap();
     }

@@ -434,11 +434,8 @@ impl Chat {
                 .await?;
             }
             "/sessions" => {
-                let Reply::Sessions(list) = request(&self.client, Request::ListSessions).await?
-                else {
-                    return Err(Failure::new("unexpected reply"));
-                };
-                for s in list {
+                let list = self.client.list_sessions().await.map_err(Failure::new)?;
+                for s in list.sessions {
                     self.say(&format!(
                         "{}  {:<17}  {:>3} turns  {}",
                         s.id,

@@ -214,11 +214,9 @@ async fn next_line(
 /// The session of this directory with the latest activity.
 async fn latest_here(client: &Client, cwd: &std::path::Path) -> Result<SessionId, Failure> {
     let here = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    let sessions = match request(client, Request::ListSessions).await? {
-        Reply::Sessions(sessions) => sessions,
-        other => return Err(unexpected(other)),
-    };
-    sessions
+    let listing = client.list_sessions().await.map_err(Failure::new)?;
+    listing
+        .sessions
         .into_iter()
         .filter(|s| std::path::Path::new(&s.cwd) == here)
         .max_by_key(|s| (s.last_activity_ms, s.created_ms))
@@ -239,10 +237,12 @@ async fn subscribe(
 ) -> Result<SessionInfo, Failure> {
     let from = match from_seq {
         Some(seq) => seq,
+        // A page after the newest event holds no events: only the listing is asked for.
         None => match request(
             client,
             Request::GetHistory {
                 session: session.clone(),
+                from_seq: u64::MAX,
             },
         )
         .await?

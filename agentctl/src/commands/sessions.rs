@@ -10,10 +10,11 @@ use crate::{Failure, format};
 /// Lists sessions, newest first, as a table or a JSON array.
 pub async fn list(paths: &Paths, json: bool) -> Result<u8, Failure> {
     let client = connect::connect(paths, "sessions").await?;
-    let sessions = match request(&client, Request::ListSessions).await? {
-        Reply::Sessions(sessions) => sessions,
-        other => return Err(unexpected(other)),
-    };
+    let listing = client.list_sessions().await.map_err(Failure::new)?;
+    for problem in &listing.unreadable {
+        eprintln!("agentctl: a session cannot be read: {problem}");
+    }
+    let sessions = listing.sessions;
     if json {
         let rows: Vec<serde_json::Value> = sessions.iter().map(session_json).collect();
         println!("{}", serde_json::to_string_pretty(&rows)?);

@@ -7,41 +7,51 @@ use super::{request, unexpected};
 use crate::view::{HumanView, Style, event_json};
 use crate::{Failure, connect, format};
 
-/// Prints the history as the human view renders it, or one JSON event per line.
+/// Prints the history as the human view renders it, or one JSON event per line, a page at a
+/// time.
 pub async fn show(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
     let client = connect::connect(paths, "show").await?;
-    let (info, events) = match request(
-        &client,
-        Request::GetHistory {
-            session: SessionId(id),
-        },
-    )
-    .await?
-    {
-        Reply::History { session, events } => (session, events),
-        other => return Err(unexpected(other)),
-    };
-    if json {
-        for event in &events {
-            println!("{}", event_json(event));
-        }
-        return Ok(0);
-    }
     let style = Style::detect();
-    println!(
-        "{}",
-        style.dim(&format!(
-            "session {} · {} · {} · {} turns · created {}",
-            info.id,
-            info.cwd,
-            info.state,
-            info.turns,
-            format::ago(info.created_ms, format::now_ms())
-        ))
-    );
     let mut view = HumanView::new(style);
-    for event in &events {
-        view.show(event);
+    let mut session = SessionId(id);
+    let mut from_seq = 0;
+    loop {
+        let request_page = Request::GetHistory {
+            session: session.clone(),
+            from_seq,
+        };
+        let (info, events, next_seq) = match request(&client, request_page).await? {
+            Reply::History {
+                session,
+                events,
+                next_seq,
+            } => (session, events, next_seq),
+            other => return Err(unexpected(other)),
+        };
+        if from_seq == 0 && !json {
+            println!(
+                "{}",
+                style.dim(&format!(
+                    "session {} · {} · {} · {} turns · created {}",
+                    info.id,
+                    info.cwd,
+                    info.state,
+                    info.turns,
+                    format::ago(info.created_ms, format::now_ms())
+                ))
+            );
+        }
+        session = info.id;
+        for event in &events {
+            if json {
+                println!("{}", event_json(event));
+            } else {
+                view.show(event);
+            }
+        }
+        match next_seq {
+            Some(next) if next > from_seq => from_seq = next,
+            _ => return Ok(0),
+        }
     }
-    Ok(0)
 }

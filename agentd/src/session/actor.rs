@@ -21,17 +21,19 @@ use crate::files::{FileTracker, FileWatcher, Notice};
 use crate::history::Message as HistoryMessage;
 use crate::permission::AlwaysRule;
 use crate::session::SessionEnv;
-use crate::session::events::{EventLog, Subscription};
+use crate::session::events::{DiskReplay, EventLog, Subscription};
 use crate::session::queue::Queues;
 use crate::store::{Meta, Record, SessionStore};
 use crate::supervisor::{SessionChanged, Supervisor};
 
 mod asks;
+mod durable;
 mod loop_messages;
 mod recovery;
 
 use asks::PendingAsk;
 pub use asks::{Answer, Authorization, Authorize, Expire};
+pub use durable::Flush;
 pub use loop_messages::{
     ApplyCompaction, BeginTurn, CompactNow, Emit, NextQueued, Push, RunDone, TurnInput,
 };
@@ -70,7 +72,10 @@ pub struct SessionActor {
     log: EventLog,
     supervisor: ActorRef<Supervisor>,
     env: Arc<SessionEnv>,
-    history: Vec<HistoryMessage>,
+    /// The history the model sees, shared with the run's turn input (not copied per turn).
+    history: Arc<Vec<HistoryMessage>>,
+    /// Goes up with every compaction: a summary of an older history is not applied.
+    history_generation: u64,
     queues: Queues,
     run: Option<ActiveRun>,
     runs: u64,
@@ -87,6 +92,18 @@ pub struct SessionActor {
     last_options: RunOptions,
     /// The environment of the client that created the session, without secrets.
     client_env: Vec<(String, String)>,
+    /// This actor, to send itself a [`Flush`].
+    me: WeakActorRef<SessionActor>,
+    /// The last `seq` reserved for deltas (see [`Record::Reserved`]).
+    reserved_to: u64,
+    /// A [`Flush`] is on its way.
+    flush_scheduled: bool,
+    /// `meta.json` is to be written by the next flush.
+    meta_dirty: bool,
+    /// This actor's watches on the daemon's file watcher, dropped when it stops.
+    watch_owner: u64,
+    /// A compaction a client asked for, under way: cancelling it stops it.
+    compaction: Option<CancellationToken>,
 }
 
 impl Actor for SessionActor {
@@ -96,20 +113,28 @@ impl Actor for SessionActor {
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
         let id = SessionId(args.meta.id.clone());
         let dir = SessionStore::dir_of(&args.env.paths.sessions_dir(), &id);
-        let (store, loaded) = SessionStore::open(&dir).map_err(|e| {
+        // A large log takes a while to read: not on the runtime's threads.
+        let opened = tokio::task::spawn_blocking(move || SessionStore::open(&dir))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|opened| opened.map_err(|e| e.to_string()));
+        let (store, loaded) = opened.map_err(|e| {
             ErrorInfo::new(
                 ErrorCode::Internal,
                 format!("cannot load session {id}: {e}"),
             )
         })?;
         let env_files = args.env.files.clone();
+        static OWNERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let watch_owner = OWNERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut actor = SessionActor {
             log: EventLog::new(id),
             info: args.meta.info(),
             max_turns: args.meta.max_turns,
             supervisor: args.supervisor,
             env: args.env,
-            history: Vec::new(),
+            history: Arc::default(),
+            history_generation: 0,
             queues: Queues::default(),
             run: None,
             runs: 0,
@@ -119,14 +144,22 @@ impl Actor for SessionActor {
             always: Vec::new(),
             store,
             meta: args.meta,
-            files: Arc::new(tracker(&env_files, &me)),
+            files: Arc::new(tracker(&env_files, watch_owner, &me)),
+            watch_owner,
             compact_requested: false,
             last_options: RunOptions::default(),
             client_env: Vec::new(),
+            me: me.downgrade(),
+            reserved_to: 0,
+            flush_scheduled: false,
+            meta_dirty: false,
+            compaction: None,
         };
         actor.client_env = actor.store.env();
         actor.info.turns = 0;
         actor.replay(loaded.records, args.restarted);
+        // What loading wrote (a closed run, a gap) is synced before anyone hears of it.
+        actor.flush_now();
         Ok(actor)
     }
 
@@ -152,6 +185,11 @@ impl Actor for SessionActor {
         if let Some(run) = &self.run {
             run.cancel.cancel();
         }
+        if let Some(compaction) = &self.compaction {
+            compaction.cancel();
+        }
+        self.flush_now();
+        self.env.files.forget(self.watch_owner);
         Ok(())
     }
 }
@@ -168,41 +206,6 @@ impl SessionActor {
         info
     }
 
-    /// Stores `event`, then sends it to subscribers, and tells the supervisor the listing
-    /// changed.
-    fn emit(&mut self, event: Event) {
-        let fold = matches!(event, Event::AssistantMessage { .. });
-        // Streamed pieces change nothing in the listing; telling the supervisor of each would
-        // put work on the hottest path.
-        let listed = !matches!(event, Event::TextDelta { .. } | Event::ThinkingDelta { .. });
-        let event = self.log.number(event);
-        self.record(&Record::Event {
-            seq: event.seq,
-            time_ms: event.time_ms,
-            event: event.event.clone(),
-        });
-        self.log.publish(event);
-        if fold {
-            self.log.fold_deltas();
-        }
-        if listed {
-            // The supervisor's mailbox is unbounded, so this never waits.
-            let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
-        }
-    }
-
-    /// Appends a record to the session's store. A failing disk must not take the session
-    /// down: the failure is logged and told to the clients.
-    fn record(&mut self, record: &Record) {
-        if let Err(err) = self.store.append(record) {
-            tracing::error!(session = %self.info.id, "cannot store a record: {err}");
-            let event = self.log.number(Event::Error {
-                message: format!("the session could not be saved: {err}"),
-            });
-            self.log.publish(event);
-        }
-    }
-
     /// Appends a message to the history, stored first.
     fn push_message(&mut self, message: HistoryMessage) {
         self.record(&Record::Message {
@@ -211,16 +214,23 @@ impl SessionActor {
         if matches!(message, HistoryMessage::Assistant(_)) {
             self.info.turns += 1;
         }
-        self.history.push(message);
+        // A batch of tool results ends a unit of work: it is synced.
+        if matches!(message, HistoryMessage::ToolResults { .. }) {
+            self.request_sync();
+        }
+        Arc::make_mut(&mut self.history).push(message);
     }
 
     /// Replaces the history by `summary` followed by its last `keep_last` messages.
     fn replace_history(&mut self, summary: String, keep_last: usize) {
         let keep_from = self.history.len().saturating_sub(keep_last);
-        let kept = self.history.split_off(keep_from);
-        self.history = std::iter::once(HistoryMessage::Summary { text: summary })
-            .chain(kept)
-            .collect();
+        let kept = self.history.get(keep_from..).unwrap_or_default().to_vec();
+        self.history = Arc::new(
+            std::iter::once(HistoryMessage::Summary { text: summary })
+                .chain(kept)
+                .collect(),
+        );
+        self.history_generation += 1;
     }
 
     /// The input of the next model call.
@@ -237,20 +247,22 @@ impl SessionActor {
         TurnInput {
             system: crate::prompt::system_prompt(&self.cwd(), self.info.mode, &self.plan_file()),
             messages: self.history.clone(),
+            generation: self.history_generation,
             compact: self.compact_requested,
             last_input,
         }
     }
 
-    /// Writes `meta.json` with the session's settings and counters as of now.
-    fn save_meta(&mut self) {
-        let info = self.info();
-        self.meta.mode = info.mode.as_str().to_string();
-        self.meta.turns = info.turns;
-        self.meta.last_activity_ms = info.last_activity_ms;
-        if let Err(err) = self.store.write_meta(&self.meta) {
-            tracing::error!(session = %self.info.id, "cannot save the session settings: {err}");
-        }
+    /// The stretch of events after `from_seq` that only the log on disk still holds.
+    fn disk_before_window(&self, from_seq: u64) -> Option<DiskReplay> {
+        let through = self.log.window_start().saturating_sub(1);
+        (from_seq < through).then(|| DiskReplay {
+            session: self.info.id.clone(),
+            path: self.store.log_path(),
+            offset: self.store.offset_after(from_seq),
+            after_seq: from_seq,
+            through_seq: through,
+        })
     }
 
     fn emit_queues(&mut self) {
@@ -298,7 +310,7 @@ impl SessionActor {
 }
 
 /// A tracker whose files the daemon's watcher reports to this session.
-fn tracker(watcher: &FileWatcher, session: &ActorRef<SessionActor>) -> FileTracker {
+fn tracker(watcher: &FileWatcher, owner: u64, session: &ActorRef<SessionActor>) -> FileTracker {
     let (watcher, session) = (watcher.clone(), session.downgrade());
     FileTracker::new(move |path| {
         let session = session.clone();
@@ -307,7 +319,7 @@ fn tracker(watcher: &FileWatcher, session: &ActorRef<SessionActor>) -> FileTrack
                 let _ = session.tell(FileTouched(changed.to_path_buf())).try_send();
             }
         });
-        watcher.watch(path, Arc::new(notice));
+        watcher.watch(path, owner, Arc::new(notice));
     })
 }
 
@@ -337,7 +349,8 @@ impl Message<Subscribe> for SessionActor {
     type Reply = Result<(SessionInfo, Subscription), ErrorInfo>;
 
     async fn handle(&mut self, msg: Subscribe, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let subscription = self.log.subscribe(msg.conn, msg.from_seq);
+        let disk = self.disk_before_window(msg.from_seq);
+        let subscription = self.log.subscribe(msg.conn, msg.from_seq, disk);
         Ok((self.info(), subscription))
     }
 }
@@ -362,14 +375,32 @@ impl Message<Unsubscribe> for SessionActor {
     }
 }
 
-/// The session's history: its listing and held events.
-pub struct GetHistory;
+/// Where the session's history after `from_seq` is: its listing, the stretch to read from
+/// disk (if the in-memory window does not reach back that far) and the window's events.
+pub struct GetHistory {
+    /// The last `seq` the client has.
+    pub from_seq: u64,
+}
+
+/// The answer to [`GetHistory`].
+pub struct HistorySource {
+    /// The session's listing.
+    pub info: SessionInfo,
+    /// Events to read from the log first.
+    pub disk: Option<DiskReplay>,
+    /// Then the window's events.
+    pub recent: Vec<SessionEvent>,
+}
 
 impl Message<GetHistory> for SessionActor {
-    type Reply = Result<(SessionInfo, Vec<SessionEvent>), ErrorInfo>;
+    type Reply = Result<HistorySource, ErrorInfo>;
 
-    async fn handle(&mut self, _: GetHistory, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        Ok((self.info(), self.log.events_after(0)))
+    async fn handle(&mut self, msg: GetHistory, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        Ok(HistorySource {
+            info: self.info(),
+            disk: self.disk_before_window(msg.from_seq),
+            recent: self.log.recent_after(msg.from_seq),
+        })
     }
 }
 
@@ -430,7 +461,28 @@ impl Message<SendMessage> for SessionActor {
     }
 }
 
-/// Cancel the running run, if any.
+/// Unload the session if it is idle: no run, no subscriber, no pending question, no
+/// compaction. Answers whether it did; an idle session stops (nothing is lost: it loads again
+/// from its log on next use).
+pub struct TryUnload;
+
+impl Message<TryUnload> for SessionActor {
+    type Reply = bool;
+
+    async fn handle(&mut self, _: TryUnload, ctx: &mut Context<Self, Self::Reply>) -> bool {
+        let idle = self.run.is_none()
+            && self.log.subscriber_count() == 0
+            && self.pending.is_empty()
+            && self.compaction.is_none();
+        if idle {
+            tracing::debug!(session = %self.info.id, "unloading an idle session");
+            ctx.stop();
+        }
+        idle
+    }
+}
+
+/// Cancel the running run and a compaction under way, if any.
 pub struct Cancel;
 
 impl Message<Cancel> for SessionActor {
@@ -440,6 +492,10 @@ impl Message<Cancel> for SessionActor {
         if let Some(run) = &self.run {
             tracing::info!(session = %self.info.id, run = run.id.0, "run cancelled");
             run.cancel.cancel();
+        }
+        if let Some(compaction) = &self.compaction {
+            tracing::info!(session = %self.info.id, "compaction cancelled");
+            compaction.cancel();
         }
         Ok(())
     }
@@ -468,7 +524,8 @@ impl Message<Close> for SessionActor {
             }
             run.cancel.cancel();
         }
-        self.log.emit(Event::SessionDeleted);
+        self.emit(Event::SessionDeleted);
+        self.flush_now();
         self.log.close_all();
         ctx.stop();
         Ok(())

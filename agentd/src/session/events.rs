@@ -1,10 +1,17 @@
-//! A session's numbered event log and the fan-out of new events to subscribers.
+//! A session's numbered events and their fan-out to subscribers.
 //!
-//! Every event gets the next `seq`. Subscribers receive live events through bounded channels
-//! filled with `try_send`, so a slow client never holds up the session: when a subscriber's
-//! channel is full it is dropped and flagged as lagged, and its connection tells the client to
-//! subscribe again from the last `seq` it received.
+//! Every event gets the next `seq`. Events are stored before they are sent; those that end a
+//! unit of work wait here, numbered, until the store has synced them ([`EventLog::hold`]), and
+//! everything numbered after them waits too, so clients see events in order and never one the
+//! disk could lose. Only the most recent published events stay in memory (a bounded window);
+//! older ones are replayed from the log on disk. Text and thinking deltas are never stored:
+//! the assistant message that completes them names their `seq` range.
+//!
+//! Subscribers receive live events through bounded channels filled with `try_send`, so a slow
+//! client never holds up the session: when a subscriber's channel is full it is dropped and
+//! flagged as lagged, and its connection tells the client to subscribe again.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,15 +22,66 @@ use crate::{ConnectionId, now_ms};
 
 /// How many live events may wait for one subscriber before it counts as lagging.
 pub const LIVE_QUEUE: usize = 1024;
+/// Recent events kept in memory, at most.
+pub const RECENT_EVENTS: usize = 512;
+/// Bytes (roughly) of recent events kept in memory, at most.
+pub const RECENT_BYTES: usize = 1 << 20;
+
+/// How an event reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Never stored on its own: the assistant message that completes it is (text and thinking
+    /// deltas).
+    Folded,
+    /// Stored before it is sent.
+    Stored,
+    /// Stored and synced before it is sent: it ends a unit of work.
+    Synced,
+}
+
+impl Durability {
+    /// How `event` is kept.
+    pub fn of(event: &Event) -> Durability {
+        match event {
+            Event::TextDelta { .. } | Event::ThinkingDelta { .. } => Durability::Folded,
+            Event::AssistantMessage { .. }
+            | Event::ToolResult { .. }
+            | Event::PermissionResolved { .. }
+            | Event::RunStarted { .. }
+            | Event::RunFinished { .. }
+            | Event::Compacted { .. }
+            | Event::ModeChanged { .. } => Durability::Synced,
+            _ => Durability::Stored,
+        }
+    }
+}
 
 /// The receiving side of a subscription: events to replay, then live ones.
 pub struct Subscription {
-    /// Held events after the requested `seq`, in order.
+    /// Events to read from the log on disk first, if the window does not reach back far
+    /// enough.
+    pub disk: Option<DiskReplay>,
+    /// Events of the in-memory window after the requested `seq`, in order.
     pub replay: Vec<SessionEvent>,
     /// Live events; every one has a `seq` above the last replayed one.
     pub live: mpsc::Receiver<SessionEvent>,
     /// Set when the subscription was dropped because `live` overflowed.
     pub lagged: Arc<AtomicBool>,
+}
+
+/// A stretch of a session's events to read from its log on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskReplay {
+    /// The session.
+    pub session: SessionId,
+    /// The log file.
+    pub path: std::path::PathBuf,
+    /// A byte offset at or before the first wanted record.
+    pub offset: u64,
+    /// Events with a `seq` above this...
+    pub after_seq: u64,
+    /// ...up to and including this.
+    pub through_seq: u64,
 }
 
 struct Subscriber {
@@ -32,12 +90,16 @@ struct Subscriber {
     lagged: Arc<AtomicBool>,
 }
 
-/// The events a session holds, with their subscribers.
+/// A session's events: numbering, the wait for the disk, the recent window, subscribers.
 pub struct EventLog {
     session: SessionId,
-    events: Vec<SessionEvent>,
+    recent: VecDeque<SessionEvent>,
+    recent_bytes: usize,
+    pending: Vec<SessionEvent>,
     last_seq: u64,
+    published_seq: u64,
     last_time_ms: u64,
+    deltas_from: Option<u64>,
     subscribers: Vec<Subscriber>,
     live_capacity: usize,
 }
@@ -52,9 +114,13 @@ impl EventLog {
     pub fn with_capacity(session: SessionId, live_capacity: usize) -> Self {
         EventLog {
             session,
-            events: Vec::new(),
+            recent: VecDeque::new(),
+            recent_bytes: 0,
+            pending: Vec::new(),
             last_seq: 0,
+            published_seq: 0,
             last_time_ms: 0,
+            deltas_from: None,
             subscribers: Vec::new(),
             live_capacity,
         }
@@ -65,16 +131,33 @@ impl EventLog {
         self.last_seq
     }
 
+    /// The `seq` of the newest event sent to subscribers.
+    pub fn published_seq(&self) -> u64 {
+        self.published_seq
+    }
+
     /// When the newest event happened, milliseconds since the epoch (0 when empty).
     pub fn last_time_ms(&self) -> u64 {
         self.last_time_ms
     }
 
-    /// Numbers `event` (the next `seq`, the time now) without publishing it yet, so that it can
-    /// be stored first.
-    pub fn number(&mut self, event: Event) -> SessionEvent {
+    /// Numbers `event` (the next `seq`, the time now) without sending it yet, so that it can
+    /// be stored first. An assistant message is told the range of deltas it completes.
+    pub fn number(&mut self, mut event: Event) -> SessionEvent {
         self.last_seq += 1;
         self.last_time_ms = now_ms();
+        match &mut event {
+            Event::TextDelta { .. } | Event::ThinkingDelta { .. } => {
+                self.deltas_from.get_or_insert(self.last_seq);
+            }
+            Event::AssistantMessage { folds, .. } => {
+                *folds = self
+                    .deltas_from
+                    .take()
+                    .map(|from| (from, self.last_seq - 1));
+            }
+            _ => {}
+        }
         SessionEvent {
             session: self.session.clone(),
             seq: self.last_seq,
@@ -83,8 +166,36 @@ impl EventLog {
         }
     }
 
-    /// Keeps a numbered event and sends it to every subscriber.
+    /// Sends a numbered (and stored) event, unless events before it still wait for the disk:
+    /// then it waits behind them.
     pub fn publish(&mut self, event: SessionEvent) {
+        if self.pending.is_empty() {
+            self.send(event);
+        } else {
+            self.pending.push(event);
+        }
+    }
+
+    /// Keeps a numbered event until the disk has synced it; returns whether it is the first
+    /// to wait (the caller then arranges a sync).
+    pub fn hold(&mut self, event: SessionEvent) -> bool {
+        self.pending.push(event);
+        self.pending.len() == 1
+    }
+
+    /// Whether events wait for a sync.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Sends every event that waited for the disk, in order.
+    pub fn release(&mut self) {
+        for event in std::mem::take(&mut self.pending) {
+            self.send(event);
+        }
+    }
+
+    fn send(&mut self, event: SessionEvent) {
         self.subscribers
             .retain(|sub| match sub.tx.try_send(event.clone()) {
                 Ok(()) => true,
@@ -95,39 +206,74 @@ impl EventLog {
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
             });
-        self.events.push(event);
-    }
-
-    /// Numbers, keeps and publishes `event`.
-    pub fn emit(&mut self, event: Event) {
-        let event = self.number(event);
-        self.publish(event);
-    }
-
-    /// Takes back an event read from the session's store: numbering goes on after it, and text
-    /// deltas are not held (their complete message is).
-    pub fn restore(&mut self, seq: u64, time_ms: u64, event: Event) {
-        self.last_seq = self.last_seq.max(seq);
-        self.last_time_ms = self.last_time_ms.max(time_ms);
-        if !matches!(event, Event::TextDelta { .. } | Event::ThinkingDelta { .. }) {
-            self.events.push(SessionEvent {
-                session: self.session.clone(),
-                seq,
-                time_ms,
-                event,
-            });
+        self.published_seq = event.seq;
+        let completes_reply = matches!(event.event, Event::AssistantMessage { .. });
+        self.remember(event);
+        if completes_reply {
+            self.fold_deltas();
         }
     }
 
-    /// Held events with `seq > from_seq`, in order.
-    pub fn events_after(&self, from_seq: u64) -> Vec<SessionEvent> {
-        let start = self.events.partition_point(|e| e.seq <= from_seq);
-        self.events[start..].to_vec()
+    /// Adds a sent (or restored) event to the recent window, dropping the oldest beyond its
+    /// bounds; they stay on disk.
+    fn remember(&mut self, event: SessionEvent) {
+        self.recent_bytes += approximate_size(&event.event);
+        self.recent.push_back(event);
+        while self.recent.len() > RECENT_EVENTS
+            || (self.recent_bytes > RECENT_BYTES && self.recent.len() > 1)
+        {
+            if let Some(old) = self.recent.pop_front() {
+                self.recent_bytes = self
+                    .recent_bytes
+                    .saturating_sub(approximate_size(&old.event));
+            }
+        }
     }
 
-    /// Subscribes `conn` from `from_seq`: the replay and the live channel meet without a gap or
-    /// a duplicate. A connection holds at most one subscription per session.
-    pub fn subscribe(&mut self, conn: ConnectionId, from_seq: u64) -> Subscription {
+    /// Takes back an event read from the session's store: numbering goes on after it, and the
+    /// newest ones form the recent window.
+    pub fn restore(&mut self, seq: u64, time_ms: u64, event: Event) {
+        self.last_seq = self.last_seq.max(seq);
+        self.published_seq = self.published_seq.max(seq);
+        self.last_time_ms = self.last_time_ms.max(time_ms);
+        self.remember(SessionEvent {
+            session: self.session.clone(),
+            seq,
+            time_ms,
+            event,
+        });
+    }
+
+    /// Moves numbering on to `seq` (seqs that were handed out and not stored: see the store's
+    /// reservations).
+    pub fn advance_to(&mut self, seq: u64) {
+        self.last_seq = self.last_seq.max(seq);
+        self.published_seq = self.published_seq.max(seq);
+    }
+
+    /// Events of the recent window with `seq > from_seq`, in order.
+    pub fn recent_after(&self, from_seq: u64) -> Vec<SessionEvent> {
+        let start = self.recent.partition_point(|e| e.seq <= from_seq);
+        self.recent.iter().skip(start).cloned().collect()
+    }
+
+    /// The `seq` before which events must come from the disk: the oldest of the window, or
+    /// the next to be sent when the window is empty.
+    pub fn window_start(&self) -> u64 {
+        self.recent
+            .front()
+            .map_or(self.published_seq + 1, |event| event.seq)
+    }
+
+    /// Subscribes `conn` after `from_seq`: the replay (from `disk`, when given, then the window)
+    /// and the live channel meet without a gap or a duplicate. A connection holds at most one
+    /// subscription per session.
+    pub fn subscribe(
+        &mut self,
+        conn: ConnectionId,
+        from_seq: u64,
+        disk: Option<DiskReplay>,
+    ) -> Subscription {
         self.unsubscribe(conn);
         let (tx, live) = mpsc::channel(self.live_capacity);
         let lagged = Arc::new(AtomicBool::new(false));
@@ -137,7 +283,8 @@ impl EventLog {
             lagged: lagged.clone(),
         });
         Subscription {
-            replay: self.events_after(from_seq),
+            disk,
+            replay: self.recent_after(from_seq),
             live,
             lagged,
         }
@@ -161,18 +308,42 @@ impl EventLog {
             .count()
     }
 
-    /// Drops the text and thinking deltas before the newest event: once a reply is complete its
+    /// Drops the text and thinking deltas from the window once a reply is complete: its
     /// `AssistantMessage` carries the whole text, so replay does not need the pieces.
-    pub fn fold_deltas(&mut self) {
-        let newest = self.last_seq;
-        self.events.retain(|e| {
+    fn fold_deltas(&mut self) {
+        let newest = self.published_seq;
+        let before = self.recent.len();
+        self.recent.retain(|e| {
             e.seq == newest
                 || !matches!(
                     e.event,
                     Event::TextDelta { .. } | Event::ThinkingDelta { .. }
                 )
         });
+        if self.recent.len() != before {
+            self.recent_bytes = self.recent.iter().map(|e| approximate_size(&e.event)).sum();
+        }
     }
+}
+
+/// Roughly the bytes an event holds: its texts and a little for the rest.
+pub fn approximate_size(event: &Event) -> usize {
+    let text = match event {
+        Event::TextDelta { text } | Event::ThinkingDelta { text } => text.len(),
+        Event::UserMessage { text, .. } => text.len(),
+        Event::AssistantMessage {
+            text,
+            thinking,
+            tool_calls,
+            ..
+        } => text.len() + thinking.len() + tool_calls.iter().map(|c| c.args.len()).sum::<usize>(),
+        Event::ToolCall(call) => call.args.len(),
+        Event::ToolResult { output, .. } => output.len(),
+        Event::PermissionRequested { args, summary, .. } => args.len() + summary.len(),
+        Event::Error { message } => message.len(),
+        _ => 0,
+    };
+    text + 64
 }
 
 #[cfg(test)]
@@ -185,13 +356,18 @@ mod tests {
         }
     }
 
+    fn emit(log: &mut EventLog, event: Event) {
+        let event = log.number(event);
+        log.publish(event);
+    }
+
     #[test]
     fn replay_and_live_meet_without_gap_or_duplicate() {
         let mut log = EventLog::new(SessionId("s".into()));
-        log.emit(mode_event());
-        log.emit(mode_event());
-        let mut sub = log.subscribe(ConnectionId(1), 1);
-        log.emit(mode_event());
+        emit(&mut log, mode_event());
+        emit(&mut log, mode_event());
+        let mut sub = log.subscribe(ConnectionId(1), 1, None);
+        emit(&mut log, mode_event());
         let replayed: Vec<u64> = sub.replay.iter().map(|e| e.seq).collect();
         assert_eq!(replayed, vec![2]);
         assert_eq!(sub.live.try_recv().unwrap().seq, 3);
@@ -201,28 +377,68 @@ mod tests {
     #[test]
     fn a_full_subscriber_is_dropped_and_flagged() {
         let mut log = EventLog::with_capacity(SessionId("s".into()), 2);
-        let sub = log.subscribe(ConnectionId(1), 0);
+        let sub = log.subscribe(ConnectionId(1), 0, None);
         for _ in 0..3 {
-            log.emit(mode_event());
+            emit(&mut log, mode_event());
         }
         assert!(sub.lagged.load(Ordering::Acquire));
         assert_eq!(log.subscriber_count(), 0);
     }
 
     #[test]
-    fn folding_keeps_complete_messages_and_seq_numbers() {
+    fn an_assistant_message_names_the_deltas_it_folds() {
         let mut log = EventLog::new(SessionId("s".into()));
-        log.emit(Event::TextDelta { text: "a".into() });
-        log.emit(Event::TextDelta { text: "b".into() });
-        log.emit(Event::AssistantMessage {
-            turn: 1,
-            text: "ab".into(),
-            thinking: String::new(),
-            tool_calls: vec![],
-            stop_reason: protocol::ModelStopReason::EndTurn,
-        });
-        log.fold_deltas();
-        let seqs: Vec<u64> = log.events_after(0).iter().map(|e| e.seq).collect();
-        assert_eq!(seqs, vec![3]);
+        emit(&mut log, Event::TextDelta { text: "a".into() });
+        emit(&mut log, Event::TextDelta { text: "b".into() });
+        emit(
+            &mut log,
+            Event::AssistantMessage {
+                turn: 1,
+                text: "ab".into(),
+                thinking: String::new(),
+                tool_calls: vec![],
+                stop_reason: protocol::ModelStopReason::EndTurn,
+                folds: None,
+            },
+        );
+        let recent = log.recent_after(0);
+        assert_eq!(recent.len(), 1);
+        assert!(matches!(
+            recent[0].event,
+            Event::AssistantMessage {
+                folds: Some((1, 2)),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn events_after_a_held_one_wait_for_it() {
+        let mut log = EventLog::new(SessionId("s".into()));
+        let mut sub = log.subscribe(ConnectionId(1), 0, None);
+        let first = log.number(mode_event());
+        assert!(log.hold(first));
+        emit(&mut log, Event::TextDelta { text: "x".into() });
+        assert!(sub.live.try_recv().is_err(), "nothing passes a held event");
+        log.release();
+        assert_eq!(sub.live.try_recv().unwrap().seq, 1);
+        assert_eq!(sub.live.try_recv().unwrap().seq, 2);
+    }
+
+    #[test]
+    fn the_window_is_bounded() {
+        let mut log = EventLog::new(SessionId("s".into()));
+        for _ in 0..(RECENT_EVENTS * 3) {
+            emit(
+                &mut log,
+                Event::Error {
+                    message: "x".repeat(10_000),
+                },
+            );
+        }
+        let recent = log.recent_after(0);
+        assert!(recent.len() <= RECENT_EVENTS);
+        assert!(recent.len() * 10_000 <= RECENT_BYTES + 10_064);
+        assert_eq!(log.window_start(), recent[0].seq);
     }
 }

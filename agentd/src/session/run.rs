@@ -284,6 +284,9 @@ impl Run {
                 }
             };
 
+            // The session's history is shared with `input`: let it go before the reply is
+            // added, so that nothing is copied.
+            drop(input);
             self.turns += 1;
             self.usage.add(&reply.usage);
             let calls: Vec<ToolCall> = reply.tool_calls().into_iter().cloned().collect();
@@ -293,6 +296,7 @@ impl Run {
                 thinking: reply.thinking(),
                 tool_calls: calls.iter().map(ToolCall::info).collect(),
                 stop_reason: reply.stop_reason.clone(),
+                folds: None,
             };
             let turn_usage = reply.usage;
             let step_reply = reply.clone();
@@ -411,7 +415,7 @@ impl Run {
             model,
             &input.system,
             &self.specs,
-            &input.messages[..cut],
+            input.messages.get(..cut).unwrap_or_default(),
             self.cancel(),
         )
         .await;
@@ -420,16 +424,20 @@ impl Run {
             Err(ProviderError::Cancelled) => return Ok(Compaction::Cancelled),
             Err(err) => return Ok(Compaction::Failed(err)),
         };
-        let compacted = self
-            .setup
-            .session
-            .ask(ApplyCompaction {
-                run: Some(self.setup.run),
-                summary,
-                keep_last: input.messages.len() - cut,
-            })
-            .await?;
-        Ok(Compaction::Done(compacted))
+        let apply = ApplyCompaction {
+            run: self.setup.run,
+            summary,
+            cut,
+            generation: input.generation,
+        };
+        match self.setup.session.ask(apply).await {
+            Ok(compacted) => Ok(Compaction::Done(compacted)),
+            // Compacted meanwhile by someone else: go on with what there is.
+            Err(SendError::HandlerError(err)) if err.code == protocol::ErrorCode::Busy => {
+                Ok(Compaction::Nothing)
+            }
+            Err(err) => Err(err.into()),
+        }
     }
 
     /// Orders `done` by call and answers every call without a result with `reason`, so that

@@ -163,22 +163,28 @@ impl Message<Push> for SessionActor {
 pub struct TurnInput {
     /// The system prompt as of now (the mode may have changed).
     pub system: String,
-    /// The history, queued steering included.
-    pub messages: Vec<HistoryMessage>,
+    /// The history, queued steering included, shared with the session.
+    pub messages: Arc<Vec<HistoryMessage>>,
+    /// The history's generation (see [`ApplyCompaction`]).
+    pub generation: u64,
     /// Whether a user asked for compaction.
     pub compact: bool,
     /// The prompt tokens of the last reply, for the compaction threshold.
     pub last_input: u64,
 }
 
-/// Replace the older history by a summary (compaction).
+/// Replace the older history by a summary (compaction): the first `cut` messages of the
+/// history of `generation` give way to `summary`. Messages added since are all kept; a summary
+/// of a history that was compacted meanwhile is refused.
 pub struct ApplyCompaction {
-    /// The run that compacted, or `None` for a compaction asked for on an idle session.
-    pub run: Option<RunId>,
+    /// The run that compacted.
+    pub run: RunId,
     /// The summary.
     pub summary: String,
-    /// Messages kept verbatim at the end.
-    pub keep_last: usize,
+    /// How many messages it summarises, from the start.
+    pub cut: usize,
+    /// The generation of the history it summarises.
+    pub generation: u64,
 }
 
 impl Message<ApplyCompaction> for SessionActor {
@@ -190,93 +196,137 @@ impl Message<ApplyCompaction> for SessionActor {
         msg: ApplyCompaction,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
-        match msg.run {
-            Some(run) => {
-                self.active(run)?;
-            }
-            None if self.run.is_some() => {
-                return Err(ErrorInfo::new(
-                    ErrorCode::Busy,
-                    "a run started while compacting; compact again later",
-                ));
-            }
-            None => {}
+        self.active(msg.run)?;
+        self.apply_compaction(msg.summary, msg.cut, msg.generation)?;
+        Ok(self.turn_input())
+    }
+}
+
+impl SessionActor {
+    /// Replaces the first `cut` messages of the history by `summary`, if the history is still
+    /// of `generation`.
+    fn apply_compaction(
+        &mut self,
+        summary: String,
+        cut: usize,
+        generation: u64,
+    ) -> Result<(), ErrorInfo> {
+        if generation != self.history_generation || cut > self.history.len() {
+            return Err(ErrorInfo::new(
+                ErrorCode::Busy,
+                "the history was compacted meanwhile, so this summary is out of date and was dropped",
+            ));
         }
         let before_tokens = crate::compact::estimate_all(&self.history);
+        let keep_last = self.history.len() - cut;
         self.record(&Record::Compaction {
-            summary: msg.summary.clone(),
-            keep_last: msg.keep_last,
+            summary: summary.clone(),
+            keep_last,
         });
-        self.replace_history(msg.summary, msg.keep_last);
+        self.replace_history(summary, keep_last);
         self.compact_requested = false;
         let after_tokens = crate::compact::estimate_all(&self.history);
         self.emit(Event::Compacted {
             before_tokens,
             after_tokens,
         });
-        Ok(self.turn_input())
+        Ok(())
     }
 }
 
-/// Compact the history now (or, while a run is going, before its next model call).
+/// Compact the history now (or, while a run is going, before its next model call). The reply
+/// comes at once; the summary is made in the background, cancellable by any client, and ends
+/// with `Compacted` or an `Error` event.
 pub struct CompactNow;
 
 impl Message<CompactNow> for SessionActor {
-    type Reply = DelegatedReply<Result<(), ErrorInfo>>;
+    type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, _: CompactNow, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
         if self.run.is_some() {
             self.compact_requested = true;
-            return ctx.reply(Ok(()));
+            return Ok(());
+        }
+        if self.compaction.is_some() {
+            return Err(ErrorInfo::new(
+                ErrorCode::Busy,
+                "a compaction is already under way",
+            ));
         }
         let input = self.turn_input();
         let Some(cut) =
             crate::compact::cut_point(&input.messages, crate::compact::KEEP_RECENT_TOKENS)
         else {
-            return ctx.reply(Err(ErrorInfo::new(
+            return Err(ErrorInfo::new(
                 ErrorCode::InvalidRequest,
                 "the history is short enough; there is nothing to compact",
-            )));
+            ));
         };
         let config = self.env.config();
-        let provider = config.provider(
-            &self.env.http,
-            self.last_options
-                .provider
-                .as_deref()
-                .or(self.info.provider.as_deref()),
-            self.last_options
-                .model
-                .as_deref()
-                .or(self.info.model.as_deref()),
-            &self.last_options.env,
-        );
+        let (provider, model) = config
+            .provider(
+                &self.env.http,
+                self.last_options
+                    .provider
+                    .as_deref()
+                    .or(self.info.provider.as_deref()),
+                self.last_options
+                    .model
+                    .as_deref()
+                    .or(self.info.model.as_deref()),
+                &self.last_options.env,
+            )
+            .map_err(|e| ErrorInfo::new(ErrorCode::InvalidRequest, e.to_string()))?;
+        let cancel = CancellationToken::new();
+        self.compaction = Some(cancel.clone());
         let me = ctx.actor_ref().clone();
-        ctx.spawn(async move {
-            let (provider, model) =
-                provider.map_err(|e| ErrorInfo::new(ErrorCode::InvalidRequest, e.to_string()))?;
+        tokio::spawn(async move {
             let specs = crate::tools::specs();
             let summary = crate::compact::summarize(
                 &provider,
                 &model,
                 &input.system,
                 &specs,
-                &input.messages[..cut],
-                &CancellationToken::new(),
+                input.messages.get(..cut).unwrap_or_default(),
+                &cancel,
             )
-            .await
-            .map_err(|e| ErrorInfo::new(ErrorCode::Internal, format!("compaction failed: {e}")))?;
-            let apply = ApplyCompaction {
-                run: None,
+            .await;
+            let done = CompactionDone {
                 summary,
-                keep_last: input.messages.len() - cut,
+                cut,
+                generation: input.generation,
             };
-            match me.ask(apply).await {
-                Ok(_) => Ok(()),
-                Err(SendError::HandlerError(err)) => Err(err),
-                Err(err) => Err(ErrorInfo::new(ErrorCode::Internal, err.to_string())),
+            let _ = me.tell(done).await;
+        });
+        Ok(())
+    }
+}
+
+/// A compaction a client asked for came to an end.
+pub struct CompactionDone {
+    summary: Result<String, crate::provider::ProviderError>,
+    cut: usize,
+    generation: u64,
+}
+
+impl Message<CompactionDone> for SessionActor {
+    type Reply = ();
+
+    async fn handle(&mut self, msg: CompactionDone, _: &mut Context<Self, Self::Reply>) {
+        self.compaction = None;
+        let failed = match msg.summary {
+            Ok(summary) => self
+                .apply_compaction(summary, msg.cut, msg.generation)
+                .err()
+                .map(|e| e.message),
+            Err(crate::provider::ProviderError::Cancelled) => {
+                Some("the compaction was cancelled".to_string())
             }
-        })
+            Err(err) => Some(format!("compaction failed: {err}")),
+        };
+        if let Some(message) = failed {
+            self.emit(Event::Error { message });
+        }
     }
 }
 
@@ -346,10 +396,11 @@ impl Message<RunDone> for SessionActor {
             return;
         };
         let outcome = msg.outcome;
-        for (request, _) in self.pending.drain() {
+        let unanswered: Vec<_> = self.pending.drain().map(|(request, _)| request).collect();
+        for request in unanswered {
             self.decided
                 .insert(request, "the end of the run".to_string());
-            self.log.emit(Event::PermissionResolved {
+            self.emit(Event::PermissionResolved {
                 request,
                 decision: Decision::Deny,
                 by_client: "the end of the run".to_string(),

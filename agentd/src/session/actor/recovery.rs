@@ -2,6 +2,8 @@
 //! actor) did not live to finish: every tool call gets its result, open permission requests
 //! are answered, and the run is finished as `error`.
 
+use std::sync::Arc;
+
 use protocol::{Decision, Delivery, Event, RunId, StopReason, TokenUsage};
 
 use super::SessionActor;
@@ -16,9 +18,12 @@ impl SessionActor {
         let mut open_run: Option<(RunId, u32)> = None;
         let mut asks = Vec::new();
         let mut results_since_reply: Vec<(String, String, bool, String)> = Vec::new();
+        let (mut reserved, mut explained) = (0, 0);
         for record in records {
             match record {
                 Record::Header { .. } => {}
+                Record::Reserved { to } => reserved = reserved.max(to),
+                Record::Gap { to, .. } => explained = explained.max(to),
                 Record::Message { message } => {
                     if matches!(message, HistoryMessage::Assistant(_)) {
                         self.info.turns += 1;
@@ -26,7 +31,7 @@ impl SessionActor {
                     if matches!(message, HistoryMessage::ToolResults { .. }) {
                         results_since_reply.clear();
                     }
-                    self.history.push(message);
+                    Arc::make_mut(&mut self.history).push(message);
                 }
                 Record::Rule { rule } => self.always.push(rule),
                 Record::Compaction { summary, keep_last } => {
@@ -89,6 +94,7 @@ impl SessionActor {
                 }
             }
         }
+        self.account_for_reserved(reserved, explained);
         if restarted {
             self.emit(Event::Error {
                 message: "the session restarted after an internal error; its history was reloaded from disk".to_string(),
@@ -158,5 +164,19 @@ impl SessionActor {
             error: Some(reason.to_string()),
         });
         self.save_meta();
+    }
+
+    /// `seq`s reserved for deltas and never stored (a reply cut short by a stop) are recorded
+    /// as a gap, and numbering goes on after them, so no `seq` a client saw is used twice.
+    fn account_for_reserved(&mut self, reserved: u64, explained: u64) {
+        self.reserved_to = reserved;
+        let stored = self.log.last_seq().max(explained);
+        if reserved > stored {
+            self.record(&Record::Gap {
+                from: stored + 1,
+                to: reserved,
+            });
+            self.log.advance_to(reserved);
+        }
     }
 }

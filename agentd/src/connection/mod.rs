@@ -2,7 +2,11 @@
 //!
 //! Everything the connection sends goes through one bounded outgoing queue drained by a writer
 //! task, so a client that stops reading only ever stalls itself. Each subscription has a
-//! forwarder task that replays the held events and then passes live ones on.
+//! forwarder task ([`forward`]) that replays the session's events and then passes live ones on.
+//! Replies that grow with data come in pages ([`pages`]).
+
+mod forward;
+mod pages;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +20,7 @@ use protocol::{
     ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, Reply, Request, ServerFrame,
     SessionId, Welcome,
 };
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -82,10 +87,47 @@ pub async fn refuse(stream: Stream, limit: usize) {
 
 async fn write_loop(stream: Arc<Stream>, mut frames: mpsc::Receiver<ServerFrame>) {
     while let Some(frame) = frames.recv().await {
-        if let Err(err) = frame::write_frame(&mut &*stream, &frame).await {
+        let bytes = match frame::encode(&frame) {
+            Ok(bytes) => bytes,
+            // Never silence: a reply that cannot be encoded becomes an error reply.
+            Err(err) => match unencodable(frame, &err).map(|f| frame::encode(&f)) {
+                Some(Ok(bytes)) => bytes,
+                _ => {
+                    tracing::error!("cannot encode a frame: {err}");
+                    continue;
+                }
+            },
+        };
+        let mut writer = &*stream;
+        let written = async {
+            writer.write_all(&bytes).await?;
+            writer.flush().await
+        };
+        if let Err(err) = written.await {
             tracing::debug!("writing to client failed: {err}");
             return;
         }
+    }
+}
+
+/// What to send instead of a frame that could not be encoded.
+fn unencodable(frame: ServerFrame, err: &FrameError) -> Option<ServerFrame> {
+    let info = ErrorInfo::new(
+        ErrorCode::Internal,
+        format!("the daemon could not send its answer: {err}"),
+    );
+    match frame {
+        ServerFrame::Reply { id, .. } => Some(ServerFrame::Reply {
+            id,
+            result: Err(info),
+        }),
+        ServerFrame::Event(event) => Some(ServerFrame::Event(protocol::SessionEvent {
+            event: protocol::Event::Error {
+                message: info.message,
+            },
+            ..event
+        })),
+        _ => None,
     }
 }
 
@@ -227,7 +269,7 @@ impl Connection {
             if let Some(old) = self.forwarders.remove(&session) {
                 old.abort();
             }
-            let task = tokio::spawn(forward(
+            let task = tokio::spawn(forward::forward(
                 session.clone(),
                 from_seq,
                 subscription,
@@ -243,7 +285,14 @@ impl Connection {
             Request::CreateSession(create) => Ok(Reply::SessionCreated(
                 ask(supervisor, Create(create)).await?,
             )),
-            Request::ListSessions => Ok(Reply::Sessions(ask(supervisor, List).await?)),
+            Request::ListSessions { after } => {
+                let page = ask(supervisor, List { after }).await?;
+                Ok(Reply::Sessions {
+                    sessions: page.sessions,
+                    next: page.next,
+                    unreadable: page.unreadable,
+                })
+            }
             Request::Status => Ok(Reply::Status(
                 ask(
                     supervisor,
@@ -262,36 +311,29 @@ impl Connection {
                 ask(supervisor, Delete { id: session, force }).await?;
                 Ok(Reply::Done)
             }
-            Request::GetHistory { session } => {
-                let (info, events) = ask(&self.session(&session).await?, GetHistory).await?;
-                Ok(Reply::History {
-                    session: info,
-                    events,
-                })
+            Request::GetHistory { session, from_seq } => {
+                let source = self.ask_session(&session, GetHistory { from_seq }).await?;
+                pages::history_page(source).await
             }
             Request::Subscribe { session, from_seq } => {
-                let actor = self.session(&session).await?;
-                let (info, subscription) = ask(
-                    &actor,
-                    Subscribe {
-                        conn: self.conn,
-                        from_seq,
-                    },
-                )
-                .await?;
+                let subscribe = Subscribe {
+                    conn: self.conn,
+                    from_seq,
+                };
+                let (info, subscription) = self.ask_session(&session, subscribe).await?;
                 self.new_subscription = Some((info.id.clone(), from_seq, subscription));
                 Ok(Reply::Subscribed(info))
             }
             Request::Unsubscribe { session } => {
-                let actor = self.session(&session).await?;
-                let id = ask(&actor, Unsubscribe { conn: self.conn }).await?;
+                let unsubscribe = Unsubscribe { conn: self.conn };
+                let id = self.ask_session(&session, unsubscribe).await?;
                 if let Some(task) = self.forwarders.remove(&id) {
                     task.abort();
                 }
                 Ok(Reply::Done)
             }
             Request::SetMode { session, mode } => {
-                ask(&self.session(&session).await?, SetMode(mode)).await?;
+                self.ask_session(&session, SetMode(mode)).await?;
                 Ok(Reply::Done)
             }
             Request::Send {
@@ -300,19 +342,16 @@ impl Connection {
                 delivery,
                 options,
             } => {
-                let started = ask(
-                    &self.session(&session).await?,
-                    SendMessage {
-                        text,
-                        delivery,
-                        options,
-                    },
-                )
-                .await?;
+                let send = SendMessage {
+                    text,
+                    delivery,
+                    options,
+                };
+                let started = self.ask_session(&session, send).await?;
                 Ok(Reply::Sent { started })
             }
             Request::Cancel { session } => {
-                ask(&self.session(&session).await?, Cancel).await?;
+                self.ask_session(&session, Cancel).await?;
                 Ok(Reply::Done)
             }
             Request::Answer {
@@ -325,25 +364,36 @@ impl Connection {
                     decision,
                     by_client: self.client.clone(),
                 };
-                ask(&self.session(&session).await?, answer).await?;
+                self.ask_session(&session, answer).await?;
                 Ok(Reply::Done)
             }
             Request::Compact { session } => {
-                let actor = self.session(&session).await?;
-                match actor.ask(CompactNow).await {
-                    Ok(()) => Ok(Reply::Done),
-                    Err(SendError::HandlerError(err)) => Err(err),
-                    Err(err) => Err(ErrorInfo::new(
-                        ErrorCode::Internal,
-                        format!("the session is not available: {err}"),
-                    )),
-                }
+                self.ask_session(&session, CompactNow).await?;
+                Ok(Reply::Done)
             }
         }
     }
 
     async fn session(&self, id: &SessionId) -> Result<ActorRef<SessionActor>, ErrorInfo> {
         ask(&self.shared.supervisor, Lookup(id.clone())).await
+    }
+
+    /// Sends `msg` to the session's actor and waits for the answer. A session unloaded
+    /// between the lookup and the message is loaded again, and the message sent again.
+    async fn ask_session<M, T>(&self, id: &SessionId, msg: M) -> Result<T, ErrorInfo>
+    where
+        SessionActor: Message<M>,
+        M: Send + 'static,
+        <SessionActor as Message<M>>::Reply: kameo::reply::Reply<Ok = T, Error = ErrorInfo>,
+        T: Send + 'static,
+    {
+        let actor = self.session(id).await?;
+        let msg = match actor.ask(msg).await {
+            Err(SendError::ActorNotRunning(msg)) => msg,
+            other => return answer::<SessionActor, M, T>(other),
+        };
+        let actor = self.session(id).await?;
+        answer::<SessionActor, M, T>(actor.ask(msg).await)
     }
 
     async fn close(&mut self) {
@@ -360,11 +410,17 @@ impl Connection {
 /// Asks an actor and turns a failed delivery into an `Internal` error.
 pub async fn ask<A, M, T>(actor: &ActorRef<A>, msg: M) -> Result<T, ErrorInfo>
 where
-    A: Actor + Message<M, Reply = Result<T, ErrorInfo>>,
+    A: Actor + Message<M>,
+    <A as Message<M>>::Reply: kameo::reply::Reply<Ok = T, Error = ErrorInfo>,
     M: Send + 'static,
     T: Send + 'static,
 {
-    match actor.ask(msg).await {
+    answer::<A, M, T>(actor.ask(msg).await)
+}
+
+/// The value of an answer, or the error it carried or that kept it from coming.
+fn answer<A, M, T>(result: Result<T, SendError<M, ErrorInfo>>) -> Result<T, ErrorInfo> {
+    match result {
         Ok(value) => Ok(value),
         Err(SendError::HandlerError(err)) => Err(err),
         Err(err) => Err(ErrorInfo::new(
@@ -377,36 +433,6 @@ where
 fn short_name<A>() -> &'static str {
     let full = std::any::type_name::<A>();
     full.rsplit("::").next().unwrap_or(full)
-}
-
-/// Replays a subscription's held events, then passes live ones on; tells the client when the
-/// session dropped it for lagging.
-async fn forward(
-    session: SessionId,
-    from_seq: u64,
-    mut subscription: Subscription,
-    out: mpsc::Sender<ServerFrame>,
-) {
-    let mut last_seq = from_seq;
-    for event in std::mem::take(&mut subscription.replay) {
-        last_seq = event.seq;
-        if out.send(ServerFrame::Event(event)).await.is_err() {
-            return;
-        }
-    }
-    let mut deleted = false;
-    while let Some(event) = subscription.live.recv().await {
-        last_seq = event.seq;
-        deleted = matches!(event.event, protocol::Event::SessionDeleted);
-        if out.send(ServerFrame::Event(event)).await.is_err() {
-            return;
-        }
-    }
-    // The session stopped sending without being deleted: the client lagged, or the session's
-    // actor failed and was restarted. Either way the client resumes by subscribing again.
-    if !deleted {
-        let _ = out.send(ServerFrame::Lagged { session, last_seq }).await;
-    }
 }
 
 /// Refuses peers of another user (SPEC §3).

@@ -1,27 +1,39 @@
 //! The supervisor actor: the registry of sessions. It creates, finds and deletes sessions,
-//! keeps their listing, owns the tool pool and answers `Status`.
+//! keeps their listing, owns the tool pool and answers `Status`. It never waits on a disk:
+//! sessions load in their own actors ([`loading`]), and files are created off its thread.
+
+mod loading;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use kameo::prelude::*;
-use kameo::supervision::RestartPolicy;
 use protocol::paths::Paths;
 use protocol::{
-    CreateSession, DaemonStatus, ErrorCode, ErrorInfo, PROTOCOL_VERSION, SessionId, SessionInfo,
-    SessionState,
+    CreateSession, DaemonStatus, ErrorCode, ErrorInfo, ListCursor, PROTOCOL_VERSION, SessionId,
+    SessionInfo, SessionState,
 };
 
-use crate::config::ConfigState;
+use crate::config::{ConfigState, DurabilityMode};
 use crate::session::actor::Close;
-use crate::session::{SessionActor, SessionArgs, SessionEnv};
+use crate::session::{SessionActor, SessionEnv};
 use crate::store::{self, Meta, SessionStore};
 use crate::tools::pool::ToolPool;
 use crate::{now_ms, resident_memory};
+pub use loading::{Lookup, Sweep};
+
+/// The most characters of a title.
+pub const MAX_TITLE_CHARS: usize = 500;
+/// The most characters of a model or provider name.
+pub const MAX_NAME_CHARS: usize = 200;
+/// The most bytes of a session directory's path.
+pub const MAX_CWD_BYTES: usize = 4096;
+/// Bytes (roughly) of sessions in one page of the listing.
+const PAGE_BYTES: usize = 4 << 20;
 
 /// What the supervisor starts from.
 pub struct SupervisorArgs {
@@ -38,8 +50,11 @@ pub struct SupervisorArgs {
 struct Entry {
     info: SessionInfo,
     meta: Meta,
-    /// The session's actor, once the session is in use; sessions load on first use.
+    /// The session's actor while the session is loaded; sessions load on use and unload when
+    /// idle.
     actor: Option<ActorRef<SessionActor>>,
+    /// When a client last asked for the session.
+    last_used: Instant,
 }
 
 /// The registry of sessions (SPEC §2).
@@ -48,6 +63,8 @@ pub struct Supervisor {
     clients: Arc<AtomicU64>,
     started: Instant,
     sessions: HashMap<SessionId, Entry>,
+    /// Session directories whose files could not be read at start, and why.
+    unreadable: Vec<String>,
     env: Arc<SessionEnv>,
     me: ActorRef<Supervisor>,
 }
@@ -71,26 +88,29 @@ impl Actor for Supervisor {
             processes: crate::tools::processes::ProcessRecords::in_dir(commands_dir(&args.paths)),
         });
         // Only the settings are read now; a session's log is read when it is first used.
-        let sessions = store::list(&args.paths.sessions_dir())
+        let (metas, unreadable) = store::list(&args.paths.sessions_dir());
+        let now = Instant::now();
+        let sessions = metas
             .into_iter()
             .map(|meta| {
                 let info = meta.info();
-                (
-                    info.id.clone(),
-                    Entry {
-                        info,
-                        meta,
-                        actor: None,
-                    },
-                )
+                let entry = Entry {
+                    info: info.clone(),
+                    meta,
+                    actor: None,
+                    last_used: now,
+                };
+                (info.id, entry)
             })
             .collect::<HashMap<_, _>>();
         tracing::info!(sessions = sessions.len(), "sessions listed");
+        loading::start_sweeping(&me);
         Ok(Supervisor {
             paths: args.paths,
             clients: args.clients,
             started: Instant::now(),
             sessions,
+            unreadable,
             env,
             me,
         })
@@ -102,8 +122,8 @@ impl Actor for Supervisor {
         id: ActorId,
         reason: ActorStopReason,
     ) -> Result<ControlFlow<ActorStopReason>, Self::Error> {
-        // A session actor that stopped for good (closed, or failing again and again) is
-        // forgotten; the session itself stays on disk and loads again on next use.
+        // A session actor that stopped for good (unloaded, closed, or failing again and again)
+        // is forgotten; the session itself stays on disk and loads again on next use.
         if let Some(entry) = self
             .sessions
             .values_mut()
@@ -113,48 +133,13 @@ impl Actor for Supervisor {
                 tracing::error!(session = %entry.info.id, "session actor stopped: {reason}");
             }
             entry.actor = None;
+            entry.info.state = SessionState::Idle;
         }
         Ok(ControlFlow::Continue(()))
     }
 }
 
 impl Supervisor {
-    /// The actor of session `id`, loading the session from its store if it is not in use.
-    async fn actor_of(&mut self, id: &SessionId) -> Result<ActorRef<SessionActor>, ErrorInfo> {
-        if let Some(actor) = self.sessions.get(id).and_then(|e| e.actor.clone())
-            && actor.is_alive()
-        {
-            return Ok(actor);
-        }
-        let entry = self.sessions.get(id).ok_or_else(|| unknown_session(id))?;
-        let args = SessionArgs {
-            meta: entry.meta.clone(),
-            supervisor: self.me.clone(),
-            env: self.env.clone(),
-            restarted: false,
-        };
-        // The first start loads the session; a restart after a failure reloads it and says so.
-        let starts = AtomicU64::new(0);
-        let actor = SessionActor::supervise_with(&self.me, move || SessionArgs {
-            restarted: starts.fetch_add(1, Ordering::Relaxed) > 0,
-            ..args.clone()
-        })
-        .restart_policy(RestartPolicy::Transient)
-        .restart_limit(5, Duration::from_secs(60))
-        .spawn_with_mailbox(kameo::mailbox::unbounded())
-        .await;
-        if let Err(err) = actor.wait_for_startup_result().await {
-            return Err(ErrorInfo::new(
-                ErrorCode::Internal,
-                format!("session {id} cannot be loaded: {err}"),
-            ));
-        }
-        if let Some(entry) = self.sessions.get_mut(id) {
-            entry.actor = Some(actor.clone());
-        }
-        Ok(actor)
-    }
-
     /// Finds a session by id or by an unambiguous prefix of one.
     fn resolve(&self, id: &SessionId) -> Result<&Entry, ErrorInfo> {
         if let Some(entry) = self.sessions.get(id) {
@@ -201,45 +186,73 @@ pub fn unknown_session(id: &SessionId) -> ErrorInfo {
 
 /// Validates a session directory: it must be an absolute path to an existing directory.
 fn session_dir(cwd: &str) -> Result<String, ErrorInfo> {
+    let invalid = |message: String| ErrorInfo::new(ErrorCode::InvalidRequest, message);
+    if cwd.len() > MAX_CWD_BYTES {
+        return Err(invalid(format!(
+            "the session directory's path is {} bytes long; at most {MAX_CWD_BYTES}",
+            cwd.len()
+        )));
+    }
     let path = Path::new(cwd);
     if !path.is_absolute() {
-        return Err(ErrorInfo::new(
-            ErrorCode::InvalidRequest,
-            format!("session directory `{cwd}` is not an absolute path"),
-        ));
+        return Err(invalid(format!(
+            "session directory `{cwd}` is not an absolute path"
+        )));
     }
-    let canonical = path.canonicalize().map_err(|e| {
-        ErrorInfo::new(
-            ErrorCode::InvalidRequest,
-            format!("session directory `{cwd}` cannot be used: {e}"),
-        )
-    })?;
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| invalid(format!("session directory `{cwd}` cannot be used: {e}")))?;
     if !canonical.is_dir() {
-        return Err(ErrorInfo::new(
-            ErrorCode::InvalidRequest,
-            format!("session directory `{cwd}` is not a directory"),
-        ));
+        return Err(invalid(format!(
+            "session directory `{cwd}` is not a directory"
+        )));
     }
     Ok(canonical.to_string_lossy().into_owned())
+}
+
+/// Refuses a string a client set that is longer than `max` characters.
+fn bounded(what: &str, value: Option<String>, max: usize) -> Result<Option<String>, ErrorInfo> {
+    match value {
+        Some(text) if text.chars().count() > max => Err(ErrorInfo::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "the {what} is {} characters long; at most {max} are accepted",
+                text.chars().count()
+            ),
+        )),
+        other => Ok(other),
+    }
 }
 
 /// Create a session.
 pub struct Create(pub CreateSession);
 
 impl Message<Create> for Supervisor {
-    type Reply = Result<SessionInfo, ErrorInfo>;
+    type Reply = DelegatedReply<Result<SessionInfo, ErrorInfo>>;
 
-    async fn handle(&mut self, msg: Create, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+    async fn handle(&mut self, msg: Create, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
         let request = msg.0;
-        let cwd = session_dir(&request.cwd)?;
+        let checked = (|| {
+            Ok::<_, ErrorInfo>((
+                session_dir(&request.cwd)?,
+                bounded("title", request.title.clone(), MAX_TITLE_CHARS)?,
+                bounded("model name", request.model.clone(), MAX_NAME_CHARS)?,
+                bounded("provider name", request.provider.clone(), MAX_NAME_CHARS)?,
+            ))
+        })();
+        let (cwd, title, model, provider) = match checked {
+            Ok(checked) => checked,
+            Err(err) => return ctx.reply(Err(err)),
+        };
         let now = now_ms();
+        let config = self.env.config();
         let info = SessionInfo {
             id: self.new_id(),
             cwd,
-            title: request.title.filter(|t| !t.trim().is_empty()),
-            model: request.model,
-            provider: request.provider,
-            mode: request.mode.unwrap_or(self.env.config().default_mode.0),
+            title: title.filter(|t| !t.trim().is_empty()),
+            model,
+            provider,
+            mode: request.mode.unwrap_or(config.default_mode.0),
             state: SessionState::Idle,
             turns: 0,
             steer_queued: 0,
@@ -248,57 +261,128 @@ impl Message<Create> for Supervisor {
             last_activity_ms: now,
             last_seq: 0,
         };
-        // Unbounded, so that the run task and the supervisor never wait on a busy session.
         // Secrets never reach the disk: the environment is filtered before it is stored.
-        let env = self.env.config().shell_env.filter(request.env);
+        let env = config.shell_env.filter(request.env);
         let meta = Meta::of(&info, request.max_turns);
-        SessionStore::create(&self.paths.sessions_dir(), &meta, &env).map_err(|e| {
-            ErrorInfo::new(
-                ErrorCode::Internal,
-                format!("cannot create the session: {e}"),
-            )
-        })?;
-        tracing::info!(session = %info.id, cwd = %info.cwd, "session created");
         self.sessions.insert(
             info.id.clone(),
             Entry {
                 info: info.clone(),
-                meta,
+                meta: meta.clone(),
                 actor: None,
+                last_used: Instant::now(),
             },
         );
-        self.actor_of(&info.id).await?;
-        Ok(info)
+        // The files are written (and synced) off the supervisor's thread.
+        let sessions_dir = self.paths.sessions_dir();
+        let sync = config.durability == DurabilityMode::Fsync;
+        let me = self.me.clone();
+        ctx.spawn(async move {
+            let created = tokio::task::spawn_blocking(move || {
+                SessionStore::create(&sessions_dir, &meta, &env, sync)
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|created| created.map_err(|e| e.to_string()));
+            match created {
+                Ok(()) => {
+                    tracing::info!(session = %info.id, cwd = %info.cwd, "session created");
+                    Ok(info)
+                }
+                Err(err) => {
+                    let _ = me.tell(Forget(info.id.clone())).await;
+                    Err(ErrorInfo::new(
+                        ErrorCode::Internal,
+                        format!("cannot create the session: {err}"),
+                    ))
+                }
+            }
+        })
     }
 }
 
-/// Every session, newest first.
-pub struct List;
+/// Forget a session whose files could not be created.
+struct Forget(SessionId);
+
+impl Message<Forget> for Supervisor {
+    type Reply = ();
+
+    async fn handle(&mut self, msg: Forget, _: &mut Context<Self, Self::Reply>) {
+        self.sessions.remove(&msg.0);
+    }
+}
+
+/// A page of the listing, newest first.
+pub struct List {
+    /// Where the previous page ended.
+    pub after: Option<ListCursor>,
+}
+
+/// A page of sessions.
+pub struct ListPage {
+    /// The sessions.
+    pub sessions: Vec<SessionInfo>,
+    /// Where the next page starts, if there is one.
+    pub next: Option<ListCursor>,
+    /// Sessions that could not be read (first page only).
+    pub unreadable: Vec<String>,
+}
 
 impl Message<List> for Supervisor {
-    type Reply = Result<Vec<SessionInfo>, ErrorInfo>;
+    type Reply = Result<ListPage, ErrorInfo>;
 
-    async fn handle(&mut self, _: List, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let mut list: Vec<SessionInfo> = self.sessions.values().map(|e| e.info.clone()).collect();
-        list.sort_by(|a, b| {
+    async fn handle(&mut self, msg: List, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let mut list: Vec<&SessionInfo> = self.sessions.values().map(|e| &e.info).collect();
+        let newest_first = |a: &&SessionInfo, b: &&SessionInfo| {
             b.created_ms
                 .cmp(&a.created_ms)
                 .then_with(|| b.id.cmp(&a.id))
-        });
-        Ok(list)
+        };
+        list.sort_by(newest_first);
+        let start = match &msg.after {
+            // Everything strictly after the cursor in listing order.
+            Some(cursor) => list.partition_point(|info| {
+                (info.created_ms, &info.id) >= (cursor.created_ms, &cursor.id)
+            }),
+            None => 0,
+        };
+        let mut page = Vec::new();
+        let mut bytes = 0;
+        for info in list.iter().skip(start) {
+            if !page.is_empty() && bytes >= PAGE_BYTES {
+                break;
+            }
+            bytes += info_size(info);
+            page.push((*info).clone());
+        }
+        let next = (start + page.len() < list.len())
+            .then(|| page.last())
+            .flatten()
+            .map(|last| ListCursor {
+                created_ms: last.created_ms,
+                id: last.id.clone(),
+            });
+        Ok(ListPage {
+            sessions: page,
+            next,
+            unreadable: if msg.after.is_none() {
+                self.unreadable.clone()
+            } else {
+                Vec::new()
+            },
+        })
     }
 }
 
-/// Find the actor of a session (by id or unambiguous prefix).
-pub struct Lookup(pub SessionId);
-
-impl Message<Lookup> for Supervisor {
-    type Reply = Result<ActorRef<SessionActor>, ErrorInfo>;
-
-    async fn handle(&mut self, msg: Lookup, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let id = self.resolve(&msg.0)?.info.id.clone();
-        self.actor_of(&id).await
-    }
+/// Roughly the bytes a listing entry takes on the wire.
+fn info_size(info: &SessionInfo) -> usize {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    info.cwd.len()
+        + info.id.0.len()
+        + text(&info.title)
+        + text(&info.model)
+        + text(&info.provider)
+        + 96
 }
 
 /// Delete a session.
@@ -356,6 +440,11 @@ impl Message<Status> for Supervisor {
 
     async fn handle(&mut self, msg: Status, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         Ok(DaemonStatus {
+            loaded: self
+                .sessions
+                .values()
+                .filter(|e| e.actor.as_ref().is_some_and(|a| a.is_alive()))
+                .count() as u64,
             daemon_version: env!("CARGO_PKG_VERSION").to_string(),
             protocol_version: PROTOCOL_VERSION,
             pid: std::process::id(),

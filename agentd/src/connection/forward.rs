@@ -1,0 +1,89 @@
+//! Sending a subscription's events: first the stretch only the log on disk still holds, read a
+//! page at a time off the runtime's threads, then the session's in-memory window, then live
+//! events. A client that lags is told so and resubscribes from its last `seq`.
+
+use protocol::{ErrorCode, ErrorInfo, ServerFrame, SessionId};
+use tokio::sync::mpsc;
+
+use super::pages::{PAGE_BYTES, fit_in_frame};
+use crate::session::events::Subscription;
+use crate::store;
+
+/// Replays a subscription, then passes live events on; tells the client when the session
+/// dropped it for lagging.
+pub async fn forward(
+    session: SessionId,
+    from_seq: u64,
+    mut subscription: Subscription,
+    out: mpsc::Sender<ServerFrame>,
+) {
+    let mut last_seq = from_seq;
+    if let Some(disk) = subscription.disk.take() {
+        let mut offset = disk.offset;
+        loop {
+            let stretch = disk.clone();
+            let page =
+                tokio::task::spawn_blocking(move || store::read_page(&stretch, offset, PAGE_BYTES))
+                    .await;
+            let page = match page {
+                Ok(Ok(page)) => page,
+                failed => {
+                    let reason = match failed {
+                        Ok(Err(err)) => err.to_string(),
+                        Err(err) => err.to_string(),
+                        Ok(Ok(_)) => String::new(),
+                    };
+                    tracing::error!(session = %session, "cannot replay the session's log: {reason}");
+                    let _ = out
+                        .send(ServerFrame::Error(ErrorInfo::new(
+                            ErrorCode::Internal,
+                            format!("cannot replay session {session} from its log: {reason}"),
+                        )))
+                        .await;
+                    return;
+                }
+            };
+            for event in page.events {
+                last_seq = event.seq;
+                if out
+                    .send(ServerFrame::Event(fit_in_frame(event)))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            match page.next_offset {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+    }
+    for event in std::mem::take(&mut subscription.replay) {
+        last_seq = event.seq;
+        if out
+            .send(ServerFrame::Event(fit_in_frame(event)))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    let mut deleted = false;
+    while let Some(event) = subscription.live.recv().await {
+        last_seq = event.seq;
+        deleted = matches!(event.event, protocol::Event::SessionDeleted);
+        if out
+            .send(ServerFrame::Event(fit_in_frame(event)))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    // The session stopped sending without being deleted: the client lagged, or the session's
+    // actor failed and was restarted. Either way the client resumes by subscribing again.
+    if !deleted {
+        let _ = out.send(ServerFrame::Lagged { session, last_seq }).await;
+    }
+}

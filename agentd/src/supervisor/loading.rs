@@ -1,0 +1,154 @@
+//! Sessions in memory follow what is live (SPEC §8): a session loads in its own actor when a
+//! client asks for it (the supervisor does not wait: the caller waits for the load), and an
+//! idle one (no run, no subscriber, no request for `session_idle_unload_secs`) is unloaded; at
+//! most `max_loaded_sessions` idle sessions stay loaded, the least recently used go first.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use kameo::prelude::*;
+use kameo::supervision::RestartPolicy;
+use protocol::{ErrorCode, ErrorInfo, SessionId};
+
+use super::{Supervisor, unknown_session};
+use crate::session::actor::TryUnload;
+use crate::session::{SessionActor, SessionArgs};
+
+/// How often idle sessions are looked for, at most.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+/// How long an idle check may take before the session counts as busy.
+const UNLOAD_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Starts the task that asks the supervisor to look for idle sessions now and then.
+pub(super) fn start_sweeping(supervisor: &ActorRef<Supervisor>) {
+    let supervisor = supervisor.downgrade();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(supervisor) = supervisor.upgrade() else {
+                return;
+            };
+            if supervisor.tell(Sweep).await.is_err() {
+                return;
+            }
+        }
+    });
+}
+
+impl Supervisor {
+    /// The actor of session `id`, started (loading the session in its own task) if the
+    /// session is not loaded. The caller waits for the load, not the supervisor.
+    async fn actor_of(&mut self, id: &SessionId) -> Result<ActorRef<SessionActor>, ErrorInfo> {
+        let entry = self
+            .sessions
+            .get_mut(id)
+            .ok_or_else(|| unknown_session(id))?;
+        entry.last_used = Instant::now();
+        if let Some(actor) = &entry.actor
+            && actor.is_alive()
+        {
+            return Ok(actor.clone());
+        }
+        let args = SessionArgs {
+            meta: entry.meta.clone(),
+            supervisor: self.me.clone(),
+            env: self.env.clone(),
+            restarted: false,
+        };
+        // The first start loads the session; a restart after a failure reloads it and says so.
+        let starts = AtomicU64::new(0);
+        let actor = SessionActor::supervise_with(&self.me, move || SessionArgs {
+            restarted: starts.fetch_add(1, Ordering::Relaxed) > 0,
+            ..args.clone()
+        })
+        .restart_policy(RestartPolicy::Transient)
+        .restart_limit(5, Duration::from_secs(60))
+        // Unbounded, so that the run task and the supervisor never wait on a busy session.
+        .spawn_with_mailbox(kameo::mailbox::unbounded())
+        .await;
+        if let Some(entry) = self.sessions.get_mut(id) {
+            entry.actor = Some(actor.clone());
+        }
+        // One more loaded session may be one too many.
+        let loaded = self.sessions.values().filter(|e| e.actor.is_some()).count();
+        if loaded > self.env.config().max_loaded_sessions {
+            let _ = self.me.tell(Sweep).try_send();
+        }
+        Ok(actor)
+    }
+}
+
+/// Find the actor of a session (by id or unambiguous prefix), loaded.
+pub struct Lookup(pub SessionId);
+
+impl Message<Lookup> for Supervisor {
+    type Reply = DelegatedReply<Result<ActorRef<SessionActor>, ErrorInfo>>;
+
+    async fn handle(&mut self, msg: Lookup, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let actor = match self.resolve(&msg.0).map(|entry| entry.info.id.clone()) {
+            Ok(id) => self.actor_of(&id).await,
+            Err(err) => Err(err),
+        };
+        let actor = match actor {
+            Ok(actor) => actor,
+            Err(err) => return ctx.reply(Err(err)),
+        };
+        let id = msg.0;
+        ctx.spawn(async move {
+            match actor.wait_for_startup_result().await {
+                Ok(()) => Ok(actor),
+                Err(err) => Err(ErrorInfo::new(
+                    ErrorCode::Internal,
+                    format!("session {id} cannot be loaded: {err}"),
+                )),
+            }
+        })
+    }
+}
+
+/// Unload idle sessions: those unused for `session_idle_unload_secs`, and beyond the
+/// `max_loaded_sessions` most recently used.
+pub struct Sweep;
+
+impl Message<Sweep> for Supervisor {
+    type Reply = ();
+
+    async fn handle(&mut self, _: Sweep, _: &mut Context<Self, Self::Reply>) {
+        let config = self.env.config();
+        let idle_limit = Duration::from_secs(config.session_idle_unload_secs);
+        let keep = config.max_loaded_sessions;
+        let mut loaded: Vec<(Instant, ActorRef<SessionActor>)> = self
+            .sessions
+            .values()
+            .filter_map(|e| e.actor.clone().map(|a| (e.last_used, a)))
+            .filter(|(_, a)| a.is_alive())
+            .collect();
+        // Newest first: the first `keep` may stay unless they have been idle too long.
+        loaded.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
+        let candidates: Vec<ActorRef<SessionActor>> = loaded
+            .into_iter()
+            .enumerate()
+            .filter(|(i, (used, _))| *i >= keep || used.elapsed() >= idle_limit)
+            .map(|(_, (_, actor))| actor)
+            .collect();
+        if candidates.is_empty() {
+            return;
+        }
+        // Each session decides for itself whether it is idle; the supervisor does not wait.
+        tokio::spawn(async move {
+            let mut unloaded = 0;
+            for actor in candidates {
+                if let Ok(Ok(true)) =
+                    tokio::time::timeout(UNLOAD_TIMEOUT, actor.ask(TryUnload)).await
+                {
+                    unloaded += 1;
+                }
+            }
+            if unloaded > 0 {
+                tracing::debug!(sessions = unloaded, "unloaded idle sessions");
+            }
+        });
+    }
+}
