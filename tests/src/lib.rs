@@ -420,6 +420,62 @@ pub fn tool_results(events: &[SessionEvent]) -> Vec<(String, bool, String)> {
         .collect()
 }
 
+/// Checks every session log under `home` (SPEC §8): each `seq` up to the highest is a stored
+/// event, inside the range an assistant message folds, or inside a recorded gap; and every
+/// permission request has its answer. Load the sessions first (a crash's gap is recorded when
+/// the session loads again).
+pub fn assert_logs_account_for_every_seq(home: &Home) {
+    let sessions = home.paths().sessions_dir();
+    for entry in std::fs::read_dir(&sessions).into_iter().flatten().flatten() {
+        let log = entry.path().join("log.jsonl");
+        let Ok(text) = std::fs::read_to_string(&log) else {
+            continue;
+        };
+        let mut stored = std::collections::BTreeSet::new();
+        let mut ranges = Vec::new();
+        let mut requested = std::collections::BTreeSet::new();
+        let mut resolved = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            let record: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{}: unreadable record {line}: {e}", log.display()));
+            match record["kind"].as_str() {
+                Some("event") => {
+                    stored.insert(record["seq"].as_u64().expect("seq"));
+                    let event = &record["event"];
+                    if let Some(folds) = event["AssistantMessage"]["folds"].as_array() {
+                        ranges.push((folds[0].as_u64().unwrap(), folds[1].as_u64().unwrap()));
+                    }
+                    if let Some(request) = event["PermissionRequested"]["request"].as_u64() {
+                        requested.insert(request);
+                    }
+                    if let Some(request) = event["PermissionResolved"]["request"].as_u64() {
+                        resolved.insert(request);
+                    }
+                }
+                Some("gap") => ranges.push((
+                    record["from"].as_u64().unwrap(),
+                    record["to"].as_u64().unwrap(),
+                )),
+                _ => {}
+            }
+        }
+        let highest = stored.last().copied().unwrap_or(0);
+        for seq in 1..=highest {
+            assert!(
+                stored.contains(&seq) || ranges.iter().any(|(a, b)| (*a..=*b).contains(&seq)),
+                "{}: seq {seq} is neither stored, folded nor in a gap",
+                log.display()
+            );
+        }
+        let unanswered: Vec<_> = requested.difference(&resolved).collect();
+        assert!(
+            unanswered.is_empty(),
+            "{}: permission requests without an answer: {unanswered:?}",
+            log.display()
+        );
+    }
+}
+
 /// The tool calls and results among `events`, in order, as "call" and "result".
 pub fn call_order(events: &[SessionEvent]) -> Vec<&'static str> {
     events

@@ -14,6 +14,16 @@ async fn history(client: &Client, session: &SessionId) -> Vec<SessionEvent> {
     client.history(session).await.unwrap().1
 }
 
+/// Loads every session and checks that its log accounts for every `seq` and answers every
+/// permission request.
+async fn account_for_every_seq(daemon: &Daemon) {
+    let client = daemon.client().await;
+    for session in client.list_sessions().await.unwrap().sessions {
+        client.history(&session.id).await.unwrap();
+    }
+    tests::assert_logs_account_for_every_seq(&daemon.home);
+}
+
 /// Every tool call has a result, every run a finish, and sequence numbers only go up.
 fn assert_consistent(events: &[SessionEvent]) {
     let mut open_calls: Vec<String> = Vec::new();
@@ -125,6 +135,7 @@ async fn a_session_and_its_history_survive_a_restart_and_can_be_resumed() {
     assert_eq!(messages[0]["content"][0]["text"], "what is in a.txt?");
     assert_eq!(messages[2]["content"][0]["type"], "tool_result");
     assert_eq!(messages[4]["content"][0]["text"], "what did I ask?");
+    account_for_every_seq(&daemon).await;
 }
 
 #[tokio::test]
@@ -207,6 +218,7 @@ async fn kill_9_during_a_tool_batch_closes_the_run_on_restart() {
     );
     assert_eq!(messages[2]["content"][0]["type"], "tool_result");
     assert_eq!(messages[2]["content"][1]["type"], "tool_result");
+    account_for_every_seq(&daemon).await;
 }
 
 #[tokio::test]
@@ -289,6 +301,7 @@ async fn kill_9_during_a_model_stream_keeps_no_partial_reply_and_keeps_the_queue
         last.last().unwrap()["content"][0]["text"],
         "queued before the crash"
     );
+    account_for_every_seq(&daemon).await;
 }
 
 #[tokio::test]
@@ -343,6 +356,7 @@ async fn kill_9_at_any_point_leaves_a_log_that_loads_and_a_consistent_history() 
         }
         assert!(assert_log_parses(&daemon, &session) > 2);
     }
+    account_for_every_seq(&daemon).await;
 }
 
 #[tokio::test]
@@ -389,6 +403,7 @@ async fn a_torn_last_line_is_dropped_and_nothing_else_is_lost() {
             .iter()
             .any(|e| matches!(e.event, Event::AssistantMessage { .. }))
     );
+    account_for_every_seq(&daemon).await;
 }
 
 #[tokio::test]
@@ -463,6 +478,7 @@ async fn a_failing_session_actor_is_restarted_from_its_log_and_its_clients_are_t
     assert!(events.iter().any(
         |e| matches!(&e.event, Event::AssistantMessage { text, .. } if text == "after the restart")
     ));
+    account_for_every_seq(&daemon).await;
 }
 
 #[tokio::test]

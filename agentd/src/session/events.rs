@@ -100,6 +100,8 @@ pub struct EventLog {
     published_seq: u64,
     last_time_ms: u64,
     deltas_from: Option<u64>,
+    /// Deltas of a reply that was given up (a broken stream retried, a run that ended).
+    abandoned: Option<(u64, u64)>,
     subscribers: Vec<Subscriber>,
     live_capacity: usize,
 }
@@ -121,6 +123,7 @@ impl EventLog {
             published_seq: 0,
             last_time_ms: 0,
             deltas_from: None,
+            abandoned: None,
             subscribers: Vec::new(),
             live_capacity,
         }
@@ -156,6 +159,12 @@ impl EventLog {
                     .take()
                     .map(|from| (from, self.last_seq - 1));
             }
+            Event::Retrying { .. } | Event::RunFinished { .. } => {
+                self.abandoned = self
+                    .deltas_from
+                    .take()
+                    .map(|from| (from, self.last_seq - 1));
+            }
             _ => {}
         }
         SessionEvent {
@@ -164,6 +173,17 @@ impl EventLog {
             time_ms: self.last_time_ms,
             event,
         }
+    }
+
+    /// The `seq` of the first delta of the reply streaming now, if one is.
+    pub fn deltas_from(&self) -> Option<u64> {
+        self.deltas_from
+    }
+
+    /// The `seq`s of deltas whose reply was given up by the event just numbered, if any: no
+    /// assistant message will fold them.
+    pub fn take_abandoned(&mut self) -> Option<(u64, u64)> {
+        self.abandoned.take()
     }
 
     /// Sends a numbered (and stored) event, unless events before it still wait for the disk:

@@ -63,14 +63,21 @@ pub enum Record {
         /// The rule.
         rule: AlwaysRule,
     },
+    /// Text and thinking deltas of a reply begin at `seq` (they are not stored one by one; an
+    /// assistant message or a gap accounts for them).
+    Deltas {
+        /// The first delta's `seq`.
+        seq: u64,
+    },
     /// `seq`s up to `to` may be handed out to text and thinking deltas, which are not stored:
     /// after a crash, numbering goes on after `to`, so no `seq` a client saw is used twice.
     Reserved {
         /// The last reserved `seq`.
         to: u64,
     },
-    /// `seq`s from `from` to `to` were reserved and never stored (deltas of a reply cut short
-    /// by a stop): the record that accounts for them.
+    /// `seq`s from `from` to `to` were handed out to deltas that no assistant message folds (a
+    /// reply that was retried, cancelled or cut short by a stop): the record that accounts for
+    /// them.
     Gap {
         /// The first.
         from: u64,

@@ -23,8 +23,14 @@ impl SessionActor {
     pub(super) fn emit(&mut self, event: Event) {
         let durability = Durability::of(&event);
         let event = self.log.number(event);
+        if let Some((from, to)) = self.log.take_abandoned() {
+            self.record(&Record::Gap { from, to });
+        }
         match durability {
             Durability::Folded => {
+                if self.log.deltas_from() == Some(event.seq) {
+                    self.record(&Record::Deltas { seq: event.seq });
+                }
                 if event.seq > self.reserved_to {
                     self.reserved_to = event.seq + RESERVE;
                     let to = self.reserved_to;

@@ -19,11 +19,16 @@ impl SessionActor {
         let mut asks = Vec::new();
         let mut results_since_reply: Vec<(String, String, bool, String)> = Vec::new();
         let (mut reserved, mut explained) = (0, 0);
+        let mut open_deltas = None;
         for record in records {
             match record {
                 Record::Header { .. } => {}
                 Record::Reserved { to } => reserved = reserved.max(to),
-                Record::Gap { to, .. } => explained = explained.max(to),
+                Record::Deltas { seq } => open_deltas = Some(seq),
+                Record::Gap { to, .. } => {
+                    explained = explained.max(to);
+                    open_deltas = None;
+                }
                 Record::Message { message } => {
                     if matches!(message, HistoryMessage::Assistant(_)) {
                         self.info.turns += 1;
@@ -52,6 +57,7 @@ impl SessionActor {
                                 *turns += 1;
                             }
                             results_since_reply.clear();
+                            open_deltas = None;
                         }
                         Event::ToolResult {
                             id,
@@ -94,7 +100,7 @@ impl SessionActor {
                 }
             }
         }
-        self.account_for_reserved(reserved, explained);
+        self.account_for_reserved(open_deltas, reserved, explained);
         if restarted {
             self.emit(Event::Error {
                 message: "the session restarted after an internal error; its history was reloaded from disk".to_string(),
@@ -166,17 +172,17 @@ impl SessionActor {
         self.save_meta();
     }
 
-    /// `seq`s reserved for deltas and never stored (a reply cut short by a stop) are recorded
-    /// as a gap, and numbering goes on after them, so no `seq` a client saw is used twice.
-    fn account_for_reserved(&mut self, reserved: u64, explained: u64) {
+    /// `seq`s handed out to deltas of a reply cut short by a stop, and those reserved and never
+    /// used, are recorded as a gap, and numbering goes on after them, so no `seq` a client saw
+    /// is used twice.
+    fn account_for_reserved(&mut self, open_deltas: Option<u64>, reserved: u64, explained: u64) {
         self.reserved_to = reserved;
         let stored = self.log.last_seq().max(explained);
-        if reserved > stored {
-            self.record(&Record::Gap {
-                from: stored + 1,
-                to: reserved,
-            });
-            self.log.advance_to(reserved);
+        let to = reserved.max(stored);
+        let from = open_deltas.unwrap_or(stored + 1);
+        if from <= to && (open_deltas.is_some() || reserved > stored) {
+            self.record(&Record::Gap { from, to });
+            self.log.advance_to(to);
         }
     }
 }
