@@ -476,6 +476,26 @@ pub fn assert_logs_account_for_every_seq(home: &Home) {
     }
 }
 
+/// Every tool result in a request follows the call that asked for it (Anthropic format).
+pub fn assert_pairs_intact(messages: &[serde_json::Value]) {
+    for (i, message) in messages.iter().enumerate() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let id = &block["tool_use_id"];
+                let previous = &messages[i - 1]["content"];
+                assert!(
+                    previous
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|b| b["type"] == "tool_use" && &b["id"] == id),
+                    "tool_result {id} without its tool_use just before"
+                );
+            }
+        }
+    }
+}
+
 /// The tool calls and results among `events`, in order, as "call" and "result".
 pub fn call_order(events: &[SessionEvent]) -> Vec<&'static str> {
     events

@@ -651,3 +651,65 @@ async fn the_agents_own_writes_are_not_outside_changes() {
     let results = tool_results(&until_finished(&mut incoming).await);
     assert!(results.iter().all(|r| !r.1), "{results:?}");
 }
+
+#[tokio::test]
+async fn a_permission_request_cancelled_with_its_run_keeps_its_answer_after_a_crash() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![anthropic::tool(
+        "bash",
+        serde_json::json!({"command": "touch never"}),
+    )])
+    .await;
+    let mut daemon = Daemon::start();
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut options = run_options(&server);
+    options.grants.clear();
+    options.deny_unanswered = false;
+    start_run(&client, &session, "touch a file", options).await;
+    let asked = loop {
+        if let Event::PermissionRequested { request, .. } = next_event(&mut incoming).await.event {
+            break request;
+        }
+    };
+    client
+        .request(Request::Cancel {
+            session: session.clone(),
+        })
+        .await
+        .unwrap();
+    let events = until_finished(&mut incoming).await;
+    assert!(events.iter().any(|e| matches!(
+        &e.event,
+        Event::PermissionResolved { request, .. } if *request == asked
+    )));
+    drop(client);
+    daemon.kill();
+    daemon.restart();
+    account_for_every_seq(&daemon).await;
+    assert!(!project.path().join("never").exists());
+}
+
+#[tokio::test]
+async fn an_empty_meta_json_is_reported_not_skipped() {
+    let mut daemon = Daemon::start();
+    let client = daemon.client().await;
+    let project = tempfile::tempdir().unwrap();
+    let session = create_session(&client, project.path()).await.id;
+    drop(client);
+    assert!(daemon.terminate());
+    // What an unsynced rename could leave after a power loss.
+    let meta = daemon
+        .paths()
+        .sessions_dir()
+        .join(&session.0)
+        .join("meta.json");
+    std::fs::write(&meta, "").unwrap();
+    daemon.restart();
+    let output = daemon.home.run_agentctl(&["sessions"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}: meta.json is empty", session.0)),
+        "{stderr}"
+    );
+}

@@ -3,7 +3,7 @@
 
 use protocol::client::Incoming;
 use protocol::{Event, Request, RunOptions, StopReason};
-use serde_json::{Value, json};
+use serde_json::json;
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic, openai};
 use tests::{
     Daemon, Home, finished, next_event, run_options, session_in, start_run, stop_and_error,
@@ -38,26 +38,6 @@ fn replies(events: &[protocol::SessionEvent]) -> usize {
         .iter()
         .filter(|e| matches!(e.event, Event::AssistantMessage { .. }))
         .count()
-}
-
-/// Every tool result in a request follows the call that asked for it (Anthropic format).
-fn assert_pairs_intact(messages: &[Value]) {
-    for (i, message) in messages.iter().enumerate() {
-        for block in message["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" {
-                let id = &block["tool_use_id"];
-                let previous = &messages[i - 1]["content"];
-                assert!(
-                    previous
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .any(|b| b["type"] == "tool_use" && &b["id"] == id),
-                    "tool_result {id} without its tool_use just before"
-                );
-            }
-        }
-    }
 }
 
 #[tokio::test]
@@ -508,7 +488,7 @@ async fn a_context_overflow_compacts_once_and_retries() {
             .unwrap()
             .starts_with("Summary of the earlier conversation:\n\nSUMMARY:")
     );
-    assert_pairs_intact(&retried);
+    tests::assert_pairs_intact(&retried);
     assert_eq!(
         retried.last().unwrap()["content"]
             .as_array()
@@ -592,7 +572,7 @@ async fn compaction_at_the_threshold_keeps_tool_calls_with_their_results() {
     );
     assert_eq!(messages[1]["role"], "assistant");
     assert_eq!(messages[1]["content"][0]["type"], "tool_use");
-    assert_pairs_intact(&messages);
+    tests::assert_pairs_intact(&messages);
 }
 
 #[tokio::test]

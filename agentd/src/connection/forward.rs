@@ -81,9 +81,13 @@ pub async fn forward(
             return;
         }
     }
-    // The session stopped sending without being deleted: the client lagged, or the session's
-    // actor failed and was restarted. Either way the client resumes by subscribing again.
-    if !deleted {
+    // The session stopped sending without being deleted or unsubscribed: the client lagged, or
+    // the session's actor failed and was restarted. Either way the client resumes by
+    // subscribing again.
+    let unsubscribed = subscription
+        .unsubscribed
+        .load(std::sync::atomic::Ordering::Acquire);
+    if !deleted && !unsubscribed {
         let _ = out.send(ServerFrame::Lagged { session, last_seq }).await;
     }
 }

@@ -67,6 +67,8 @@ pub struct Subscription {
     pub live: mpsc::Receiver<SessionEvent>,
     /// Set when the subscription was dropped because `live` overflowed.
     pub lagged: Arc<AtomicBool>,
+    /// Set when the client ended the subscription itself.
+    pub unsubscribed: Arc<AtomicBool>,
 }
 
 /// A stretch of a session's events to read from its log on disk.
@@ -88,6 +90,7 @@ struct Subscriber {
     conn: ConnectionId,
     tx: mpsc::Sender<SessionEvent>,
     lagged: Arc<AtomicBool>,
+    unsubscribed: Arc<AtomicBool>,
 }
 
 /// A session's events: numbering, the wait for the disk, the recent window, subscribers.
@@ -297,22 +300,31 @@ impl EventLog {
         self.unsubscribe(conn);
         let (tx, live) = mpsc::channel(self.live_capacity);
         let lagged = Arc::new(AtomicBool::new(false));
+        let unsubscribed = Arc::new(AtomicBool::new(false));
         self.subscribers.push(Subscriber {
             conn,
             tx,
             lagged: lagged.clone(),
+            unsubscribed: unsubscribed.clone(),
         });
         Subscription {
             disk,
             replay: self.recent_after(from_seq),
             live,
             lagged,
+            unsubscribed,
         }
     }
 
     /// Ends `conn`'s subscription, if any.
     pub fn unsubscribe(&mut self, conn: ConnectionId) {
-        self.subscribers.retain(|sub| sub.conn != conn);
+        self.subscribers.retain(|sub| {
+            let ended = sub.conn == conn;
+            if ended {
+                sub.unsubscribed.store(true, Ordering::Release);
+            }
+            !ended
+        });
     }
 
     /// Ends every subscription; their receivers see the channel close.

@@ -16,17 +16,24 @@ use crate::session::{SessionActor, SessionArgs};
 
 /// How often idle sessions are looked for, at most.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
+/// How often idle sessions are looked for, at least.
+const MIN_SWEEP: Duration = Duration::from_millis(100);
 /// How long an idle check may take before the session counts as busy.
 const UNLOAD_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Starts the task that asks the supervisor to look for idle sessions now and then.
-pub(super) fn start_sweeping(supervisor: &ActorRef<Supervisor>) {
+/// Starts the task that asks the supervisor to look for idle sessions now and then: every
+/// 30 s, or twice per `session_idle_unload_secs` when that is shorter.
+pub(super) fn start_sweeping(
+    supervisor: &ActorRef<Supervisor>,
+    config: tokio::sync::watch::Receiver<crate::config::ConfigState>,
+) {
     let supervisor = supervisor.downgrade();
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(SWEEP_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            let idle = config.borrow().config.session_idle_unload_secs;
+            let every =
+                SWEEP_EVERY.min(Duration::from_millis(idle.saturating_mul(500)).max(MIN_SWEEP));
+            tokio::time::sleep(every).await;
             let Some(supervisor) = supervisor.upgrade() else {
                 return;
             };

@@ -104,7 +104,7 @@ impl Actor for Supervisor {
             })
             .collect::<HashMap<_, _>>();
         tracing::info!(sessions = sessions.len(), "sessions listed");
-        loading::start_sweeping(&me);
+        loading::start_sweeping(&me, env.config.clone());
         Ok(Supervisor {
             paths: args.paths,
             clients: args.clients,
