@@ -1,8 +1,11 @@
 //! One-shot commands on a session from any shell: `steer`, `queue`, `cancel`, `approve`,
 //! `deny`.
 
+use protocol::client::Incoming;
 use protocol::paths::Paths;
-use protocol::{Decision, Delivery, PermissionRequestId, Reply, Request, RunOptions, SessionId};
+use protocol::{
+    Decision, Delivery, Event, PermissionRequestId, Reply, Request, RunOptions, SessionId,
+};
 
 use super::run::provider_env;
 use super::{request, unexpected};
@@ -58,16 +61,60 @@ pub async fn cancel(paths: &Paths, id: String) -> Result<u8, Failure> {
 
 /// Compacts the session's history.
 pub async fn compact(paths: &Paths, id: String) -> Result<u8, Failure> {
-    let client = connect::connect(paths, "compact").await?;
+    let mut client = connect::connect(paths, "compact").await?;
+    let mut incoming = client
+        .take_incoming()
+        .ok_or_else(|| Failure::new("the connection's events were taken"))?;
+    // Only what happens from now on: the outcome of this compaction.
+    let subscribe = Request::Subscribe {
+        session: SessionId(id.clone()),
+        from_seq: u64::MAX,
+    };
+    let info = match request(&client, subscribe).await? {
+        Reply::Subscribed(info) => info,
+        other => return Err(unexpected(other)),
+    };
     request(
         &client,
         Request::Compact {
-            session: SessionId(id.clone()),
+            session: info.id.clone(),
         },
     )
     .await?;
-    println!("compacted session {id} (a running run compacts before its next model call)");
-    Ok(0)
+    if info.state != protocol::SessionState::Idle {
+        println!(
+            "session {} is running: it compacts before its next model call",
+            info.id
+        );
+        return Ok(0);
+    }
+    // The summary is made in the background; `agentctl cancel` stops it.
+    while let Some(incoming) = incoming.recv().await {
+        match incoming {
+            Incoming::Event(event) => match event.event {
+                Event::Compacted {
+                    before_tokens,
+                    after_tokens,
+                } => {
+                    println!(
+                        "compacted session {}: about {before_tokens} tokens of history are now {after_tokens}",
+                        info.id
+                    );
+                    return Ok(0);
+                }
+                Event::Error { message } => return Err(Failure::new(message)),
+                _ => {}
+            },
+            Incoming::Lagged { .. } => {}
+            Incoming::Closed(reason) => {
+                return Err(Failure::new(format!(
+                    "the daemon closed the connection{}",
+                    reason.map(|r| format!(": {r}")).unwrap_or_default()
+                )));
+            }
+        }
+    }
+    Ok(1)
 }
 
 /// Answers a pending permission request.
