@@ -65,7 +65,7 @@ fn event(i: u64) -> Event {
 fn write_session(home: &Home, id: &str, events: u64) {
     let sessions = home.paths().sessions_dir();
     SessionStore::create(&sessions, &meta(id), &[], false).unwrap();
-    let (mut store, _) = SessionStore::open(&sessions.join(id)).unwrap();
+    let mut store = SessionStore::open(&sessions.join(id)).unwrap();
     for seq in 1..=events {
         store
             .append(&Record::Event {
@@ -141,8 +141,8 @@ async fn many_sessions() {
 
 async fn one_large_session() {
     let home = Home::new();
-    // About 100 MB: 250,000 events.
-    write_session(&home, "large001", 250_000);
+    // About 100 MB: 460,000 events.
+    write_session(&home, "large001", 460_000);
     write_session(&home, "fifty001", 50_000);
     let size = std::fs::metadata(home.paths().sessions_dir().join("large001/log.jsonl"))
         .unwrap()
@@ -152,7 +152,7 @@ async fn one_large_session() {
     let mut incoming = client.take_incoming().unwrap();
     let start = Instant::now();
     subscribe(&client, &SessionId("large001".into()), 0).await;
-    receive(&mut incoming, 250_000, start).await;
+    receive(&mut incoming, 460_000, start).await;
     println!(
         "attach to a {} MB session and replay all of it: {:?}, daemon RSS {} MiB (peak {} MiB)",
         size / 1_000_000,

@@ -142,7 +142,7 @@ fn large_session(home: &Home, id: &str, records: u64) {
         turns: 0,
     };
     SessionStore::create(&sessions, &meta, &[], false).unwrap();
-    let (mut store, _) = SessionStore::open(&sessions.join(id)).unwrap();
+    let mut store = SessionStore::open(&sessions.join(id)).unwrap();
     for seq in 1..=records {
         let record = Record::Event {
             seq,

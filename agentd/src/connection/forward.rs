@@ -6,6 +6,9 @@ use protocol::{ErrorCode, ErrorInfo, ServerFrame, SessionId};
 use tokio::sync::mpsc;
 
 use super::pages::{PAGE_BYTES, fit_in_frame};
+
+/// Bytes (roughly) of the first page of a replay.
+const FIRST_PAGE_BYTES: usize = 64 * 1024;
 use crate::session::events::Subscription;
 use crate::store;
 
@@ -20,11 +23,14 @@ pub async fn forward(
     let mut last_seq = from_seq;
     if let Some(disk) = subscription.disk.take() {
         let mut offset = disk.offset;
+        // A small first page, so that the client sees its first event at once.
+        let mut budget = FIRST_PAGE_BYTES;
         loop {
             let stretch = disk.clone();
             let page =
-                tokio::task::spawn_blocking(move || store::read_page(&stretch, offset, PAGE_BYTES))
+                tokio::task::spawn_blocking(move || store::read_page(&stretch, offset, budget))
                     .await;
+            budget = PAGE_BYTES;
             let page = match page {
                 Ok(Ok(page)) => page,
                 failed => {

@@ -113,22 +113,18 @@ impl Actor for SessionActor {
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
         let id = SessionId(args.meta.id.clone());
         let dir = SessionStore::dir_of(&args.env.paths.sessions_dir(), &id);
-        // A large log takes a while to read: not on the runtime's threads.
-        let opened = tokio::task::spawn_blocking(move || SessionStore::open(&dir))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|opened| opened.map_err(|e| e.to_string()));
-        let (store, loaded) = opened.map_err(|e| {
+        let failed = |e: String| {
             ErrorInfo::new(
                 ErrorCode::Internal,
                 format!("cannot load session {id}: {e}"),
             )
-        })?;
+        };
+        let store = SessionStore::open(&dir).map_err(|e| failed(e.to_string()))?;
         let env_files = args.env.files.clone();
         static OWNERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let watch_owner = OWNERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut actor = SessionActor {
-            log: EventLog::new(id),
+            log: EventLog::new(id.clone()),
             info: args.meta.info(),
             max_turns: args.meta.max_turns,
             supervisor: args.supervisor,
@@ -155,11 +151,26 @@ impl Actor for SessionActor {
             meta_dirty: false,
             compaction: None,
         };
-        actor.client_env = actor.store.env();
         actor.info.turns = 0;
-        actor.replay(loaded.records, args.restarted);
-        // What loading wrote (a closed run, a gap) is synced before anyone hears of it.
-        actor.flush_now();
+        // A large log takes a while to read: not on the runtime's threads, and a record at a
+        // time, never all of it in memory.
+        let restarted = args.restarted;
+        let actor = tokio::task::spawn_blocking(move || {
+            actor.client_env = actor.store.env();
+            let mut replayer = recovery::Replayer::default();
+            let read = crate::store::read_log(&actor.store.log_path(), |record| {
+                replayer.apply(&mut actor, record)
+            })
+            .map_err(|e| e.to_string())?;
+            actor.store.adopt(read).map_err(|e| e.to_string())?;
+            replayer.finish(&mut actor, restarted);
+            // What loading wrote (a closed run, a gap) is synced before anyone hears of it.
+            actor.flush_now();
+            Ok::<_, String>(actor)
+        })
+        .await
+        .map_err(|e| failed(e.to_string()))?
+        .map_err(failed)?;
         Ok(actor)
     }
 

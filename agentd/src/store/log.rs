@@ -27,15 +27,50 @@ pub struct SessionStore {
     fail_after: Option<usize>,
 }
 
-/// What loading a log found.
+/// What reading a log found, besides its records.
 #[derive(Debug, Default)]
-pub struct Loaded {
-    /// The records in order.
-    pub records: Vec<Record>,
-    /// Whether a torn last line was dropped.
+pub struct LogRead {
+    /// The length up to the last whole record.
+    pub len: u64,
+    /// The `seq` index.
+    index: Vec<(u64, u64)>,
+    /// Whether a torn last line was found (to be dropped).
     pub dropped_torn_line: bool,
     /// Lines that could not be read (other than a torn last line), skipped.
     pub skipped: usize,
+}
+
+/// Reads the log at `path` record by record, handing each to `visit`: a session of any size
+/// loads without holding its log in memory.
+pub fn read_log(path: &Path, mut visit: impl FnMut(Record)) -> Result<LogRead, StoreError> {
+    let file = File::open(path).map_err(at(path))?;
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut read = LogRead::default();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(at(path))?;
+        if n == 0 {
+            return Ok(read);
+        }
+        if !line.ends_with(b"\n") {
+            read.dropped_torn_line = true;
+            return Ok(read);
+        }
+        match serde_json::from_slice::<Record>(&line) {
+            Ok(record) => {
+                if let Record::Event { seq, .. } = &record {
+                    add_to_index(&mut read.index, *seq, read.len);
+                }
+                visit(record);
+            }
+            Err(err) => {
+                tracing::warn!(log = %path.display(), offset = read.len, "skipping an unreadable record: {err}");
+                read.skipped += 1;
+            }
+        }
+        read.len += n as u64;
+    }
 }
 
 impl SessionStore {
@@ -75,65 +110,38 @@ impl SessionStore {
         Ok(())
     }
 
-    /// Opens a session's log and reads it. A torn last line (a record cut short by a crash) is
-    /// dropped and cut from the file, so new records start on a clean line.
-    pub fn open(dir: &Path) -> Result<(SessionStore, Loaded), StoreError> {
+    /// Opens a session's log for appending; [`read_log`] reads it and [`SessionStore::adopt`]
+    /// takes what reading found.
+    pub fn open(dir: &Path) -> Result<SessionStore, StoreError> {
         let path = dir.join(LOG);
-        let mut file = File::options()
+        let file = File::options()
             .read(true)
             .append(true)
             .open(&path)
             .map_err(at(&path))?;
-        let mut loaded = Loaded::default();
-        let mut index = Vec::new();
-        let mut good_len = 0u64;
-        {
-            let mut reader = BufReader::with_capacity(256 * 1024, &mut file);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                let n = reader.read_until(b'\n', &mut line).map_err(at(&path))?;
-                if n == 0 {
-                    break;
-                }
-                let complete = line.ends_with(b"\n");
-                match serde_json::from_slice::<Record>(&line) {
-                    Ok(record) if complete => {
-                        if let Record::Event { seq, .. } = &record {
-                            add_to_index(&mut index, *seq, good_len);
-                        }
-                        loaded.records.push(record);
-                        good_len += n as u64;
-                    }
-                    _ if !complete => {
-                        loaded.dropped_torn_line = true;
-                        break;
-                    }
-                    Err(err) => {
-                        tracing::warn!(log = %path.display(), offset = good_len, "skipping an unreadable record: {err}");
-                        loaded.skipped += 1;
-                        good_len += n as u64;
-                    }
-                    Ok(_) => unreachable!("complete is checked above"),
-                }
-            }
-        }
-        if loaded.dropped_torn_line {
+        let len = file.metadata().map_err(at(&path))?.len();
+        Ok(SessionStore {
+            dir: dir.to_path_buf(),
+            log: Arc::new(file),
+            len,
+            index: Vec::new(),
+            #[cfg(test)]
+            fail_after: None,
+        })
+    }
+
+    /// Takes what reading the log found: its index, and its length without a torn last line,
+    /// which is cut from the file so that new records start on a clean line.
+    pub fn adopt(&mut self, read: LogRead) -> Result<(), StoreError> {
+        if read.dropped_torn_line {
+            let path = self.log_path();
             tracing::warn!(log = %path.display(), "dropping a torn last record");
-            file.set_len(good_len).map_err(at(&path))?;
-            file.seek(SeekFrom::End(0)).map_err(at(&path))?;
+            self.log.set_len(read.len).map_err(at(&path))?;
+            (&*self.log).seek(SeekFrom::End(0)).map_err(at(&path))?;
         }
-        Ok((
-            SessionStore {
-                dir: dir.to_path_buf(),
-                log: Arc::new(file),
-                len: good_len,
-                index,
-                #[cfg(test)]
-                fail_after: None,
-            },
-            loaded,
-        ))
+        self.len = read.len;
+        self.index = read.index;
+        Ok(())
     }
 
     /// The session's directory.
@@ -223,6 +231,21 @@ mod tests {
     use super::*;
     use protocol::Event;
 
+    /// Opens and reads a session's log: its store and records.
+    fn load(dir: &Path) -> (SessionStore, Vec<Record>, LogRead) {
+        let mut store = SessionStore::open(dir).unwrap();
+        let mut records = Vec::new();
+        let read = read_log(&store.log_path(), |r| records.push(r)).unwrap();
+        let summary = LogRead {
+            len: read.len,
+            index: read.index.clone(),
+            dropped_torn_line: read.dropped_torn_line,
+            skipped: read.skipped,
+        };
+        store.adopt(read).unwrap();
+        (store, records, summary)
+    }
+
     fn event(seq: u64) -> Record {
         Record::Event {
             seq,
@@ -236,8 +259,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         SessionStore::create(dir.path(), &meta("abc"), &[], false).unwrap();
         let session = dir.path().join("abc");
-        let (mut store, loaded) = SessionStore::open(&session).unwrap();
-        assert_eq!(loaded.records.len(), 1);
+        let (mut store, records, _) = load(&session);
+        assert_eq!(records.len(), 1);
         store.append(&event(1)).unwrap();
         store.append(&event(2)).unwrap();
         drop(store);
@@ -248,14 +271,14 @@ mod tests {
             .unwrap();
         file.write_all(br#"{"kind":"event","seq":3,"ti"#).unwrap();
         drop(file);
-        let (mut store, loaded) = SessionStore::open(&session).unwrap();
-        assert!(loaded.dropped_torn_line);
-        assert_eq!(loaded.records.len(), 3);
+        let (mut store, records, read) = load(&session);
+        assert!(read.dropped_torn_line);
+        assert_eq!(records.len(), 3);
         store.append(&event(3)).unwrap();
         drop(store);
-        let (_, loaded) = SessionStore::open(&session).unwrap();
-        assert!(!loaded.dropped_torn_line);
-        assert_eq!(loaded.records.last(), Some(&event(3)));
+        let (_, records, read) = load(&session);
+        assert!(!read.dropped_torn_line);
+        assert_eq!(records.last(), Some(&event(3)));
     }
 
     #[test]
@@ -263,17 +286,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         SessionStore::create(dir.path(), &meta("abc"), &[], false).unwrap();
         let session = dir.path().join("abc");
-        let (mut store, _) = SessionStore::open(&session).unwrap();
+        let (mut store, _, _) = load(&session);
         store.append(&event(1)).unwrap();
         store.fail_next_append_after(10);
         assert!(store.append(&event(2)).is_err());
         store.append(&event(3)).unwrap();
         store.append(&event(4)).unwrap();
         drop(store);
-        let (_, loaded) = SessionStore::open(&session).unwrap();
-        assert!(!loaded.dropped_torn_line);
-        assert_eq!(loaded.skipped, 0);
-        assert_eq!(&loaded.records[1..], &[event(1), event(3), event(4)]);
+        let (_, records, read) = load(&session);
+        assert!(!read.dropped_torn_line);
+        assert_eq!(read.skipped, 0);
+        assert_eq!(&records[1..], &[event(1), event(3), event(4)]);
     }
 
     #[test]
@@ -281,7 +304,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         SessionStore::create(dir.path(), &meta("abc"), &[], false).unwrap();
         let session = dir.path().join("abc");
-        let (mut store, _) = SessionStore::open(&session).unwrap();
+        let (mut store, _, _) = load(&session);
         for seq in 1..=1000 {
             store.append(&event(seq)).unwrap();
         }
@@ -303,7 +326,7 @@ mod tests {
         // Loading builds the same index as appending did.
         let before: Vec<u64> = (0..1000).map(|s| store.offset_after(s)).collect();
         drop(store);
-        let (reopened, _) = SessionStore::open(&session).unwrap();
+        let (reopened, _, _) = load(&session);
         let after: Vec<u64> = (0..1000).map(|s| reopened.offset_after(s)).collect();
         assert_eq!(before, after);
     }

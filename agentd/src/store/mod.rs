@@ -22,7 +22,7 @@ const META: &str = "meta.json";
 const LOG: &str = "log.jsonl";
 const ENV: &str = "env.json";
 
-pub use log::{Loaded, SessionStore};
+pub use log::{LogRead, SessionStore, read_log};
 pub use replay::{Page, read_page};
 
 /// One line of a session log.

@@ -1,105 +1,127 @@
-//! Rebuilding a session from its log, and closing a run that the daemon (or the session's
-//! actor) did not live to finish: every tool call gets its result, open permission requests
-//! are answered, and the run is finished as `error`.
+//! Rebuilding a session from its log, record by record as it is read, and closing a run that
+//! the daemon (or the session's actor) did not live to finish: every tool call gets its
+//! result, open permission requests are answered, and the run is finished as `error`.
 
 use std::sync::Arc;
 
-use protocol::{Decision, Delivery, Event, RunId, StopReason, TokenUsage};
+use protocol::{Decision, Delivery, Event, PermissionRequestId, RunId, StopReason, TokenUsage};
 
 use super::SessionActor;
 use crate::history::{Message as HistoryMessage, ToolResult};
 use crate::session::queue::Queues;
 use crate::store::Record;
 
-impl SessionActor {
-    /// Rebuilds the session from its stored records and closes a run the daemon (or this
-    /// actor) did not live to finish.
-    pub(super) fn replay(&mut self, records: Vec<Record>, restarted: bool) {
-        let mut open_run: Option<(RunId, u32)> = None;
-        let mut asks = Vec::new();
-        let mut results_since_reply: Vec<(String, String, bool, String)> = Vec::new();
-        let (mut reserved, mut explained) = (0, 0);
-        let mut open_deltas = None;
-        for record in records {
-            match record {
-                Record::Header { .. } => {}
-                Record::Reserved { to } => reserved = reserved.max(to),
-                Record::Deltas { seq } => open_deltas = Some(seq),
-                Record::Gap { to, .. } => {
-                    explained = explained.max(to);
-                    open_deltas = None;
+/// What replaying a log keeps between records, for closing what a stop interrupted.
+#[derive(Default)]
+pub(super) struct Replayer {
+    open_run: Option<(RunId, u32)>,
+    asks: Vec<PermissionRequestId>,
+    results_since_reply: Vec<(String, String, bool, String)>,
+    reserved: u64,
+    explained: u64,
+    open_deltas: Option<u64>,
+}
+
+impl Replayer {
+    /// Applies one stored record to the session being rebuilt.
+    pub(super) fn apply(&mut self, actor: &mut SessionActor, record: Record) {
+        match record {
+            Record::Header { .. } => {}
+            Record::Reserved { to } => self.reserved = self.reserved.max(to),
+            Record::Deltas { seq } => self.open_deltas = Some(seq),
+            Record::Gap { to, .. } => {
+                self.explained = self.explained.max(to);
+                self.open_deltas = None;
+            }
+            Record::Message { message } => {
+                if matches!(message, HistoryMessage::Assistant(_)) {
+                    actor.info.turns += 1;
                 }
-                Record::Message { message } => {
-                    if matches!(message, HistoryMessage::Assistant(_)) {
-                        self.info.turns += 1;
+                if matches!(message, HistoryMessage::ToolResults { .. }) {
+                    self.results_since_reply.clear();
+                }
+                Arc::make_mut(&mut actor.history).push(message);
+            }
+            Record::Rule { rule } => actor.always.push(rule),
+            Record::Compaction { summary, keep_last } => actor.replace_history(summary, keep_last),
+            Record::Event {
+                seq,
+                time_ms,
+                event,
+            } => {
+                match &event {
+                    Event::RunStarted { run, .. } => {
+                        actor.runs = actor.runs.max(run.0);
+                        self.open_run = Some((*run, 0));
                     }
-                    if matches!(message, HistoryMessage::ToolResults { .. }) {
-                        results_since_reply.clear();
+                    Event::AssistantMessage { .. } => {
+                        if let Some((_, turns)) = &mut self.open_run {
+                            *turns += 1;
+                        }
+                        self.results_since_reply.clear();
+                        self.open_deltas = None;
                     }
-                    Arc::make_mut(&mut self.history).push(message);
-                }
-                Record::Rule { rule } => self.always.push(rule),
-                Record::Compaction { summary, keep_last } => {
-                    self.replace_history(summary, keep_last)
-                }
-                Record::Event {
-                    seq,
-                    time_ms,
-                    event,
-                } => {
-                    match &event {
-                        Event::RunStarted { run, .. } => {
-                            self.runs = self.runs.max(run.0);
-                            open_run = Some((*run, 0));
-                        }
-                        Event::AssistantMessage { .. } => {
-                            if let Some((_, turns)) = &mut open_run {
-                                *turns += 1;
-                            }
-                            results_since_reply.clear();
-                            open_deltas = None;
-                        }
-                        Event::ToolResult {
-                            id,
-                            name,
-                            is_error,
-                            output,
-                            ..
-                        } => {
-                            results_since_reply.push((
-                                id.clone(),
-                                name.clone(),
-                                *is_error,
-                                output.clone(),
-                            ));
-                        }
-                        Event::RunFinished { .. } => open_run = None,
-                        Event::ModeChanged { mode } => self.info.mode = *mode,
-                        Event::QueueChanged { steer, follow_up } => {
-                            self.queues = Queues::default();
-                            for text in steer {
-                                self.queues.push(text.clone(), Delivery::Steer);
-                            }
-                            for text in follow_up {
-                                self.queues.push(text.clone(), Delivery::FollowUp);
-                            }
-                        }
-                        Event::PermissionRequested { request, .. } => {
-                            self.requests = self.requests.max(request.0);
-                            asks.push(*request);
-                        }
-                        Event::PermissionResolved {
-                            request, by_client, ..
-                        } => {
-                            asks.retain(|r| r != request);
-                            self.decided.insert(*request, by_client.clone());
-                        }
-                        _ => {}
+                    Event::ToolResult {
+                        id,
+                        name,
+                        is_error,
+                        output,
+                        ..
+                    } => {
+                        self.results_since_reply.push((
+                            id.clone(),
+                            name.clone(),
+                            *is_error,
+                            output.clone(),
+                        ));
                     }
-                    self.log.restore(seq, time_ms, event);
+                    Event::RunFinished { .. } => self.open_run = None,
+                    Event::ModeChanged { mode } => actor.info.mode = *mode,
+                    Event::QueueChanged { steer, follow_up } => {
+                        actor.queues = Queues::default();
+                        for text in steer {
+                            actor.queues.push(text.clone(), Delivery::Steer);
+                        }
+                        for text in follow_up {
+                            actor.queues.push(text.clone(), Delivery::FollowUp);
+                        }
+                    }
+                    Event::PermissionRequested { request, .. } => {
+                        actor.requests = actor.requests.max(request.0);
+                        self.asks.push(*request);
+                    }
+                    Event::PermissionResolved {
+                        request, by_client, ..
+                    } => {
+                        self.asks.retain(|r| r != request);
+                        actor.decided.insert(*request, by_client.clone());
+                    }
+                    _ => {}
                 }
+                actor.log.restore(seq, time_ms, event);
             }
         }
+    }
+
+    /// After the last record: accounts for `seq`s the log does not hold, and closes a run the
+    /// daemon (or the actor) did not live to finish.
+    pub(super) fn finish(self, actor: &mut SessionActor, restarted: bool) {
+        actor.close_interrupted(self, restarted);
+    }
+}
+
+impl SessionActor {
+    /// Closes what a stop interrupted: every tool call of the last reply gets its result, open
+    /// permission requests are answered, and the run is finished as `error`.
+    fn close_interrupted(&mut self, replayed: Replayer, restarted: bool) {
+        let Replayer {
+            open_run,
+            asks,
+            results_since_reply,
+            reserved,
+            explained,
+            open_deltas,
+        } = replayed;
         self.account_for_reserved(open_deltas, reserved, explained);
         if restarted {
             self.emit(Event::Error {
