@@ -322,4 +322,21 @@ mod tests {
                 .contains("read it again")
         );
     }
+
+    #[tokio::test]
+    async fn forgetting_an_owner_drops_its_watches_and_unneeded_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let watcher = FileWatcher::start();
+        let notice = || Arc::new(Box::new(|_: &Path| {}) as Notice);
+        watcher.watch(&dir.path().join("a"), 1, notice());
+        watcher.watch(&dir.path().join("sub/b"), 1, notice());
+        watcher.watch(&dir.path().join("a"), 2, notice());
+        assert_eq!(watcher.counts(), (2, 2));
+        watcher.forget(1);
+        // `a` is still watched for owner 2; `sub` is no longer needed.
+        assert_eq!(watcher.counts(), (1, 1));
+        watcher.forget(2);
+        assert_eq!(watcher.counts(), (0, 0));
+    }
 }
