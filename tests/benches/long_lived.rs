@@ -8,70 +8,25 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use agentd::store::{FORMAT_VERSION, Meta, Record, SessionStore};
+use agentd::store::{Meta, Record, SessionStore};
 use protocol::client::{Client, Incoming};
-use protocol::{Event, ModelStopReason, Request, SessionId, ToolCallInfo};
+use protocol::{Request, SessionId};
 use tests::model_server::{ModelServer, Scripted, anthropic};
 use tests::{Daemon, Home, percentile, process_cpu, run_options, start_run, subscribe};
-
-fn meta(id: &str) -> Meta {
-    Meta {
-        version: FORMAT_VERSION,
-        id: id.to_string(),
-        cwd: "/".into(),
-        title: Some(format!("bench {id}")),
-        model: None,
-        provider: None,
-        mode: "default".into(),
-        max_turns: None,
-        created_ms: 1,
-        last_activity_ms: 1,
-        turns: 0,
-    }
-}
-
-/// A realistic mix of events: messages, tool calls, results, replies.
-fn event(i: u64) -> Event {
-    match i % 5 {
-        0 => Event::UserMessage {
-            text: "Please look at the parser and fix the failing test.".into(),
-            delivery: protocol::Delivery::FollowUp,
-        },
-        1 => Event::ToolCall(ToolCallInfo {
-            id: format!("toolu_{i}"),
-            name: "read".into(),
-            args: r#"{"path":"src/parser.rs"}"#.into(),
-        }),
-        2 => Event::ToolResult {
-            id: format!("toolu_{i}"),
-            name: "read".into(),
-            is_error: false,
-            output: "     1\tfn parse(input: &str) -> Result<Ast, Error> {\n".repeat(6),
-            duration_ms: 1,
-        },
-        3 => Event::TurnStarted { turn: i as u32 },
-        _ => Event::AssistantMessage {
-            turn: i as u32,
-            text: "I read the parser; the test fails because of an off-by-one.".into(),
-            thinking: String::new(),
-            tool_calls: vec![],
-            stop_reason: ModelStopReason::EndTurn,
-            folds: None,
-        },
-    }
-}
 
 /// Writes session `id` with `events` events.
 fn write_session(home: &Home, id: &str, events: u64) {
     let sessions = home.paths().sessions_dir();
-    SessionStore::create(&sessions, &meta(id), &[], false).unwrap();
+    let mut meta = Meta::new(id, "/");
+    meta.title = Some(format!("bench {id}"));
+    SessionStore::create(&sessions, &meta, &[], false).unwrap();
     let mut store = SessionStore::open(&sessions.join(id)).unwrap();
     for seq in 1..=events {
         store
             .append(&Record::Event {
                 seq,
                 time_ms: seq,
-                event: event(seq),
+                event: tests::sample_event(seq),
             })
             .unwrap();
     }

@@ -7,57 +7,21 @@
 use std::io::{BufRead, BufReader};
 use std::time::Instant;
 
-use agentd::store::{FORMAT_VERSION, Meta, Record, SessionStore};
-use protocol::{Event, ModelStopReason, ToolCallInfo};
+use agentd::store::{Meta, Record, SessionStore};
 use tests::percentile;
 
 fn meta(id: &str) -> Meta {
-    Meta {
-        version: FORMAT_VERSION,
-        id: id.to_string(),
-        cwd: "/work/project".into(),
-        title: Some("bench".into()),
-        model: None,
-        provider: None,
-        mode: "default".into(),
-        max_turns: None,
-        created_ms: 1,
-        last_activity_ms: 1,
-        turns: 0,
-    }
+    let mut meta = Meta::new(id, "/work/project");
+    meta.title = Some("bench".into());
+    meta
 }
 
-/// A realistic mix: text deltas, tool calls, results and replies.
+/// Record `i` of a realistic mix.
 fn record(i: u64) -> Record {
-    let event = match i % 5 {
-        0 | 1 => Event::TextDelta {
-            text: "some streamed words ".into(),
-        },
-        2 => Event::ToolCall(ToolCallInfo {
-            id: format!("toolu_{i}"),
-            name: "read".into(),
-            args: r#"{"path":"src/main.rs"}"#.into(),
-        }),
-        3 => Event::ToolResult {
-            id: format!("toolu_{i}"),
-            name: "read".into(),
-            is_error: false,
-            output: "     1\tfn main() {\n     2\t    println!(\"hello\");\n     3\t}\n".repeat(8),
-            duration_ms: 1,
-        },
-        _ => Event::AssistantMessage {
-            turn: i as u32,
-            text: "I read the file and will now change it.".into(),
-            thinking: String::new(),
-            tool_calls: vec![],
-            stop_reason: ModelStopReason::EndTurn,
-            folds: None,
-        },
-    };
     Record::Event {
         seq: i,
         time_ms: i,
-        event,
+        event: tests::sample_event(i),
     }
 }
 

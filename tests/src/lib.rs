@@ -496,6 +496,38 @@ pub fn assert_pairs_intact(messages: &[serde_json::Value]) {
     }
 }
 
+/// Event `i` of a realistic mix as sessions store them: messages, tool calls, results, turns
+/// and replies (benchmarks).
+pub fn sample_event(i: u64) -> Event {
+    match i % 5 {
+        0 => Event::UserMessage {
+            text: "Please look at the parser and fix the failing test.".into(),
+            delivery: protocol::Delivery::FollowUp,
+        },
+        1 => Event::ToolCall(protocol::ToolCallInfo {
+            id: format!("toolu_{i}"),
+            name: "read".into(),
+            args: r#"{"path":"src/parser.rs"}"#.into(),
+        }),
+        2 => Event::ToolResult {
+            id: format!("toolu_{i}"),
+            name: "read".into(),
+            is_error: false,
+            output: "     1\tfn parse(input: &str) -> Result<Ast, Error> {\n".repeat(6),
+            duration_ms: 1,
+        },
+        3 => Event::TurnStarted { turn: i as u32 },
+        _ => Event::AssistantMessage {
+            turn: i as u32,
+            text: "I read the parser; the test fails because of an off-by-one.".into(),
+            thinking: String::new(),
+            tool_calls: vec![],
+            stop_reason: protocol::ModelStopReason::EndTurn,
+            folds: None,
+        },
+    }
+}
+
 /// The tool calls and results among `events`, in order, as "call" and "result".
 pub fn call_order(events: &[SessionEvent]) -> Vec<&'static str> {
     events

@@ -128,19 +128,7 @@ async fn an_idle_session_is_unloaded_and_loads_again_on_use() {
 /// Writes a session whose log holds `records` events of about 600 bytes.
 fn large_session(home: &Home, id: &str, records: u64) {
     let sessions = home.paths().sessions_dir();
-    let meta = Meta {
-        version: agentd::store::FORMAT_VERSION,
-        id: id.to_string(),
-        cwd: "/".into(),
-        title: Some("large".into()),
-        model: None,
-        provider: None,
-        mode: "default".into(),
-        max_turns: None,
-        created_ms: 1,
-        last_activity_ms: 1,
-        turns: 0,
-    };
+    let meta = Meta::new(id, "/");
     SessionStore::create(&sessions, &meta, &[], false).unwrap();
     let mut store = SessionStore::open(&sessions.join(id)).unwrap();
     for seq in 1..=records {

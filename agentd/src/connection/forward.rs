@@ -49,15 +49,8 @@ pub async fn forward(
                     return;
                 }
             };
-            for event in page.events {
-                last_seq = event.seq;
-                if out
-                    .send(ServerFrame::Event(fit_in_frame(event)))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+            if !send_all(page.events, &mut last_seq, &out).await {
+                return;
             }
             match page.next_offset {
                 Some(next) => offset = next,
@@ -65,15 +58,14 @@ pub async fn forward(
             }
         }
     }
-    for event in std::mem::take(&mut subscription.replay) {
-        last_seq = event.seq;
-        if out
-            .send(ServerFrame::Event(fit_in_frame(event)))
-            .await
-            .is_err()
-        {
-            return;
-        }
+    if !send_all(
+        std::mem::take(&mut subscription.replay),
+        &mut last_seq,
+        &out,
+    )
+    .await
+    {
+        return;
     }
     let mut deleted = false;
     while let Some(event) = subscription.live.recv().await {
@@ -96,4 +88,23 @@ pub async fn forward(
     if !deleted && !unsubscribed {
         let _ = out.send(ServerFrame::Lagged { session, last_seq }).await;
     }
+}
+
+/// Sends `events` in order, noting the last `seq` sent; false when the client is gone.
+async fn send_all(
+    events: Vec<protocol::SessionEvent>,
+    last_seq: &mut u64,
+    out: &mpsc::Sender<ServerFrame>,
+) -> bool {
+    for event in events {
+        *last_seq = event.seq;
+        if out
+            .send(ServerFrame::Event(fit_in_frame(event)))
+            .await
+            .is_err()
+        {
+            return false;
+        }
+    }
+    true
 }

@@ -134,6 +134,24 @@ impl Meta {
         }
     }
 
+    /// The meta of a new session `id` in `cwd`, in the default mode, with everything else
+    /// empty or zero.
+    pub fn new(id: &str, cwd: &str) -> Meta {
+        Meta {
+            version: FORMAT_VERSION,
+            id: id.to_string(),
+            cwd: cwd.to_string(),
+            title: None,
+            model: None,
+            provider: None,
+            mode: protocol::Mode::Default.as_str().to_string(),
+            max_turns: None,
+            created_ms: 1,
+            last_activity_ms: 1,
+            turns: 0,
+        }
+    }
+
     /// The meta of `info`, created with `max_turns`.
     pub fn of(info: &SessionInfo, max_turns: Option<u32>) -> Meta {
         Meta {
@@ -252,19 +270,7 @@ pub(crate) mod tests {
 
     /// A meta for tests.
     pub fn meta(id: &str) -> Meta {
-        Meta {
-            version: FORMAT_VERSION,
-            id: id.into(),
-            cwd: "/w".into(),
-            title: None,
-            model: None,
-            provider: None,
-            mode: "default".into(),
-            max_turns: None,
-            created_ms: 1,
-            last_activity_ms: 1,
-            turns: 0,
-        }
+        Meta::new(id, "/w")
     }
 
     #[test]
