@@ -21,6 +21,7 @@ use protocol::Mode;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::mcp::config::McpServerConfig;
 use crate::permission::PermissionRules;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError, anthropic, openai};
@@ -102,6 +103,20 @@ pub struct Config {
     pub session_idle_unload_secs: u64,
     /// Idle sessions kept loaded at most (the least recently used are unloaded first).
     pub max_loaded_sessions: usize,
+    /// MCP servers by name, as written (SPEC §10); read entry by entry into [`Config::mcp`].
+    pub mcp_servers: BTreeMap<String, toml::Spanned<toml::Value>>,
+    /// The MCP servers that could be read, and the entries that could not.
+    #[serde(skip)]
+    pub mcp: McpServers,
+}
+
+/// The `[mcp_servers]` entries, checked one by one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpServers {
+    /// The usable entries, in name order.
+    pub servers: Vec<McpServerConfig>,
+    /// Entries that cannot be used: name, and the error (file and line).
+    pub broken: Vec<(String, String)>,
 }
 
 /// How records reach the disk.
@@ -159,6 +174,8 @@ impl Default for Config {
             durability: DurabilityMode::Fsync,
             session_idle_unload_secs: 600,
             max_loaded_sessions: 64,
+            mcp_servers: BTreeMap::new(),
+            mcp: McpServers::default(),
         }
     }
 }
@@ -237,13 +254,40 @@ impl Config {
 
     /// Parses the text of `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|err| ConfigError {
+        let mut config: Config = toml::from_str(text).map_err(|err| ConfigError {
             file: path.display().to_string(),
             line: err.span().map(|span| line_of(text, span.start)),
             message: err.message().trim().to_string(),
         })?;
         config.check(path)?;
+        config.mcp = config.read_mcp_servers(text, path, &|var| std::env::var(var).ok());
         Ok(config)
+    }
+
+    /// Reads the `[mcp_servers]` entries one by one: a broken entry is logged and listed with
+    /// its file and line, and the others are used.
+    fn read_mcp_servers(
+        &self,
+        text: &str,
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> McpServers {
+        let mut mcp = McpServers::default();
+        for (name, entry) in &self.mcp_servers {
+            match crate::mcp::config::parse_entry(name, entry.get_ref().clone(), env) {
+                Ok(server) => mcp.servers.push(server),
+                Err(message) => {
+                    let error = ConfigError {
+                        file: path.display().to_string(),
+                        line: Some(line_of(text, entry.span().start)),
+                        message,
+                    };
+                    tracing::error!("MCP server `{name}` not used: {error}");
+                    mcp.broken.push((name.clone(), error.to_string()));
+                }
+            }
+        }
+        mcp
     }
 
     fn check(&self, path: &Path) -> Result<(), ConfigError> {
@@ -483,6 +527,19 @@ mod tests {
     fn an_unknown_key_is_an_error() {
         let err = Config::parse("modle = \"x\"\n", Path::new("c.toml")).unwrap_err();
         assert!(err.message.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn a_broken_mcp_entry_is_reported_with_its_line_and_the_others_are_used() {
+        let text = "model = \"m\"\n\n[mcp_servers.good]\ncommand = \"srv\"\n\n[mcp_servers.bad]\nurl = \"ftp://x\"\n";
+        let config = Config::parse(text, Path::new("/c/config.toml")).unwrap();
+        assert_eq!(config.mcp.servers.len(), 1);
+        assert_eq!(config.mcp.servers[0].name, "good");
+        assert_eq!(config.mcp.broken.len(), 1);
+        let (name, error) = &config.mcp.broken[0];
+        assert_eq!(name, "bad");
+        assert!(error.starts_with("/c/config.toml:6: "), "{error}");
+        assert!(error.contains("ftp://x"), "{error}");
     }
 
     #[test]

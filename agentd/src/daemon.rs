@@ -31,6 +31,8 @@ pub struct Shared {
     pub socket: String,
     /// The configuration in force.
     pub config: tokio::sync::watch::Receiver<ConfigState>,
+    /// The MCP servers.
+    pub mcp: crate::mcp::McpHub,
 }
 
 /// Why the daemon could not start.
@@ -121,12 +123,18 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
             path: paths.config_file(),
             source: std::io::Error::other(e),
         })?;
+    let mcp = crate::mcp::McpHub::new(
+        http.clone(),
+        crate::tools::processes::ProcessRecords::in_dir(crate::supervisor::commands_dir(&paths)),
+        config_rx.clone(),
+    );
     let supervisor = Supervisor::spawn_with_mailbox(
         SupervisorArgs {
             paths: paths.clone(),
             clients: clients.clone(),
             config: config_rx,
             http,
+            mcp: mcp.clone(),
         },
         kameo::mailbox::unbounded(),
     );
@@ -136,6 +144,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
         clients,
         socket: paths.socket.to_string_lossy().into_owned(),
         config: config_for_connections,
+        mcp: mcp.clone(),
     });
 
     let mut connections = JoinSet::new();
@@ -178,6 +187,8 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     }
     let _ = supervisor.stop_gracefully().await;
     supervisor.wait_for_shutdown().await;
+    // No MCP server outlives the daemon.
+    mcp.shutdown().await;
     let drained = tokio::time::timeout(Duration::from_secs(2), async {
         while connections.join_next().await.is_some() {}
     })

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use protocol::HealthKind;
 
 use crate::history::{ToolCall, ToolResult};
-use crate::tools::Tool;
 
 /// Consecutive replies with identical tool calls that are reported.
 pub const REPEAT_LIMIT: u32 = 5;
@@ -43,7 +42,11 @@ impl HealthMonitor {
     }
 
     /// Looks at a reply's tool calls.
-    pub fn observe_reply(&mut self, calls: &[&ToolCall]) -> Vec<Report> {
+    pub fn observe_reply(
+        &mut self,
+        calls: &[&ToolCall],
+        known: impl Fn(&str) -> bool,
+    ) -> Vec<Report> {
         let mut reports = Vec::new();
         if calls.is_empty() {
             self.last_calls = None;
@@ -72,7 +75,7 @@ impl HealthMonitor {
                 ),
             });
         }
-        if calls.iter().all(|c| Tool::from_name(&c.name).is_none()) {
+        if calls.iter().all(|c| !known(&c.name)) {
             self.unknown_only += 1;
             let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
             reports.push(Report {
@@ -141,6 +144,11 @@ fn first_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::Tool;
+
+    fn builtin(name: &str) -> bool {
+        Tool::from_name(name).is_some()
+    }
 
     fn call(name: &str, args: &str) -> ToolCall {
         ToolCall {
@@ -166,11 +174,11 @@ mod tests {
         let same = call("read", r#"{ "path":"a" }"#);
         for i in 1..=4 {
             let c = if i % 2 == 0 { &same } else { &read };
-            assert!(monitor.observe_reply(&[c]).is_empty());
+            assert!(monitor.observe_reply(&[c], builtin).is_empty());
         }
-        let reports = monitor.observe_reply(&[&read]);
+        let reports = monitor.observe_reply(&[&read], builtin);
         assert_eq!(reports[0].kind, HealthKind::RepeatedCalls);
-        assert!(monitor.observe_reply(&[&read]).is_empty());
+        assert!(monitor.observe_reply(&[&read], builtin).is_empty());
     }
 
     #[test]
@@ -201,10 +209,10 @@ mod tests {
     fn three_replies_of_unknown_tools_trip_the_guard() {
         let mut monitor = HealthMonitor::new();
         let bogus = call("fly", "{}");
-        monitor.observe_reply(&[&bogus]);
-        monitor.observe_reply(&[&call("swim", "{}")]);
+        monitor.observe_reply(&[&bogus], builtin);
+        monitor.observe_reply(&[&call("swim", "{}")], builtin);
         assert!(!monitor.should_stop());
-        monitor.observe_reply(&[&bogus]);
+        monitor.observe_reply(&[&bogus], builtin);
         assert!(monitor.should_stop());
     }
 }

@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod files;
 pub mod health;
 pub mod history;
+pub mod mcp;
 pub mod permission;
 pub mod prompt;
 pub mod provider;

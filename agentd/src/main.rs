@@ -84,6 +84,13 @@ fn config_command(paths: &Paths, print: bool) -> ExitCode {
             print!("{}", config.to_toml());
             ExitCode::SUCCESS
         }
+        // A broken MCP server entry does not stop the rest from being used, but it is wrong.
+        Ok(config) if !config.mcp.broken.is_empty() => {
+            for (_, error) in &config.mcp.broken {
+                eprintln!("agentd: {error}");
+            }
+            ExitCode::FAILURE
+        }
         Ok(_) if file.exists() => {
             println!("{} is valid", file.display());
             ExitCode::SUCCESS

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::types::{
-    DaemonStatus, Decision, Delivery, HealthKind, ListCursor, Mode, ModelStopReason,
+    DaemonStatus, Decision, Delivery, HealthKind, ListCursor, McpServerInfo, Mode, ModelStopReason,
     PermissionRequestId, QueuedMessage, RequestId, RunId, SessionId, SessionInfo, StopReason,
     TokenUsage, ToolCallInfo,
 };
@@ -80,6 +80,8 @@ pub enum Reply {
     },
     /// The daemon's status.
     Status(DaemonStatus),
+    /// The configured MCP servers and their instances.
+    McpServers(Vec<McpServerInfo>),
 }
 
 /// Why a request or connection failed.

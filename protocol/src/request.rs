@@ -108,6 +108,8 @@ pub enum Request {
     },
     /// The daemon's status; replies `Status`.
     Status,
+    /// The configured MCP servers and their state; replies `McpServers`.
+    McpList,
     /// Stop the daemon cleanly; replies `Done` before it goes.
     Shutdown,
 }

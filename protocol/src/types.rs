@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Identifies a session: short lowercase hex, safe in paths and shells.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -265,12 +265,15 @@ pub enum PermissionClass {
     Write,
     /// Runs commands.
     Command,
+    /// Calls a tool of an MCP server.
+    Mcp,
 }
 
 named_enum!(PermissionClass, "permission class", {
     Read => "read",
     Write => "write",
     Command => "command",
+    Mcp => "mcp",
 });
 
 /// What a session is doing right now.
@@ -398,6 +401,31 @@ pub struct DaemonStatus {
     pub config_error: Option<String>,
     /// How many times the configuration file was read (goes up with every change seen).
     pub config_generation: u64,
+    /// The configured MCP servers and their instances.
+    pub mcp_servers: Vec<McpServerInfo>,
+}
+
+/// One MCP server as `agentctl mcp list` shows it: a configured entry, or one running instance
+/// of it (a `session`-scope server has one per session that used it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerInfo {
+    /// Its name in the config.
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// `daemon` or `session`.
+    pub scope: String,
+    /// The session the instance belongs to (`session` scope).
+    pub session: Option<SessionId>,
+    /// `idle` (not started yet), `starting`, `ready`, `restarting`, `failed`, `disabled` or
+    /// `broken` (its config entry is invalid).
+    pub state: String,
+    /// The server process, for a running stdio server.
+    pub pid: Option<u32>,
+    /// Tools it offers.
+    pub tools: u32,
+    /// The last thing that went wrong, with the tail of its stderr when there is one.
+    pub last_error: Option<String>,
 }
 
 /// Where a page of the session listing ended: the last session's creation time and id.

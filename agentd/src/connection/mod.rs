@@ -302,6 +302,7 @@ impl Connection {
                 )
                 .await?,
             )),
+            Request::McpList => Ok(Reply::McpServers(self.shared.mcp.list())),
             Request::Shutdown => {
                 tracing::info!(client = %self.client, "shutdown requested");
                 self.shared.shutdown.cancel();

@@ -37,13 +37,89 @@ pub enum AlwaysRule {
     Path(PathBuf),
     /// Commands that start with these words (every simple command of the line must).
     CommandPrefix(String),
+    /// One tool of an MCP server, as `server/tool`.
+    McpTool(String),
+}
+
+/// The tool a call is for: a built-in one, or a tool of an MCP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallTool<'a> {
+    /// A built-in tool.
+    Builtin(Tool),
+    /// A tool of an MCP server.
+    Mcp {
+        /// The server's name in the config.
+        server: &'a str,
+        /// The tool's name on the server.
+        tool: &'a str,
+        /// Whether the server's `allow` list names the tool.
+        allowed: bool,
+    },
+}
+
+/// A call's tool, owned: what a pending permission request keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolRef {
+    /// A built-in tool.
+    Builtin(Tool),
+    /// A tool of an MCP server.
+    Mcp {
+        /// The server's name in the config.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+        /// Whether the server's `allow` list names the tool.
+        allowed: bool,
+    },
+}
+
+impl ToolRef {
+    /// The borrowed form the decision takes.
+    pub fn as_call(&self) -> CallTool<'_> {
+        match self {
+            ToolRef::Builtin(tool) => CallTool::Builtin(*tool),
+            ToolRef::Mcp {
+                server,
+                tool,
+                allowed,
+            } => CallTool::Mcp {
+                server,
+                tool,
+                allowed: *allowed,
+            },
+        }
+    }
+}
+
+impl From<Tool> for CallTool<'_> {
+    fn from(tool: Tool) -> Self {
+        CallTool::Builtin(tool)
+    }
+}
+
+impl CallTool<'_> {
+    /// What kind of effect the call has.
+    pub fn class(&self) -> PermissionClass {
+        match self {
+            CallTool::Builtin(tool) => tool.class(),
+            CallTool::Mcp { .. } => PermissionClass::Mcp,
+        }
+    }
+
+    /// The name rules use: a built-in tool's name, or `mcp`.
+    pub fn rule_name(&self) -> &'static str {
+        match self {
+            CallTool::Builtin(tool) => tool.name(),
+            CallTool::Mcp { .. } => "mcp",
+        }
+    }
 }
 
 /// The facts about one call that the decision needs.
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
     /// The tool.
-    pub tool: Tool,
+    pub tool: CallTool<'a>,
     /// Its arguments.
     pub args: &'a Value,
     /// The session directory.
@@ -78,9 +154,10 @@ pub fn check(
     rules: &PermissionRules,
 ) -> Verdict {
     let parsed = call.command().map(shell::parse);
-    let subject = match (&parsed, call.target()) {
-        (Some(parsed), _) if call.tool == Tool::Bash => Subject::Command(parsed),
-        (_, Some(target)) => Subject::Path(display(&real_path(call.cwd), &target)),
+    let subject = match (call.tool, &parsed, call.target()) {
+        (CallTool::Mcp { server, tool, .. }, _, _) => Subject::Mcp(format!("{server}/{tool}")),
+        (CallTool::Builtin(Tool::Bash), Some(parsed), _) => Subject::Command(parsed),
+        (_, _, Some(target)) => Subject::Path(display(&real_path(call.cwd), &target)),
         _ => Subject::Nothing,
     };
     match rules.deny_check(call.tool, &subject) {
@@ -98,6 +175,9 @@ pub fn check(
     }
     let class = call.tool.class();
     if class == PermissionClass::Read || mode == Mode::Bypass || grants.contains(&class) {
+        return Verdict::Allow;
+    }
+    if let CallTool::Mcp { allowed: true, .. } = call.tool {
         return Verdict::Allow;
     }
     if class == PermissionClass::Write
@@ -122,6 +202,15 @@ pub fn check(
                     .allow_rules(call.tool)
                     .iter()
                     .any(|rule| rule.allows_path(path))
+        }
+        Subject::Mcp(name) => {
+            always
+                .iter()
+                .any(|rule| matches!(rule, AlwaysRule::McpTool(n) if n == name))
+                || rules
+                    .allow_rules(call.tool)
+                    .iter()
+                    .any(|rule| rule.allows_path(name))
         }
         Subject::Nothing => false,
     };
@@ -152,7 +241,7 @@ fn command_allowed(
                             .strip_prefix(prefix.as_str())
                             .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
                 }
-                AlwaysRule::Path(_) => false,
+                AlwaysRule::Path(_) | AlwaysRule::McpTool(_) => false,
             })
     };
     let cwd = real_path(call.cwd);
@@ -191,6 +280,12 @@ pub fn rule_for(call: Call<'_>) -> Option<AlwaysRule> {
             (!words.is_empty())
                 .then(|| AlwaysRule::CommandPrefix(words[..take.min(words.len())].join(" ")))
         }
+        PermissionClass::Mcp => match call.tool {
+            CallTool::Mcp { server, tool, .. } => {
+                Some(AlwaysRule::McpTool(format!("{server}/{tool}")))
+            }
+            CallTool::Builtin(_) => None,
+        },
         PermissionClass::Read => None,
     }
 }
@@ -203,7 +298,16 @@ pub fn summary(call: Call<'_>) -> String {
             .map(|p| display(call.cwd, &resolve(call.cwd, p)))
             .unwrap_or_else(|| "?".to_string())
     };
-    match call.tool {
+    let CallTool::Builtin(tool) = call.tool else {
+        let CallTool::Mcp { server, tool, .. } = call.tool else {
+            unreachable!("a call is built-in or of an MCP server")
+        };
+        let args = call.args.to_string();
+        let shown: String = args.chars().take(200).collect();
+        let more = if shown.len() < args.len() { "…" } else { "" };
+        return format!("call {server}/{tool} (MCP) with {shown}{more}");
+    };
+    match tool {
         Tool::Write => {
             let lines = call.args["content"]
                 .as_str()
@@ -220,6 +324,9 @@ pub fn summary(call: Call<'_>) -> String {
 pub fn unattended_denial(class: PermissionClass) -> String {
     match class {
         PermissionClass::Command => "denied: run with --allow bash to permit commands".to_string(),
+        PermissionClass::Mcp => {
+            "denied: run with --allow mcp to permit MCP tool calls, or list the tool in the server's `allow`".to_string()
+        }
         _ => "denied: run with --allow write to permit file changes".to_string(),
     }
 }
@@ -262,7 +369,7 @@ mod tests {
         let plan = cwd.join("plan-test.md");
         check(
             Call {
-                tool,
+                tool: tool.into(),
                 args: &args,
                 cwd: &cwd,
                 plan_file: &plan,
@@ -369,7 +476,7 @@ mod tests {
         let cwd = std::env::temp_dir();
         let args = json!({"command": "cargo test --all"});
         let call = Call {
-            tool: Tool::Bash,
+            tool: Tool::Bash.into(),
             args: &args,
             cwd: &cwd,
             plan_file: &cwd,
@@ -410,16 +517,78 @@ mod tests {
     }
 
     #[test]
+    fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
+        let cwd = std::env::temp_dir();
+        let rules = PermissionRules {
+            allow: vec!["mcp:git/log*".into()],
+            deny: vec!["mcp:git/push".into()],
+        };
+        let args = json!({"remote": "origin"});
+        let run = |tool: &str, allowed: bool, mode, grants: &[PermissionClass]| {
+            check(
+                Call {
+                    tool: CallTool::Mcp {
+                        server: "git",
+                        tool,
+                        allowed,
+                    },
+                    args: &args,
+                    cwd: &cwd,
+                    plan_file: &cwd,
+                },
+                mode,
+                grants,
+                &[],
+                &rules,
+            )
+        };
+        assert_eq!(run("status", false, Mode::Default, &[]), Verdict::Ask(None));
+        assert_eq!(
+            run("status", false, Mode::AcceptEdits, &[]),
+            Verdict::Ask(None)
+        );
+        assert_eq!(run("status", true, Mode::Default, &[]), Verdict::Allow);
+        assert_eq!(
+            run("log_oneline", false, Mode::Default, &[]),
+            Verdict::Allow
+        );
+        assert_eq!(
+            run("status", false, Mode::Default, &[PermissionClass::Mcp]),
+            Verdict::Allow
+        );
+        assert_eq!(run("status", false, Mode::Bypass, &[]), Verdict::Allow);
+        assert!(matches!(
+            run("push", true, Mode::Bypass, &[]),
+            Verdict::Deny(_)
+        ));
+        let call = Call {
+            tool: CallTool::Mcp {
+                server: "git",
+                tool: "status",
+                allowed: false,
+            },
+            args: &args,
+            cwd: &cwd,
+            plan_file: &cwd,
+        };
+        assert_eq!(
+            rule_for(call),
+            Some(AlwaysRule::McpTool("git/status".to_string()))
+        );
+        assert!(summary(call).contains("git/status"));
+    }
+
+    #[test]
     fn config_rules_deny_before_anything_and_allow_without_asking() {
         let cwd = std::env::temp_dir();
         let rules = PermissionRules {
             allow: vec!["bash:cargo test*".into(), "write:docs/*".into()],
             deny: vec!["bash:rm *".into()],
         };
-        let run = |tool, args: Value, mode| {
+        let run = |tool: Tool, args: Value, mode| {
             check(
                 Call {
-                    tool,
+                    tool: tool.into(),
                     args: &args,
                     cwd: &cwd,
                     plan_file: &cwd,
@@ -487,7 +656,7 @@ mod tests {
             let args = serde_json::json!({"path": path, "content": ""});
             check(
                 Call {
-                    tool: Tool::Write,
+                    tool: Tool::Write.into(),
                     args: &args,
                     cwd: &cwd,
                     plan_file: &cwd,

@@ -1,11 +1,12 @@
 //! Allow and deny rules from the configuration, as `tool:pattern` (SPEC §6): `bash:cargo test*`,
-//! `write:src/**`, `*:*.lock`. A `bash` rule is matched against each simple command of the
+//! `write:src/**`, `*:*.lock`, `mcp:github/list_*`. A `bash` rule is matched against each simple command of the
 //! command line ([`super::command_rule`]); a rule of another tool is a glob over the path the
 //! call would touch, resolved (symlinks followed) and shown relative to the session directory
 //! when inside it.
 
 use globset::{Glob, GlobMatcher};
 
+use super::CallTool;
 use super::command_rule::{CommandRule, DenyCheck};
 use super::shell::CommandLine;
 use crate::tools::Tool;
@@ -25,8 +26,8 @@ pub struct PermissionRules {
 pub struct Rule {
     /// The rule as written.
     pub text: String,
-    /// The tool it is for; `None` for `*`.
-    tool: Option<Tool>,
+    /// The tool it is for (`bash`, `write`, ..., `mcp`); `None` for `*`.
+    tool: Option<&'static str>,
     /// The pattern over paths.
     path: GlobMatcher,
     /// The pattern over commands.
@@ -40,8 +41,10 @@ impl Rule {
         })?;
         let tool = match tool {
             "*" => None,
+            "mcp" => Some("mcp"),
             name => Some(
                 Tool::from_name(name)
+                    .map(Tool::name)
                     .ok_or_else(|| format!("permission rule `{text}` names no tool `{name}`"))?,
             ),
         };
@@ -58,8 +61,8 @@ impl Rule {
         })
     }
 
-    fn covers(&self, tool: Tool) -> bool {
-        self.tool.is_none_or(|t| t == tool)
+    fn covers(&self, tool: CallTool<'_>) -> bool {
+        self.tool.is_none_or(|t| t == tool.rule_name())
     }
 }
 
@@ -70,6 +73,8 @@ pub enum Subject<'a> {
     Command(&'a Result<CommandLine, super::shell::Unparsable>),
     /// A path, resolved and shown relative to the session directory when inside it.
     Path(String),
+    /// An MCP tool, as `server/tool`.
+    Mcp(String),
     /// Nothing the rules look at.
     Nothing,
 }
@@ -84,18 +89,18 @@ impl PermissionRules {
     }
 
     /// The allow rules of `tool`.
-    pub fn allow_rules(&self, tool: Tool) -> Vec<Rule> {
+    pub fn allow_rules(&self, tool: CallTool<'_>) -> Vec<Rule> {
         compile(&self.allow, tool)
     }
 
     /// Whether a deny rule refuses a call of `tool` on `subject`.
-    pub fn deny_check(&self, tool: Tool, subject: &Subject<'_>) -> DenyCheck {
+    pub fn deny_check(&self, tool: CallTool<'_>, subject: &Subject<'_>) -> DenyCheck {
         let rules = compile(&self.deny, tool);
         if rules.is_empty() {
             return DenyCheck::Clear;
         }
         match subject {
-            Subject::Path(path) => rules
+            Subject::Path(path) | Subject::Mcp(path) => rules
                 .iter()
                 .find(|rule| rule.path.is_match(path))
                 .map_or(DenyCheck::Clear, |rule| {
@@ -135,7 +140,7 @@ impl Rule {
 }
 
 /// The rules of `list` that apply to `tool`; invalid ones (kept out by validation) are skipped.
-fn compile(list: &[String], tool: Tool) -> Vec<Rule> {
+fn compile(list: &[String], tool: CallTool<'_>) -> Vec<Rule> {
     list.iter()
         .filter_map(|text| Rule::parse(text).ok())
         .filter(|rule| rule.covers(tool))

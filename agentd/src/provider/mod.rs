@@ -21,9 +21,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
     /// The tool's name.
-    pub name: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
     /// What it does and when to use it.
-    pub description: &'static str,
+    pub description: std::borrow::Cow<'static, str>,
     /// The JSON schema of its arguments.
     pub input_schema: serde_json::Value,
 }

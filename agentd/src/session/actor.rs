@@ -201,6 +201,8 @@ impl Actor for SessionActor {
         }
         self.flush_now();
         self.env.files.forget(self.watch_owner);
+        // Its `session`-scope MCP servers go with it.
+        self.env.mcp.end_session(&self.info.id).await;
         Ok(())
     }
 }

@@ -29,6 +29,8 @@ pub struct SessionEnv {
     pub files: crate::files::FileWatcher,
     /// Records of running commands' process groups.
     pub processes: crate::tools::processes::ProcessRecords,
+    /// The MCP servers, shared by every session.
+    pub mcp: crate::mcp::McpHub,
 }
 
 impl SessionEnv {

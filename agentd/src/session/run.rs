@@ -21,6 +21,8 @@ use super::actor::{
 use crate::compact;
 use crate::health::HealthMonitor;
 use crate::history::{AssistantReply, Message, ToolCall, ToolResult};
+use crate::mcp::{McpHub, McpTool, SessionSide, Toolset};
+use crate::permission::ToolRef;
 use crate::provider::retry::{self, Retry, RetryPolicy};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta, ToolSpec};
 use crate::tools::gate::EffectGate;
@@ -67,6 +69,10 @@ pub struct RunSetup {
     pub processes: crate::tools::processes::ProcessRecords,
     /// The environment commands run with.
     pub env: Arc<Vec<(String, String)>>,
+    /// The MCP servers.
+    pub mcp: McpHub,
+    /// The session's id.
+    pub id: protocol::SessionId,
 }
 
 /// How a run ended.
@@ -134,6 +140,10 @@ struct Run {
     usage: TokenUsage,
     health: HealthMonitor,
     specs: Arc<Vec<ToolSpec>>,
+    /// The MCP tools of the current turn.
+    toolset: Toolset,
+    /// What the session brings to its MCP servers.
+    side: SessionSide,
 }
 
 /// Runs the loop to its end.
@@ -150,12 +160,19 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
             };
         }
     };
+    let side = SessionSide {
+        id: setup.id.clone(),
+        cwd: setup.cwd.clone(),
+        env: setup.env.clone(),
+    };
     let mut run = Run {
         setup,
         turns: 0,
         usage: TokenUsage::default(),
         health: HealthMonitor::new(),
         specs: Arc::new(tools::specs()),
+        toolset: Toolset::default(),
+        side,
     };
     match run.drive(&provider, &model).await {
         Ok(outcome) => outcome,
@@ -243,6 +260,11 @@ impl Run {
                     }),
                 }
             }
+            // MCP servers start on the first turn; their tools may change between turns.
+            self.refresh_tools().await;
+            if self.cancel().is_cancelled() {
+                return Ok(self.finish(StopReason::Aborted, false, None));
+            }
             self.emit(Event::TurnStarted {
                 turn: self.turns + 1,
             });
@@ -306,7 +328,12 @@ impl Run {
                 cumulative: self.usage,
             });
             let call_refs: Vec<&ToolCall> = calls.iter().collect();
-            for report in self.health.observe_reply(&call_refs) {
+            let known = |name: &str| {
+                Tool::from_name(name).is_some()
+                    || self.toolset.get(name).is_some()
+                    || crate::mcp::names::split(name).is_some()
+            };
+            for report in self.health.observe_reply(&call_refs, known) {
                 self.emit(Event::Health {
                     kind: report.kind,
                     detail: report.detail,
@@ -357,6 +384,23 @@ impl Run {
         }
     }
 
+    /// Lists the MCP servers' tools for the next turn (starting servers not started yet).
+    async fn refresh_tools(&mut self) {
+        self.toolset = self.setup.mcp.toolset(&self.side, self.cancel()).await;
+        if self.toolset.tools.is_empty() && self.specs.len() == Tool::ALL.len() {
+            return;
+        }
+        let mut specs = tools::specs();
+        specs.extend(self.toolset.tools.iter().map(|t| t.spec.clone()));
+        self.specs = Arc::new(specs);
+    }
+
+    /// Whether a call of `name` may run in parallel with its neighbours: a built-in reading
+    /// tool, or an MCP tool its server marks read-only.
+    fn concurrency_safe(&self, name: &str) -> bool {
+        batch::builtin_safe(name) || self.toolset.get(name).is_some_and(|t| t.read_only)
+    }
+
     /// One model call with retries; text and reasoning stream to the clients, each retry is
     /// announced.
     async fn call_model(
@@ -365,9 +409,13 @@ impl Run {
         model: &str,
         input: &TurnInput,
     ) -> Result<AssistantReply, ProviderError> {
+        let system = match self.toolset.prompt() {
+            Some(servers) => format!("{}\n\n{servers}", input.system),
+            None => input.system.clone(),
+        };
         let request = ModelRequest {
             model,
-            system: &input.system,
+            system: &system,
             messages: &input.messages,
             tools: &self.specs,
             max_tokens: self.setup.max_tokens,
@@ -465,7 +513,8 @@ impl Run {
     /// not started before a cancel are left without a result.
     async fn execute(&self, calls: &[ToolCall]) -> Result<Vec<ToolResult>, Gone> {
         let mut results = Vec::with_capacity(calls.len());
-        for batch in batch::partition(calls.iter().map(|c| c.name.as_str())) {
+        let safe = |name: &str| self.concurrency_safe(name);
+        for batch in batch::partition(calls.iter().map(|c| c.name.as_str()), safe) {
             if self.cancel().is_cancelled() {
                 break;
             }
@@ -488,18 +537,30 @@ impl Run {
     async fn execute_one(&self, call: &ToolCall) -> Result<Option<ToolResult>, Gone> {
         let started = Instant::now();
         let output = match self.prepare(call).await? {
-            Prepared::Run(tool, args) => {
+            Prepared::Run(target, args) => {
                 let gate = Arc::new(EffectGate::new());
-                let ctx = ToolContext {
-                    cwd: self.setup.cwd.clone(),
-                    cancel: self.cancel().clone(),
-                    bash_timeout: self.setup.bash_timeout,
-                    files: self.setup.files.clone(),
-                    gate: gate.clone(),
-                    processes: self.setup.processes.clone(),
-                    env: self.setup.env.clone(),
+                let job: tools::pool::ToolJob = match target {
+                    Target::Builtin(tool) => {
+                        let ctx = ToolContext {
+                            cwd: self.setup.cwd.clone(),
+                            cancel: self.cancel().clone(),
+                            bash_timeout: self.setup.bash_timeout,
+                            files: self.setup.files.clone(),
+                            gate: gate.clone(),
+                            processes: self.setup.processes.clone(),
+                            env: self.setup.env.clone(),
+                        };
+                        Box::pin(tools::execute(tool, args, ctx))
+                    }
+                    Target::Mcp(tool) => {
+                        let (hub, side, cancel) = (
+                            self.setup.mcp.clone(),
+                            self.side.clone(),
+                            self.cancel().clone(),
+                        );
+                        Box::pin(async move { hub.call(&side, &tool, args, &cancel).await })
+                    }
                 };
-                let job = Box::pin(tools::execute(tool, args, ctx));
                 // A call overtaken by a cancel while it waited for an executor never starts.
                 match self.setup.tools.run(job, self.cancel(), gate).await {
                     Some(output) => output,
@@ -521,8 +582,25 @@ impl Run {
 
     /// Checks the tool, its arguments and the permission to run it.
     async fn prepare(&self, call: &ToolCall) -> Result<Prepared, Gone> {
-        let Some(tool) = Tool::from_name(&call.name) else {
-            return Ok(Prepared::Refused(tools::unknown_tool(&call.name)));
+        let target = match Tool::from_name(&call.name) {
+            Some(tool) => Target::Builtin(tool),
+            None => match self.toolset.get(&call.name) {
+                Some(tool) => Target::Mcp(tool.clone()),
+                // A server that was down when the turn began may be back (or say why not).
+                None => match self
+                    .setup
+                    .mcp
+                    .find(&self.side, &call.name, self.cancel())
+                    .await
+                {
+                    Some(Ok(tool)) => Target::Mcp(tool),
+                    Some(Err(output)) => return Ok(Prepared::Refused(output)),
+                    None => {
+                        let more = self.toolset.tools.iter().map(|t| t.name.as_str());
+                        return Ok(Prepared::Refused(tools::unknown_tool(&call.name, more)));
+                    }
+                },
+            },
         };
         let args = match call.args_json() {
             Ok(args) if args.is_object() => args,
@@ -545,13 +623,13 @@ impl Run {
             .session
             .ask(Authorize {
                 run: self.setup.run,
-                tool,
+                tool: target.permission(),
                 args: args.clone(),
                 call: call.info(),
             })
             .await?;
         let decision = match authorization {
-            Authorization::Allowed => return Ok(Prepared::Run(tool, args)),
+            Authorization::Allowed => return Ok(Prepared::Run(target, args)),
             Authorization::Denied(reason) => {
                 return Ok(Prepared::Refused(ToolOutput::error(reason)));
             }
@@ -578,7 +656,7 @@ impl Run {
         };
         Ok(match decision {
             Ok(protocol::Decision::Allow | protocol::Decision::AllowAlways) => {
-                Prepared::Run(tool, args)
+                Prepared::Run(target, args)
             }
             Ok(protocol::Decision::Deny) | Err(_) => Prepared::Refused(ToolOutput::error(
                 "denied: the user did not allow this call",
@@ -595,9 +673,29 @@ enum Compaction {
     Failed(ProviderError),
 }
 
+/// What a call runs: a built-in tool or an MCP server's.
+enum Target {
+    Builtin(Tool),
+    Mcp(McpTool),
+}
+
+impl Target {
+    /// What the permission check is told of the tool.
+    fn permission(&self) -> ToolRef {
+        match self {
+            Target::Builtin(tool) => ToolRef::Builtin(*tool),
+            Target::Mcp(tool) => ToolRef::Mcp {
+                server: tool.server.clone(),
+                tool: tool.tool.clone(),
+                allowed: tool.allowed,
+            },
+        }
+    }
+}
+
 /// A call ready to run, refused, or overtaken by a cancel.
 enum Prepared {
-    Run(Tool, serde_json::Value),
+    Run(Target, serde_json::Value),
     Refused(ToolOutput),
     Interrupted,
 }

@@ -45,6 +45,8 @@ pub struct SupervisorArgs {
     pub config: tokio::sync::watch::Receiver<ConfigState>,
     /// The HTTP client for model providers.
     pub http: reqwest::Client,
+    /// The MCP servers.
+    pub mcp: crate::mcp::McpHub,
 }
 
 struct Entry {
@@ -86,6 +88,7 @@ impl Actor for Supervisor {
             config: args.config,
             files: crate::files::FileWatcher::start(),
             processes: crate::tools::processes::ProcessRecords::in_dir(commands_dir(&args.paths)),
+            mcp: args.mcp,
         });
         // Only the settings are read now; a session's log is read when it is first used.
         let (metas, unreadable) = store::list(&args.paths.sessions_dir());
@@ -467,6 +470,7 @@ impl Message<Status> for Supervisor {
                 .as_ref()
                 .map(|e| e.to_string()),
             config_generation: self.env.config.borrow().generation,
+            mcp_servers: self.env.mcp.list(),
         })
     }
 }

@@ -21,11 +21,12 @@ const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// The model's description of `bash`.
 pub fn spec() -> ToolSpec {
     ToolSpec {
-        name: "bash",
+        name: "bash".into(),
         description: "Run a shell command with `bash -c` in the working directory. stdout and \
                       stderr are merged; long output keeps its start and end. Default timeout \
                       120000 ms, at most 600000. Background processes are stopped when the \
-                      command ends. Prefer read, grep and glob for looking at files.",
+                      command ends. Prefer read, grep and glob for looking at files."
+            .into(),
         input_schema: json!({
             "type": "object",
             "properties": {

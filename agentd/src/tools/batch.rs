@@ -12,12 +12,15 @@ pub struct Batch {
     pub calls: Vec<usize>,
 }
 
-/// Partitions calls, given by tool name, into batches. Unknown tools count as unsafe, so they
-/// run (and fail) alone.
-pub fn partition<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Batch> {
+/// Partitions calls, given by tool name, into batches; `safe` says which tools may run in
+/// parallel (unknown tools must not, so they run and fail alone).
+pub fn partition<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    safe: impl Fn(&str) -> bool,
+) -> Vec<Batch> {
     let mut batches: Vec<Batch> = Vec::new();
     for (index, name) in names.into_iter().enumerate() {
-        let safe = Tool::from_name(name).is_some_and(Tool::concurrency_safe);
+        let safe = safe(name);
         match batches.last_mut() {
             Some(last) if safe && last.parallel => last.calls.push(index),
             _ => batches.push(Batch {
@@ -29,13 +32,18 @@ pub fn partition<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Batch> {
     batches
 }
 
+/// Whether `name` is a built-in tool that may run in parallel.
+pub fn builtin_safe(name: &str) -> bool {
+    Tool::from_name(name).is_some_and(Tool::concurrency_safe)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn safe_calls_group_and_unsafe_calls_stand_alone() {
-        let batches = partition(["read", "read", "edit", "read", "read"]);
+        let batches = partition(["read", "read", "edit", "read", "read"], builtin_safe);
         assert_eq!(
             batches,
             vec![
@@ -57,7 +65,7 @@ mod tests {
 
     #[test]
     fn unknown_tools_and_commands_run_alone() {
-        let batches = partition(["bash", "bash", "nope", "grep", "glob"]);
+        let batches = partition(["bash", "bash", "nope", "grep", "glob"], builtin_safe);
         let shape: Vec<(bool, usize)> = batches
             .iter()
             .map(|b| (b.parallel, b.calls.len()))

@@ -16,10 +16,11 @@ const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 /// The model's description of `edit`.
 pub fn spec() -> ToolSpec {
     ToolSpec {
-        name: "edit",
+        name: "edit".into(),
         description: "Replace `old_string` with `new_string` in a file. `old_string` must match \
                       the file exactly (whitespace included) and occur exactly once, unless \
-                      `replace_all` is true. Read the file first. Returns a unified diff.",
+                      `replace_all` is true. Read the file first. Returns a unified diff."
+            .into(),
         input_schema: json!({
             "type": "object",
             "properties": {

@@ -19,9 +19,10 @@ const NOTE_ROOM: usize = 100;
 /// The model's description of `glob`.
 pub fn spec() -> ToolSpec {
     ToolSpec {
-        name: "glob",
+        name: "glob".into(),
         description: "Find files by path pattern, e.g. `**/*.rs` or `src/**/test_*.py` (`*` does \
-                      not cross `/`; `**` does). Honours .gitignore. Newest files first.",
+                      not cross `/`; `**` does). Honours .gitignore. Newest files first."
+            .into(),
         input_schema: json!({
             "type": "object",
             "properties": {

@@ -28,11 +28,12 @@ const NOTE_ROOM: usize = 200;
 /// The model's description of `grep`.
 pub fn spec() -> ToolSpec {
     ToolSpec {
-        name: "grep",
+        name: "grep".into(),
         description: "Search file contents with a regular expression (Rust regex syntax). \
                       Honours .gitignore; files newest first. `output`: `content` (matching \
                       lines as path:line:text, the default), `files` (paths only) or `count`. \
-                      `glob` filters files, e.g. `*.rs`. `context` adds lines around matches.",
+                      `glob` filters files, e.g. `*.rs`. `context` adds lines around matches."
+            .into(),
         input_schema: json!({
             "type": "object",
             "properties": {

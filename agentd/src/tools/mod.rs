@@ -122,9 +122,11 @@ pub fn specs() -> Vec<ToolSpec> {
     Tool::ALL.into_iter().map(Tool::spec).collect()
 }
 
-/// The error result for a call of a tool that does not exist.
-pub fn unknown_tool(name: &str) -> ToolOutput {
-    let names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+/// The error result for a call of a tool that does not exist; `more` are the other tools the
+/// model has (from MCP servers).
+pub fn unknown_tool<'a>(name: &str, more: impl IntoIterator<Item = &'a str>) -> ToolOutput {
+    let mut names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+    names.extend(more);
     ToolOutput::error(format!(
         "unknown tool `{name}`; the available tools are: {}",
         names.join(", ")

@@ -113,12 +113,14 @@ fn stat(pid: u32) -> Option<(u64, i32)> {
     Some((start, pgrp))
 }
 
-fn start_time(pid: i32) -> Option<u64> {
+/// Process `pid`'s start time in clock ticks since boot: with [`kill_group`], what tells a
+/// group of ours from one that reuses its id.
+pub fn start_time(pid: i32) -> Option<u64> {
     stat(u32::try_from(pid).ok()?).map(|(start, _)| start)
 }
 
-/// Kills every process of group `pgid` that started no earlier than `start`.
-fn kill_group(pgid: i32, start: u64) -> usize {
+/// Kills every process of group `pgid` that started no earlier than `start`; returns how many.
+pub fn kill_group(pgid: i32, start: u64) -> usize {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return 0;
     };

@@ -27,10 +27,11 @@ const SNIFF_BYTES: usize = 8192;
 /// The model's description of `read`.
 pub fn spec() -> ToolSpec {
     ToolSpec {
-        name: "read",
+        name: "read".into(),
         description: "Read a text file. Returns numbered lines (like `cat -n`). Reads up to 2000 \
                       lines from `offset` (1-based, default 1); use offset and limit to page \
-                      through long files. Paths are relative to the working directory.",
+                      through long files. Paths are relative to the working directory."
+            .into(),
         input_schema: json!({
             "type": "object",
             "properties": {

@@ -10,9 +10,10 @@ use crate::provider::ToolSpec;
 /// The model's description of `write`.
 pub fn spec() -> ToolSpec {
     ToolSpec {
-        name: "write",
+        name: "write".into(),
         description: "Create a file or replace its whole content. Missing parent directories are \
-                      created. Prefer `edit` for changing part of an existing file.",
+                      created. Prefer `edit` for changing part of an existing file."
+            .into(),
         input_schema: json!({
             "type": "object",
             "properties": {

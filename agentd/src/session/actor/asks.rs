@@ -10,14 +10,14 @@ use tokio::sync::oneshot;
 use kameo::prelude::*;
 
 use super::SessionActor;
+use crate::permission::ToolRef;
 use crate::permission::{self, Verdict};
 use crate::store::Record;
-use crate::tools::Tool;
 
 /// A permission request waiting for an answer.
 pub(super) struct PendingAsk {
     pub(super) answer: oneshot::Sender<Decision>,
-    pub(super) tool: Tool,
+    pub(super) tool: ToolRef,
     pub(super) args: Value,
 }
 
@@ -45,7 +45,7 @@ impl SessionActor {
         if msg.decision == Decision::AllowAlways {
             let (cwd, plan) = (self.cwd(), self.plan_file());
             let call = permission::Call {
-                tool: pending.tool,
+                tool: pending.tool.as_call(),
                 args: &pending.args,
                 cwd: &cwd,
                 plan_file: &plan,
@@ -92,7 +92,7 @@ pub struct Authorize {
     /// The run asking.
     pub run: RunId,
     /// The tool.
-    pub tool: Tool,
+    pub tool: ToolRef,
     /// Its arguments.
     pub args: Value,
     /// The call as the model made it.
@@ -116,7 +116,7 @@ impl Message<Authorize> for SessionActor {
         let run = self.active(msg.run)?;
         let (cwd, plan) = (self.cwd(), self.plan_file());
         let call = permission::Call {
-            tool: msg.tool,
+            tool: msg.tool.as_call(),
             args: &msg.args,
             cwd: &cwd,
             plan_file: &plan,
@@ -134,7 +134,7 @@ impl Message<Authorize> for SessionActor {
             Verdict::Ask(reason) if run.options.deny_unanswered => {
                 Ok(Authorization::Denied(match reason {
                     Some(reason) => format!("denied: nobody is there to ask, and {reason}"),
-                    None => permission::unattended_denial(msg.tool.class()),
+                    None => permission::unattended_denial(msg.tool.as_call().class()),
                 }))
             }
             Verdict::Ask(reason) => {
@@ -149,7 +149,7 @@ impl Message<Authorize> for SessionActor {
                     request,
                     PendingAsk {
                         answer,
-                        tool: msg.tool,
+                        tool: msg.tool.clone(),
                         args: msg.args.clone(),
                     },
                 );

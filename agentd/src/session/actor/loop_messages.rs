@@ -84,6 +84,8 @@ impl SessionActor {
             compaction: config.compaction,
             processes: self.env.processes.clone(),
             env: Arc::new(self.command_env(&config)),
+            mcp: self.env.mcp.clone(),
+            id: self.info.id.clone(),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
