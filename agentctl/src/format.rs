@@ -45,6 +45,32 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A table: columns padded to their widest cell, the last one left as it is.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    for row in std::iter::once(&header).chain(rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let pad = widths.get(i).copied().unwrap_or(0);
+                line.push_str(&format!("{cell:<pad$}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +83,18 @@ mod tests {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 * 1024 * 1024), "3.0 MiB");
         assert_eq!(duration(192_000), "3m 12s");
+    }
+
+    #[test]
+    fn tables_pad_all_but_the_last_column() {
+        let rows = vec![vec![
+            "a".to_string(),
+            "long cell".to_string(),
+            "x".to_string(),
+        ]];
+        assert_eq!(
+            super::table(&["NAME", "B", "LAST"], &rows),
+            "NAME  B          LAST\na     long cell  x\n"
+        );
     }
 }

@@ -46,8 +46,9 @@ enum Command {
         /// Stop after this many model replies that ask for tools (0: no limit; default 100).
         #[arg(long)]
         max_turns: Option<u32>,
-        /// Allow without asking: `write` (file changes) or `bash` (commands). Repeatable.
-        #[arg(long, value_name = "write|bash")]
+        /// Allow without asking: `write` (file changes), `bash` (commands) or `mcp` (tools of
+        /// MCP servers). Repeatable.
+        #[arg(long, value_name = "write|bash|mcp")]
         allow: Vec<AllowKind>,
         /// Allow everything without asking.
         #[arg(long, short = 'y')]
@@ -157,6 +158,11 @@ enum Command {
         #[arg(long)]
         title: Option<String>,
     },
+    /// The MCP servers of config.toml and their state.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Delete a session and its history.
     Rm {
         /// The session id (or an unambiguous prefix).
@@ -174,6 +180,20 @@ enum AllowKind {
     Write,
     /// Commands (bash).
     Bash,
+    /// Tools of MCP servers.
+    Mcp,
+}
+
+#[derive(Subcommand)]
+enum McpAction {
+    /// List the configured servers: transport, scope, state, pid, tools and last error.
+    ///
+    /// Example: `agentctl mcp list --json`
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -274,10 +294,15 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 .map(|a| match a {
                     AllowKind::Write => PermissionClass::Write,
                     AllowKind::Bash => PermissionClass::Command,
+                    AllowKind::Mcp => PermissionClass::Mcp,
                 })
                 .collect();
             if yes {
-                grants = vec![PermissionClass::Write, PermissionClass::Command];
+                grants = vec![
+                    PermissionClass::Write,
+                    PermissionClass::Command,
+                    PermissionClass::Mcp,
+                ];
             }
             let args = commands::run::RunArgs {
                 prompt,
@@ -358,5 +383,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             commands::sessions::new(&paths, mode, model, title).await
         }
         Command::Rm { id, force } => commands::sessions::remove(&paths, id, force).await,
+        Command::Mcp {
+            action: McpAction::List { json },
+        } => commands::mcp::list(&paths, json).await,
     }
 }

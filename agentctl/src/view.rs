@@ -56,6 +56,20 @@ impl Style {
 }
 
 /// One line describing a tool call: `read README.md`, `bash cargo test`.
+/// How a tool's name is shown: `server/tool` for a tool of an MCP server (named
+/// `mcp__<server>__<tool>` for the model), the name itself otherwise.
+pub fn tool_label(name: &str) -> String {
+    match name
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+            format!("{server}/{tool}")
+        }
+        _ => name.to_string(),
+    }
+}
+
 pub fn tool_summary(name: &str, args: &str) -> String {
     let value: Value = serde_json::from_str(args).unwrap_or(Value::Null);
     let field = |key: &str| value[key].as_str().unwrap_or_default().to_string();
@@ -81,6 +95,7 @@ pub fn tool_summary(name: &str, args: &str) -> String {
         "glob" => field("pattern"),
         _ => args.to_string(),
     };
+    let name = tool_label(name);
     let detail: String = if detail.chars().count() > 100 {
         detail.chars().take(100).collect::<String>() + "…"
     } else {
@@ -228,7 +243,7 @@ impl HumanView {
             .iter()
             .find(|(call, _)| call == id)
             .map(|(_, s)| s.clone())
-            .unwrap_or_else(|| name.to_string())
+            .unwrap_or_else(|| tool_label(name))
     }
 
     /// Shows a note of the client's own, dimmed.

@@ -161,5 +161,13 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
     if let Some(error) = status.config_error {
         println!("config    ERROR, previous configuration kept: {error}");
     }
+    if status.mcp_servers.is_empty() {
+        println!("mcp       no servers configured");
+    } else {
+        println!("mcp servers:");
+        for line in super::mcp::table(&status.mcp_servers).lines() {
+            println!("  {line}");
+        }
+    }
     Ok(0)
 }

@@ -2,6 +2,7 @@
 
 pub mod chat;
 pub mod daemon;
+pub mod mcp;
 pub mod oneshot;
 pub mod run;
 pub mod sessions;

@@ -44,7 +44,7 @@ fn session_json(s: &SessionInfo) -> serde_json::Value {
 
 fn print_table(sessions: &[SessionInfo]) {
     let now = format::now_ms();
-    let rows: Vec<[String; 6]> = sessions
+    let rows: Vec<Vec<String>> = sessions
         .iter()
         .map(|s| {
             [
@@ -58,6 +58,7 @@ fn print_table(sessions: &[SessionInfo]) {
                     None => s.cwd.clone(),
                 },
             ]
+            .into()
         })
         .collect();
     let header = [
@@ -68,27 +69,7 @@ fn print_table(sessions: &[SessionInfo]) {
         "ACTIVE",
         "DIRECTORY / TITLE",
     ];
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let line = |cells: [&str; 6]| {
-        let mut out = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
-            }
-        }
-        println!("{out}");
-    };
-    line(header);
-    for row in &rows {
-        line(row.each_ref().map(String::as_str));
-    }
+    print!("{}", format::table(&header, &rows));
 }
 
 /// Creates a session in the current directory and prints its id.
