@@ -3,6 +3,7 @@
 //! server that speaks the providers' wire formats.
 
 pub mod fuzz;
+pub mod mcp;
 pub mod model_server;
 pub mod pty;
 
@@ -590,6 +591,13 @@ pub async fn group_is_gone(pgid: i32) -> bool {
     }
 }
 
+/// The process group of process `pid`, while it lives.
+pub fn process_group(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
 /// Whether any live (not zombie) process is in group `pgid`.
 pub fn live_members(pgid: i32) -> bool {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -667,4 +675,23 @@ pub fn process_cpu(pid: u32) -> Duration {
 /// The `p` quantile (0 to 1) of sorted durations (benchmarks).
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Asks the daemon's status until it has read its configuration `generation` times.
+pub async fn wait_for_config(client: &Client, generation: u64) -> protocol::DaemonStatus {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let Reply::Status(status) = client.request(Request::Status).await.expect("status") else {
+            panic!("Status answered with something else")
+        };
+        if status.config_generation >= generation {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon did not see the config change"
+        );
+        // The change arrives through the file watcher; there is no event to wait on.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

@@ -502,24 +502,6 @@ async fn a_thousand_stored_sessions_are_listed_after_a_restart_without_loading_t
     );
 }
 
-async fn wait_for_config(client: &Client, generation: u64) -> protocol::DaemonStatus {
-    let deadline = std::time::Instant::now() + tests::WAIT;
-    loop {
-        let Reply::Status(status) = client.request(Request::Status).await.unwrap() else {
-            panic!()
-        };
-        if status.config_generation >= generation {
-            return status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the daemon did not see the config change"
-        );
-        // The change arrives through the file watcher; there is no event to wait on.
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_config_change_applies_to_the_next_run_and_a_broken_one_is_kept_out() {
     let home = Home::new();
@@ -539,14 +521,14 @@ async fn a_config_change_applies_to_the_next_run_and_a_broken_one_is_kept_out() 
     until_finished(&mut incoming).await;
 
     std::fs::write(&config, "model = \"model-b\"\n").unwrap();
-    let status = wait_for_config(&client, 2).await;
+    let status = tests::wait_for_config(&client, 2).await;
     assert_eq!(status.config_error, None);
     start_run(&client, &session, "two", run_options(&server)).await;
     until_finished(&mut incoming).await;
 
     let generation = status.config_generation;
     std::fs::write(&config, "model = \"model-c\"\nmax_turns = \"lots\"\n").unwrap();
-    let status = wait_for_config(&client, generation + 1).await;
+    let status = tests::wait_for_config(&client, generation + 1).await;
     let error = status.config_error.expect("the error is shown");
     assert!(error.contains("config.toml:2:"), "{error}");
     let shown = String::from_utf8(daemon.home.run_agentctl(&["daemon", "status"]).stdout).unwrap();

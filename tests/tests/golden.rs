@@ -101,6 +101,7 @@ fn requests() -> Vec<Request> {
             force: true,
         },
         Request::Status,
+        Request::McpList,
         Request::Shutdown,
     ]
 }
@@ -228,8 +229,23 @@ fn replies() -> Vec<Reply> {
             data_dir: "/home/u/.local/share/agentd".into(),
             config_error: None,
             config_generation: 1,
+            mcp_servers: vec![mcp_server()],
         }),
+        Reply::McpServers(vec![mcp_server()]),
     ]
+}
+
+fn mcp_server() -> McpServerInfo {
+    McpServerInfo {
+        name: "github".into(),
+        transport: "stdio".into(),
+        scope: "session".into(),
+        session: Some(session()),
+        state: "ready".into(),
+        pid: Some(4343),
+        tools: 12,
+        last_error: None,
+    }
 }
 
 fn request_name(request: &Request) -> &'static str {
@@ -246,6 +262,7 @@ fn request_name(request: &Request) -> &'static str {
         Request::Compact { .. } => "Compact",
         Request::DeleteSession { .. } => "DeleteSession",
         Request::Status => "Status",
+        Request::McpList => "McpList",
         Request::Shutdown => "Shutdown",
     }
 }
@@ -259,6 +276,7 @@ fn reply_name(reply: &Reply) -> &'static str {
         Reply::Subscribed(_) => "Subscribed",
         Reply::Sent { .. } => "Sent",
         Reply::Status(_) => "Status",
+        Reply::McpServers(_) => "McpServers",
     }
 }
 
@@ -358,8 +376,8 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 13);
-    assert_eq!(replies.len(), 7);
+    assert_eq!(requests.len(), 14);
+    assert_eq!(replies.len(), 8);
     assert_eq!(events.len(), 20);
 }
 
