@@ -132,3 +132,101 @@ pub async fn http_server(events: &ServerEvents) -> (tokio::process::Child, Strin
         .to_string();
     (child, url)
 }
+
+/// A daemon whose config names test MCP servers, a scripted model, and one session watched by
+/// a client: what most MCP tests start from.
+pub struct McpSetup {
+    /// Where the servers report.
+    pub events: ServerEvents,
+    /// The scripted model.
+    pub model: crate::model_server::ModelServer,
+    /// The daemon.
+    pub daemon: crate::Daemon,
+    /// The session's directory.
+    pub project: TempDir,
+    /// A client subscribed to the session.
+    pub client: protocol::client::Client,
+    /// The session.
+    pub session: protocol::SessionId,
+    /// The client's events.
+    pub incoming: tokio::sync::mpsc::UnboundedReceiver<protocol::client::Incoming>,
+}
+
+impl McpSetup {
+    /// Starts it all; `config` makes the MCP part of `config.toml` from the events socket.
+    pub async fn start(
+        config: impl FnOnce(&ServerEvents) -> String,
+        script: Vec<crate::model_server::Scripted>,
+        daemon_env: &[(&str, &str)],
+    ) -> McpSetup {
+        let events = ServerEvents::new();
+        let home = crate::Home::with_config(&format!(
+            "retry_base_ms = 5\nretry_max_ms = 20\n{}",
+            config(&events)
+        ));
+        let project = tempfile::tempdir().expect("project directory");
+        let model = crate::model_server::ModelServer::start(script).await;
+        let daemon = crate::Daemon::start_with(home, daemon_env);
+        let (client, session, incoming) = crate::session_in(&daemon, project.path()).await;
+        McpSetup {
+            events,
+            model,
+            daemon,
+            project,
+            client,
+            session,
+            incoming,
+        }
+    }
+
+    /// Run options against the scripted model that allow writes, commands and MCP calls.
+    pub fn options(&self) -> protocol::RunOptions {
+        let mut options = crate::run_options(&self.model);
+        options.grants.push(protocol::PermissionClass::Mcp);
+        options
+    }
+
+    /// Runs `prompt` with `options` to its end; returns its events.
+    pub async fn run_with(
+        &mut self,
+        prompt: &str,
+        options: protocol::RunOptions,
+    ) -> Vec<protocol::SessionEvent> {
+        crate::start_run(&self.client, &self.session, prompt, options).await;
+        crate::until_finished(&mut self.incoming).await
+    }
+
+    /// Runs `prompt` with MCP calls allowed; returns its events.
+    pub async fn run(&mut self, prompt: &str) -> Vec<protocol::SessionEvent> {
+        let options = self.options();
+        self.run_with(prompt, options).await
+    }
+
+    /// `agentctl mcp list --json`.
+    pub fn mcp_list(&self) -> Vec<serde_json::Value> {
+        let output = self.daemon.home.run_agentctl(&["mcp", "list", "--json"]);
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .expect("a JSON array")
+    }
+}
+
+/// The tool names and the system prompt of a request to the model.
+pub fn offered(request: &serde_json::Value) -> (Vec<String>, String) {
+    let names = request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let system = match &request["system"] {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    (names, system)
+}

@@ -286,43 +286,29 @@ mod tests {
 
     #[test]
     fn broken_entries_say_what_is_wrong() {
-        assert!(parse("a", "").unwrap_err().contains("give `command`"));
-        assert!(
-            parse("a", "command = \"x\"\nurl = \"http://y\"\n")
-                .unwrap_err()
-                .contains("not both")
-        );
-        assert!(
-            parse("a", "url = \"ftp://y\"\n")
-                .unwrap_err()
-                .contains("not an http")
-        );
-        assert!(
-            parse("a", "url = \"http://y\"\nheaders = { A = \"${NOPE}\" }\n")
-                .unwrap_err()
-                .contains("${NOPE}")
-        );
-        assert!(
-            parse("a b", "command = \"x\"\n")
-                .unwrap_err()
-                .contains("name")
-        );
-        assert!(
-            parse("a__b", "command = \"x\"\n")
-                .unwrap_err()
-                .contains("name")
-        );
-        assert!(
-            parse("a", "url = \"http://y\"\nheaders = { Accept = \"x\" }\n")
-                .unwrap_err()
-                .contains("set by the MCP transport")
-        );
+        let cases = [
+            ("a", "", "give `command`"),
+            ("a", "command = \"x\"\nurl = \"http://y\"\n", "not both"),
+            ("a", "url = \"ftp://y\"\n", "not an http"),
+            (
+                "a",
+                "url = \"http://y\"\nheaders = { A = \"${NOPE}\" }\n",
+                "${NOPE}",
+            ),
+            ("a b", "command = \"x\"\n", "name"),
+            ("a__b", "command = \"x\"\n", "name"),
+            (
+                "a",
+                "url = \"http://y\"\nheaders = { Accept = \"x\" }\n",
+                "set by the MCP transport",
+            ),
+            ("a", "command = \"x\"\nsope = \"daemon\"\n", "sope"),
+        ];
+        for (name, text, expected) in cases {
+            let error = parse(name, text).unwrap_err();
+            assert!(error.contains(expected), "{name} {text:?}: {error}");
+        }
         let http = parse("a", "url = \"http://y\"\nheaders = { A = \"${TOKEN}\" }\n").unwrap();
         assert!(!format!("{http:?}").contains("s3cret"));
-        assert!(
-            parse("a", "command = \"x\"\nsope = \"daemon\"\n")
-                .unwrap_err()
-                .contains("sope")
-        );
     }
 }

@@ -14,19 +14,16 @@ use kameo::prelude::*;
 use protocol::{Delivery, Event, ModelStopReason, RunId, StopReason, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
-use super::actor::{
-    ApplyCompaction, Authorization, Authorize, BeginTurn, Emit, Expire, NextQueued, Push,
-    SessionActor, TurnInput,
-};
+mod calls;
+
+use super::actor::{ApplyCompaction, BeginTurn, Emit, NextQueued, Push, SessionActor, TurnInput};
 use crate::compact;
 use crate::health::HealthMonitor;
-use crate::history::{AssistantReply, Message, ToolCall, ToolResult};
-use crate::mcp::{McpHub, McpTool, SessionSide, Toolset};
-use crate::permission::ToolRef;
+use crate::history::{AssistantReply, Message, ToolCall};
+use crate::mcp::{McpHub, SessionSide, Toolset};
 use crate::provider::retry::{self, Retry, RetryPolicy};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta, ToolSpec};
-use crate::tools::gate::EffectGate;
-use crate::tools::{self, Tool, ToolContext, ToolOutput, ToolPool, batch};
+use crate::tools::{self, Tool, ToolPool, batch};
 
 /// The result text of a call that was not run because the turn limit was reached.
 pub const NOT_EXECUTED_MAX_TURNS: &str = "(not executed: reached max turns)";
@@ -487,182 +484,6 @@ impl Run {
             Err(err) => Err(err.into()),
         }
     }
-
-    /// Orders `done` by call and answers every call without a result with `reason`, so that
-    /// each call in the history has exactly one result.
-    fn fill(&self, calls: &[ToolCall], done: Vec<ToolResult>, reason: &str) -> Vec<ToolResult> {
-        calls
-            .iter()
-            .map(|call| match done.iter().find(|r| r.call_id == call.id) {
-                Some(result) => result.clone(),
-                None => {
-                    let result = ToolResult {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        output: reason.to_string(),
-                        is_error: true,
-                    };
-                    self.emit(result_event(&result, 0));
-                    result
-                }
-            })
-            .collect()
-    }
-
-    /// Runs the calls batch by batch; a batch of concurrency-safe calls runs in parallel. Calls
-    /// not started before a cancel are left without a result.
-    async fn execute(&self, calls: &[ToolCall]) -> Result<Vec<ToolResult>, Gone> {
-        let mut results = Vec::with_capacity(calls.len());
-        let safe = |name: &str| self.concurrency_safe(name);
-        for batch in batch::partition(calls.iter().map(|c| c.name.as_str()), safe) {
-            if self.cancel().is_cancelled() {
-                break;
-            }
-            // A batch's calls are announced together, before any of them runs.
-            for &i in &batch.calls {
-                self.emit(Event::ToolCall(calls[i].info()));
-            }
-            let runs = batch.calls.iter().map(|&i| self.execute_one(&calls[i]));
-            for result in futures::future::join_all(runs).await {
-                if let Some(result) = result? {
-                    results.push(result);
-                }
-            }
-        }
-        Ok(results)
-    }
-
-    /// Runs one (announced) call after its permission check; `None` when the run was
-    /// cancelled first.
-    async fn execute_one(&self, call: &ToolCall) -> Result<Option<ToolResult>, Gone> {
-        let started = Instant::now();
-        let output = match self.prepare(call).await? {
-            Prepared::Run(target, args) => {
-                let gate = Arc::new(EffectGate::new());
-                let job: tools::pool::ToolJob = match target {
-                    Target::Builtin(tool) => {
-                        let ctx = ToolContext {
-                            cwd: self.setup.cwd.clone(),
-                            cancel: self.cancel().clone(),
-                            bash_timeout: self.setup.bash_timeout,
-                            files: self.setup.files.clone(),
-                            gate: gate.clone(),
-                            processes: self.setup.processes.clone(),
-                            env: self.setup.env.clone(),
-                        };
-                        Box::pin(tools::execute(tool, args, ctx))
-                    }
-                    Target::Mcp(tool) => {
-                        let (hub, side, cancel) = (
-                            self.setup.mcp.clone(),
-                            self.side.clone(),
-                            self.cancel().clone(),
-                        );
-                        Box::pin(async move { hub.call(&side, &tool, args, &cancel).await })
-                    }
-                };
-                // A call overtaken by a cancel while it waited for an executor never starts.
-                match self.setup.tools.run(job, self.cancel(), gate).await {
-                    Some(output) => output,
-                    None => return Ok(None),
-                }
-            }
-            Prepared::Refused(output) => output,
-            Prepared::Interrupted => return Ok(None),
-        };
-        let result = ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            output: output.output,
-            is_error: output.is_error,
-        };
-        self.emit(result_event(&result, started.elapsed().as_millis() as u64));
-        Ok(Some(result))
-    }
-
-    /// Checks the tool, its arguments and the permission to run it.
-    async fn prepare(&self, call: &ToolCall) -> Result<Prepared, Gone> {
-        let target = match Tool::from_name(&call.name) {
-            Some(tool) => Target::Builtin(tool),
-            None => match self.toolset.get(&call.name) {
-                Some(tool) => Target::Mcp(tool.clone()),
-                // A server that was down when the turn began may be back (or say why not).
-                None => match self
-                    .setup
-                    .mcp
-                    .find(&self.side, &call.name, self.cancel())
-                    .await
-                {
-                    Some(Ok(tool)) => Target::Mcp(tool),
-                    Some(Err(output)) => return Ok(Prepared::Refused(output)),
-                    None => {
-                        let more = self.toolset.tools.iter().map(|t| t.name.as_str());
-                        return Ok(Prepared::Refused(tools::unknown_tool(&call.name, more)));
-                    }
-                },
-            },
-        };
-        let args = match call.args_json() {
-            Ok(args) if args.is_object() => args,
-            Ok(_) => {
-                return Ok(Prepared::Refused(ToolOutput::error(
-                    "the arguments must be a JSON object",
-                )));
-            }
-            Err(err) => {
-                return Ok(Prepared::Refused(ToolOutput::error(format!(
-                    "the arguments are not valid JSON ({err}); send the call again"
-                ))));
-            }
-        };
-        if self.cancel().is_cancelled() {
-            return Ok(Prepared::Interrupted);
-        }
-        let authorization = self
-            .setup
-            .session
-            .ask(Authorize {
-                run: self.setup.run,
-                tool: target.permission(),
-                args: args.clone(),
-                call: call.info(),
-            })
-            .await?;
-        let decision = match authorization {
-            Authorization::Allowed => return Ok(Prepared::Run(target, args)),
-            Authorization::Denied(reason) => {
-                return Ok(Prepared::Refused(ToolOutput::error(reason)));
-            }
-            Authorization::Pending(request, answer) => {
-                let timeout = self.setup.permission_timeout;
-                let expired = async {
-                    match timeout {
-                        Some(after) => tokio::time::sleep(after).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    decision = answer => decision,
-                    () = self.cancel().cancelled() => return Ok(Prepared::Interrupted),
-                    () = expired => {
-                        self.setup.session.ask(Expire(request)).await?;
-                        return Ok(Prepared::Refused(ToolOutput::error(format!(
-                            "denied: nobody answered the permission request within {} s",
-                            timeout.unwrap_or_default().as_secs()
-                        ))));
-                    }
-                }
-            }
-        };
-        Ok(match decision {
-            Ok(protocol::Decision::Allow | protocol::Decision::AllowAlways) => {
-                Prepared::Run(target, args)
-            }
-            Ok(protocol::Decision::Deny) | Err(_) => Prepared::Refused(ToolOutput::error(
-                "denied: the user did not allow this call",
-            )),
-        })
-    }
 }
 
 /// What a compaction came to.
@@ -671,43 +492,6 @@ enum Compaction {
     Nothing,
     Cancelled,
     Failed(ProviderError),
-}
-
-/// What a call runs: a built-in tool or an MCP server's.
-enum Target {
-    Builtin(Tool),
-    Mcp(McpTool),
-}
-
-impl Target {
-    /// What the permission check is told of the tool.
-    fn permission(&self) -> ToolRef {
-        match self {
-            Target::Builtin(tool) => ToolRef::Builtin(*tool),
-            Target::Mcp(tool) => ToolRef::Mcp {
-                server: tool.server.clone(),
-                tool: tool.tool.clone(),
-                allowed: tool.allowed,
-            },
-        }
-    }
-}
-
-/// A call ready to run, refused, or overtaken by a cancel.
-enum Prepared {
-    Run(Target, serde_json::Value),
-    Refused(ToolOutput),
-    Interrupted,
-}
-
-fn result_event(result: &ToolResult, duration_ms: u64) -> Event {
-    Event::ToolResult {
-        id: result.call_id.clone(),
-        name: result.name.clone(),
-        is_error: result.is_error,
-        output: result.output.clone(),
-        duration_ms,
-    }
 }
 
 #[cfg(test)]
