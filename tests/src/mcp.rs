@@ -99,6 +99,15 @@ pub fn stdio_entry(name: &str, events: &ServerEvents, extra: &str) -> String {
     )
 }
 
+/// The same entry for a server that reports nothing (benchmarks: a report per call would be
+/// part of the server's own time, and reports nobody reads would fill the socket's backlog).
+pub fn quiet_entry(name: &str, extra: &str) -> String {
+    format!(
+        "[mcp_servers.{name}]\ncommand = {:?}\n{extra}\n",
+        crate::binary("mcp_server").display().to_string(),
+    )
+}
+
 /// The pid in a `started PID` event.
 pub fn started_pid(event: &str) -> i32 {
     event
@@ -107,11 +116,15 @@ pub fn started_pid(event: &str) -> i32 {
         .unwrap_or_else(|| panic!("not a start event: {event}"))
 }
 
-/// Starts the test server over Streamable HTTP; returns it (killed on drop) and its URL.
-pub async fn http_server(events: &ServerEvents) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(crate::binary("mcp_server"))
+/// Starts the test server over Streamable HTTP, reporting to `events` if given; returns it
+/// (killed on drop) and its URL.
+pub async fn http_server(events: Option<&ServerEvents>) -> (tokio::process::Child, String) {
+    let mut command = tokio::process::Command::new(crate::binary("mcp_server"));
+    if let Some(events) = events {
+        command.env("MCP_TEST_EVENTS", events.path());
+    }
+    let mut child = command
         .arg("--http")
-        .env("MCP_TEST_EVENTS", events.path())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()

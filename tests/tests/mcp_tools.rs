@@ -100,7 +100,7 @@ async fn tools_are_offered_with_their_schema_and_their_results_reach_the_history
 #[tokio::test]
 async fn a_streamable_http_server_works_like_a_stdio_one() {
     let events = tests::mcp::ServerEvents::new();
-    let (_server, url) = http_server(&events).await;
+    let (_server, url) = http_server(Some(&events)).await;
     let mut t = McpSetup::start(
         |_| format!(
             "[mcp_servers.web]\nurl = {url:?}\nheaders = {{ Authorization = \"Bearer ${{MCP_TEST_TOKEN}}\" }}\n"

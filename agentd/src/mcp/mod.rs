@@ -24,7 +24,7 @@ use crate::config::ConfigState;
 use crate::tools::ToolOutput;
 use crate::tools::processes::ProcessRecords;
 use config::{McpScope, McpServerConfig};
-use server::{Instance, Launch};
+use server::{Instance, Launch, LaunchEnv};
 pub use toolset::{McpTool, Toolset};
 
 /// An instance's key: the server's name, and the session for `session` scope.
@@ -83,6 +83,18 @@ impl McpHub {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The enabled server called `name` in the configuration in force.
+    fn configured_one(&self, name: &str) -> Option<McpServerConfig> {
+        let state = self.inner.config.borrow();
+        state
+            .config
+            .mcp
+            .servers
+            .iter()
+            .find(|s| s.enabled && s.name == name)
+            .cloned()
+    }
+
     /// The enabled servers of the configuration in force.
     fn configured(&self) -> Vec<McpServerConfig> {
         let state = self.inner.config.borrow();
@@ -115,15 +127,12 @@ impl McpHub {
 
     fn launch(&self, config: &McpServerConfig, session: &SessionSide) -> Launch {
         let (cwd, env) = match config.scope {
-            McpScope::Session => (session.cwd.clone(), session.env.clone()),
+            McpScope::Session => (session.cwd.clone(), LaunchEnv::Session(session.env.clone())),
             McpScope::Daemon => {
                 let shell_env = self.inner.config.borrow().config.shell_env.clone();
                 let home =
                     std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-                (
-                    home,
-                    Arc::new(shell_env.for_commands(&crate::shell_env::current())),
-                )
+                (home, LaunchEnv::Daemon(shell_env))
             }
         };
         Launch {
@@ -172,7 +181,7 @@ impl McpHub {
         cancel: &CancellationToken,
     ) -> Option<Result<McpTool, ToolOutput>> {
         let (server, _) = names::split(name)?;
-        let config = self.configured().into_iter().find(|c| c.name == server)?;
+        let config = self.configured_one(server)?;
         let instance = self.instance(&config, session);
         let launch = self.launch(&config, session);
         let listing = tokio::select! {
@@ -209,11 +218,7 @@ impl McpHub {
         args: Value,
         cancel: &CancellationToken,
     ) -> ToolOutput {
-        let Some(config) = self
-            .configured()
-            .into_iter()
-            .find(|c| c.name == tool.server)
-        else {
+        let Some(config) = self.configured_one(&tool.server) else {
             return ToolOutput::error(format!(
                 "MCP server `{}` is no longer configured",
                 tool.server

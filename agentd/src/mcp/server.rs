@@ -39,11 +39,29 @@ pub struct Launch {
     /// The directory a stdio server runs in, unless its entry names one.
     pub cwd: PathBuf,
     /// The environment a stdio server runs with, before its entry's `env`.
-    pub env: Arc<Vec<(String, String)>>,
+    pub env: LaunchEnv,
     /// The HTTP client for Streamable HTTP servers.
     pub http: reqwest::Client,
     /// Where server process groups are recorded, for the next daemon after a crash.
     pub processes: ProcessRecords,
+}
+
+/// Where a server's environment comes from; the daemon's own is read only when a server starts.
+#[derive(Clone)]
+pub enum LaunchEnv {
+    /// A session's (already filtered).
+    Session(Arc<Vec<(String, String)>>),
+    /// The daemon's, filtered by these settings.
+    Daemon(crate::shell_env::ShellEnv),
+}
+
+impl LaunchEnv {
+    fn resolve(&self) -> Vec<(String, String)> {
+        match self {
+            LaunchEnv::Session(env) => env.to_vec(),
+            LaunchEnv::Daemon(settings) => settings.for_commands(&crate::shell_env::current()),
+        }
+    }
 }
 
 /// What `agentctl mcp list` shows of an instance.
@@ -303,7 +321,7 @@ impl Instance {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
                     .env_clear()
-                    .envs(launch.env.iter().map(|(k, v)| (k, v)))
+                    .envs(launch.env.resolve())
                     .envs(env)
                     .current_dir(match cwd {
                         Some(dir) => launch.cwd.join(dir),

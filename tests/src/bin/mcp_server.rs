@@ -274,6 +274,8 @@ async fn serve_http() {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
+        // Small responses go out at once (no Nagle wait for the client's delayed ACK).
+        let _ = stream.set_nodelay(true);
         let service = service.clone();
         tokio::spawn(async move {
             let _ =

@@ -325,10 +325,13 @@ impl Run {
                 cumulative: self.usage,
             });
             let call_refs: Vec<&ToolCall> = calls.iter().collect();
+            // A tool of a configured server counts even when the server is down.
             let known = |name: &str| {
                 Tool::from_name(name).is_some()
                     || self.toolset.get(name).is_some()
-                    || crate::mcp::names::split(name).is_some()
+                    || crate::mcp::names::split(name).is_some_and(|(server, _)| {
+                        self.toolset.servers.iter().any(|s| s.name == server)
+                    })
             };
             for report in self.health.observe_reply(&call_refs, known) {
                 self.emit(Event::Health {
