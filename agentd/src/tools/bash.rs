@@ -74,6 +74,8 @@ async fn run_command(
         return Ok((Ending::Cancelled, String::new()));
     }
     let (reader, writer) = std::io::pipe()?;
+    // Recorded before it starts: a daemon killed right after the start still leaves a trace.
+    let pending = ctx.processes.prepare(command);
     let mut child = {
         let mut cmd = tokio::process::Command::new("bash");
         cmd.arg("-c")
@@ -86,6 +88,7 @@ async fn run_command(
             .env("PAGER", "cat")
             .env("GIT_PAGER", "cat")
             .envs(ctx.env.iter().map(|(k, v)| (k, v)))
+            .env(pending.env().0, pending.env().1)
             .process_group(0)
             .kill_on_drop(true);
         // The command (and its copies of the pipe's write end) is dropped here, so the reader
@@ -94,7 +97,7 @@ async fn run_command(
     };
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     // Dropped after the group is killed (in reverse order of declaration).
-    let _recorded = pgid.map(|pgid| ctx.processes.record(pgid, command));
+    let _recorded = pgid.map(|pgid| pending.started(pgid));
     let group = ProcessGroup(pgid);
     let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
     let mut collect = tokio::spawn(async move {

@@ -5,6 +5,11 @@
 //! A record is a small file `<data>/commands/<pgid>` holding the boot, the group leader's start
 //! time and the command. Only processes of that group started no earlier than its leader, in
 //! the same boot, are killed, so a recycled process id is never mistaken for ours.
+//!
+//! A process id is known only once the process runs, and a daemon may die in between: so a
+//! record is first written under a fresh marker (`<data>/commands/pending-<marker>`), which the
+//! process gets in its environment (`AGENTD_PROCESS`), and replaced once the group is known.
+//! The next daemon kills the processes that carry the marker of a record left pending.
 
 use std::path::{Path, PathBuf};
 
@@ -19,9 +24,76 @@ pub struct ProcessRecords {
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {
     boot: String,
-    pgid: i32,
+    /// The group, once known; a pending record has only its marker.
+    pgid: Option<i32>,
     start: u64,
     command: String,
+    #[serde(default)]
+    marker: Option<String>,
+}
+
+/// The variable that carries a process's marker.
+pub const MARKER_VAR: &str = "AGENTD_PROCESS";
+
+/// A record written before its process starts; [`Pending::started`] completes it.
+#[derive(Debug)]
+pub struct Pending {
+    dir: Option<PathBuf>,
+    path: Option<PathBuf>,
+    marker: String,
+    command: String,
+}
+
+impl Pending {
+    /// The variable to start the process with, so that it can be found before its group is
+    /// recorded.
+    pub fn env(&self) -> (&'static str, &str) {
+        (MARKER_VAR, &self.marker)
+    }
+
+    /// The process started as the leader of group `pgid`: the record says so, and is removed
+    /// when the returned guard is dropped.
+    pub fn started(mut self, pgid: i32) -> Recorded {
+        let pending = self.path.take();
+        let recorded = match &self.dir {
+            Some(dir) => write_entry(dir, pgid, &self.command, Some(&self.marker)),
+            None => Recorded(None),
+        };
+        if let Some(path) = pending {
+            let _ = std::fs::remove_file(path);
+        }
+        recorded
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // The process never started.
+        if let Some(path) = self.path.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Writes the record of group `pgid` into `dir`.
+fn write_entry(dir: &Path, pgid: i32, command: &str, marker: Option<&str>) -> Recorded {
+    let entry = Entry {
+        boot: boot_id(),
+        pgid: Some(pgid),
+        start: start_time(pgid).unwrap_or(0),
+        command: command.chars().take(200).collect(),
+        marker: marker.map(str::to_string),
+    };
+    let path = dir.join(pgid.to_string());
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, serde_json::to_vec(&entry).unwrap_or_default()));
+    match written {
+        Ok(()) => Recorded(Some(path)),
+        Err(err) => {
+            tracing::warn!(path = %path.display(), "cannot record a command's process group: {err}");
+            Recorded(None)
+        }
+    }
 }
 
 /// Removes its record when the command is over.
@@ -44,24 +116,42 @@ impl ProcessRecords {
 
     /// Records that process group `pgid` (its leader just started) runs `command`.
     pub fn record(&self, pgid: i32, command: &str) -> Recorded {
-        let Some(dir) = &self.dir else {
-            return Recorded(None);
-        };
-        let entry = Entry {
-            boot: boot_id(),
-            pgid,
-            start: start_time(pgid).unwrap_or(0),
-            command: command.chars().take(200).collect(),
-        };
-        let path = dir.join(pgid.to_string());
-        let written = std::fs::create_dir_all(dir)
-            .and_then(|()| std::fs::write(&path, serde_json::to_vec(&entry).unwrap_or_default()));
-        match written {
-            Ok(()) => Recorded(Some(path)),
-            Err(err) => {
-                tracing::warn!(path = %path.display(), "cannot record a command's process group: {err}");
-                Recorded(None)
-            }
+        match &self.dir {
+            Some(dir) => write_entry(dir, pgid, command, None),
+            None => Recorded(None),
+        }
+    }
+
+    /// Records, before it starts, that a process will run `command`: it is to be started with
+    /// [`Pending::env`], then [`Pending::started`] told its group.
+    pub fn prepare(&self, command: &str) -> Pending {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let marker = format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let command: String = command.chars().take(200).collect();
+        let path = self.dir.as_ref().and_then(|dir| {
+            let entry = Entry {
+                boot: boot_id(),
+                pgid: None,
+                start: 0,
+                command: command.clone(),
+                marker: Some(marker.clone()),
+            };
+            let path = dir.join(format!("pending-{marker}"));
+            std::fs::create_dir_all(dir)
+                .and_then(|()| std::fs::write(&path, serde_json::to_vec(&entry).unwrap_or_default()))
+                .inspect_err(|err| tracing::warn!(path = %path.display(), "cannot record a command before it starts: {err}"))
+                .ok()
+                .map(|()| path)
+        });
+        Pending {
+            dir: self.dir.clone(),
+            path,
+            marker,
+            command,
         }
     }
 
@@ -82,9 +172,13 @@ impl ProcessRecords {
             if let Some(entry) = entry
                 && entry.boot == boot
             {
-                let count = kill_group(entry.pgid, entry.start);
+                let count = match (entry.pgid, &entry.marker) {
+                    (Some(pgid), _) => kill_group(pgid, entry.start),
+                    (None, Some(marker)) => kill_marked(marker),
+                    (None, None) => 0,
+                };
                 if count > 0 {
-                    tracing::warn!(pgid = entry.pgid, command = %entry.command, processes = count, "killed a command left running by a daemon that stopped without warning");
+                    tracing::warn!(pgid = ?entry.pgid, command = %entry.command, processes = count, "killed a command left running by a daemon that stopped without warning");
                 }
                 killed += count;
             }
@@ -117,6 +211,35 @@ fn stat(pid: u32) -> Option<(u64, i32)> {
 /// group of ours from one that reuses its id.
 pub fn start_time(pid: i32) -> Option<u64> {
     stat(u32::try_from(pid).ok()?).map(|(start, _)| start)
+}
+
+/// Kills every process that carries `marker` in its environment, with the rest of the group it
+/// leads; returns how many.
+fn kill_marked(marker: &str) -> usize {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let needle = format!("{MARKER_VAR}={marker}");
+    let mut killed = 0;
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if environ
+            .split(|&b| b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            killed += start_time(pid).map_or(0, |start| kill_group(pid, start).max(1));
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    killed
 }
 
 /// Kills every process of group `pgid` that started no earlier than `start`; returns how many.
@@ -168,6 +291,30 @@ mod tests {
         let pgid = child.id() as i32;
         // The daemon that recorded it is gone: its guard is forgotten, not dropped.
         std::mem::forget(records.record(pgid, "sleep 600"));
+        assert_eq!(records.reap(), 1);
+        assert!(!child.wait().unwrap().success());
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("commands"))
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_command_recorded_before_its_group_was_known_is_found_by_its_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = ProcessRecords::in_dir(dir.path().join("commands"));
+        let pending = records.prepare("sleep 600");
+        let (var, value) = pending.env();
+        let mut child = std::process::Command::new("sleep")
+            .arg("600")
+            .env(var, value)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // The daemon died before it learnt the group.
+        std::mem::forget(pending);
         assert_eq!(records.reap(), 1);
         assert!(!child.wait().unwrap().success());
         assert_eq!(
