@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::types::{
-    Decision, Delivery, ListCursor, Mode, PermissionRequestId, RequestId, RunOptions, SessionId,
+    Decision, Delivery, ListCursor, McpServerSpec, Mode, PermissionRequestId, RequestId,
+    RunOptions, SessionId,
 };
 
 /// Every frame a client sends.
@@ -110,6 +111,14 @@ pub enum Request {
     Status,
     /// The configured MCP servers and their state; replies `McpServers`.
     McpList,
+    /// Use these MCP servers (besides the configured ones) in the session's runs, one process
+    /// or HTTP session each for this session; replaces what was given before. Replies `Done`.
+    SetSessionMcpServers {
+        /// The session.
+        session: SessionId,
+        /// The servers.
+        servers: Vec<McpServerSpec>,
+    },
     /// Stop the daemon cleanly; replies `Done` before it goes.
     Shutdown,
 }

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Identifies a session: short lowercase hex, safe in paths and shells.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -403,6 +403,25 @@ pub struct DaemonStatus {
     pub config_generation: u64,
     /// The configured MCP servers and their instances.
     pub mcp_servers: Vec<McpServerInfo>,
+}
+
+/// An MCP server a client brings for one session (an editor's `mcpServers`): a stdio server
+/// (`command`) or a Streamable HTTP one (`url`). Kept in the daemon's memory only, since its
+/// environment and headers may hold tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerSpec {
+    /// Its name; its tools are `mcp__<name>__<tool>`.
+    pub name: String,
+    /// The program of a stdio server.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set for it.
+    pub env: Vec<(String, String)>,
+    /// The endpoint of an HTTP server.
+    pub url: Option<String>,
+    /// Headers sent to it.
+    pub headers: Vec<(String, String)>,
 }
 
 /// One MCP server as `agentctl mcp list` shows it: a configured entry, or one running instance

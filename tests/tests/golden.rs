@@ -102,6 +102,17 @@ fn requests() -> Vec<Request> {
         },
         Request::Status,
         Request::McpList,
+        Request::SetSessionMcpServers {
+            session: session(),
+            servers: vec![McpServerSpec {
+                name: "files".into(),
+                command: Some("mcp-files".into()),
+                args: vec!["--root".into(), ".".into()],
+                env: vec![("LOG".into(), "warn".into())],
+                url: None,
+                headers: vec![],
+            }],
+        },
         Request::Shutdown,
     ]
 }
@@ -263,6 +274,7 @@ fn request_name(request: &Request) -> &'static str {
         Request::DeleteSession { .. } => "DeleteSession",
         Request::Status => "Status",
         Request::McpList => "McpList",
+        Request::SetSessionMcpServers { .. } => "SetSessionMcpServers",
         Request::Shutdown => "Shutdown",
     }
 }
@@ -376,7 +388,7 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 14);
+    assert_eq!(requests.len(), 15);
     assert_eq!(replies.len(), 8);
     assert_eq!(events.len(), 20);
 }

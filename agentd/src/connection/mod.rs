@@ -41,6 +41,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HELLO_BEFORE_REFUSAL: Duration = Duration::from_millis(200);
 /// How long queued frames may take to drain when the connection ends.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most MCP servers a client may bring for one session.
+const MAX_SESSION_MCP_SERVERS: usize = 20;
 
 /// Serves one client until it leaves, sends something malformed, or the daemon shuts down.
 pub async fn serve(stream: Stream, conn: ConnectionId, shared: Arc<Shared>) {
@@ -303,6 +305,22 @@ impl Connection {
                 .await?,
             )),
             Request::McpList => Ok(Reply::McpServers(self.shared.mcp.list())),
+            Request::SetSessionMcpServers { session, servers } => {
+                self.session(&session).await?;
+                if servers.len() > MAX_SESSION_MCP_SERVERS {
+                    return Err(ErrorInfo::new(
+                        ErrorCode::InvalidRequest,
+                        format!("at most {MAX_SESSION_MCP_SERVERS} MCP servers per session"),
+                    ));
+                }
+                let configs = servers
+                    .iter()
+                    .map(crate::mcp::config::from_spec)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| ErrorInfo::new(ErrorCode::InvalidRequest, e))?;
+                self.shared.mcp.set_session_servers(&session, configs).await;
+                Ok(Reply::Done)
+            }
             Request::Shutdown => {
                 tracing::info!(client = %self.client, "shutdown requested");
                 self.shared.shutdown.cancel();

@@ -211,6 +211,44 @@ pub fn parse_entry(
     })
 }
 
+/// A server a client brought for one session (an editor's `mcpServers`): `session` scope,
+/// default timeouts, nothing allowed without asking.
+pub fn from_spec(spec: &protocol::McpServerSpec) -> Result<McpServerConfig, String> {
+    let name = &spec.name;
+    super::names::check_server_name(name).map_err(|e| format!("MCP server `{name}`: {e}"))?;
+    let transport = match (&spec.command, &spec.url) {
+        (Some(command), None) => McpTransport::Stdio {
+            command: command.clone(),
+            args: spec.args.clone(),
+            env: spec.env.iter().cloned().collect(),
+            cwd: None,
+        },
+        (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+            for (header, value) in &spec.headers {
+                check_header(header, value).map_err(|e| format!("MCP server `{name}`: {e}"))?;
+            }
+            McpTransport::Http {
+                url: url.clone(),
+                headers: spec.headers.iter().cloned().collect(),
+            }
+        }
+        _ => {
+            return Err(format!(
+                "MCP server `{name}`: give a `command` or an http(s) `url`"
+            ));
+        }
+    };
+    Ok(McpServerConfig {
+        name: name.clone(),
+        transport,
+        enabled: true,
+        startup_timeout: Duration::from_millis(startup_default()),
+        call_timeout: Duration::from_millis(call_default()),
+        scope: McpScope::Session,
+        allow: Vec::new(),
+    })
+}
+
 /// Checks a header: a valid name and value (never shown: it may hold a token), and not one the
 /// transport sets itself.
 fn check_header(name: &str, value: &str) -> Result<(), String> {

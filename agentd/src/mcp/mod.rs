@@ -49,6 +49,8 @@ pub struct McpHub {
 
 struct Inner {
     instances: Mutex<HashMap<Key, Arc<Instance>>>,
+    /// Servers clients brought for one session, besides the configured ones.
+    extras: Mutex<HashMap<SessionId, Vec<McpServerConfig>>>,
     http: reqwest::Client,
     processes: ProcessRecords,
     config: watch::Receiver<ConfigState>,
@@ -66,6 +68,7 @@ impl McpHub {
         let hub = McpHub {
             inner: Arc::new(Inner {
                 instances: Mutex::default(),
+                extras: Mutex::default(),
                 http,
                 processes,
                 config: config.clone(),
@@ -83,29 +86,61 @@ impl McpHub {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The enabled server called `name` in the configuration in force.
-    fn configured_one(&self, name: &str) -> Option<McpServerConfig> {
-        let state = self.inner.config.borrow();
-        state
-            .config
-            .mcp
-            .servers
-            .iter()
-            .find(|s| s.enabled && s.name == name)
-            .cloned()
+    /// The enabled server called `name` for `session`.
+    fn configured_one(&self, session: &SessionId, name: &str) -> Option<McpServerConfig> {
+        self.configured(session)
+            .into_iter()
+            .find(|s| s.name == name)
     }
 
-    /// The enabled servers of the configuration in force.
-    fn configured(&self) -> Vec<McpServerConfig> {
+    /// The servers `session` uses: the enabled ones of the configuration in force, and those
+    /// a client brought for it (which win over a configured one of the same name).
+    fn configured(&self, session: &SessionId) -> Vec<McpServerConfig> {
+        let extras = self
+            .inner
+            .extras
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session)
+            .cloned()
+            .unwrap_or_default();
         let state = self.inner.config.borrow();
-        state
+        let mut servers: Vec<McpServerConfig> = state
             .config
             .mcp
             .servers
             .iter()
-            .filter(|s| s.enabled)
+            .filter(|s| s.enabled && !extras.iter().any(|e| e.name == s.name))
             .cloned()
-            .collect()
+            .collect();
+        servers.extend(extras);
+        servers
+    }
+
+    /// Uses `servers` in `session`'s runs besides the configured ones, replacing what was
+    /// given before; instances of servers no longer given are stopped.
+    pub async fn set_session_servers(&self, session: &SessionId, servers: Vec<McpServerConfig>) {
+        let before = self
+            .inner
+            .extras
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session.clone(), servers.clone())
+            .unwrap_or_default();
+        let retired: Vec<Arc<Instance>> = {
+            let mut instances = self.instances();
+            let old: Vec<Key> = instances
+                .iter()
+                .filter(|((_, owner), instance)| {
+                    owner.as_ref() == Some(session)
+                        && before.contains(&instance.config)
+                        && !servers.contains(&instance.config)
+                })
+                .map(|(key, _)| key.clone())
+                .collect();
+            old.iter().filter_map(|k| instances.remove(k)).collect()
+        };
+        futures::future::join_all(retired.iter().map(|i| i.stop())).await;
     }
 
     /// The instance of `config` for `session`, made when there is none.
@@ -146,7 +181,7 @@ impl McpHub {
     /// The MCP tools for `session`'s next turn: servers not started yet are started (in
     /// parallel, each within its startup timeout), until `cancel` fires.
     pub async fn toolset(&self, session: &SessionSide, cancel: &CancellationToken) -> Toolset {
-        let configs = self.configured();
+        let configs = self.configured(&session.id);
         if configs.is_empty() {
             return Toolset::default();
         }
@@ -181,7 +216,7 @@ impl McpHub {
         cancel: &CancellationToken,
     ) -> Option<Result<McpTool, ToolOutput>> {
         let (server, _) = names::split(name)?;
-        let config = self.configured_one(server)?;
+        let config = self.configured_one(&session.id, server)?;
         let instance = self.instance(&config, session);
         let launch = self.launch(&config, session);
         let listing = tokio::select! {
@@ -218,7 +253,7 @@ impl McpHub {
         args: Value,
         cancel: &CancellationToken,
     ) -> ToolOutput {
-        let Some(config) = self.configured_one(&tool.server) else {
+        let Some(config) = self.configured_one(&session.id, &tool.server) else {
             return ToolOutput::error(format!(
                 "MCP server `{}` is no longer configured",
                 tool.server
@@ -265,10 +300,8 @@ impl McpHub {
         let instances: Vec<Arc<Instance>> = self.instances().values().cloned().collect();
         let mut out = Vec::new();
         for config in &servers {
-            let mut mine: Vec<&Arc<Instance>> = instances
-                .iter()
-                .filter(|i| i.config.name == config.name)
-                .collect();
+            let mut mine: Vec<&Arc<Instance>> =
+                instances.iter().filter(|i| i.config == *config).collect();
             mine.sort_by(|a, b| a.session.cmp(&b.session));
             let info = |state: &str, session, pid, tools, last_error| McpServerInfo {
                 name: config.name.clone(),
@@ -294,6 +327,20 @@ impl McpHub {
                     status.last_error,
                 ));
             }
+        }
+        // Servers clients brought for their sessions.
+        for instance in instances.iter().filter(|i| !servers.contains(&i.config)) {
+            let status = instance.status();
+            out.push(McpServerInfo {
+                name: instance.config.name.clone(),
+                transport: instance.config.transport.kind().to_string(),
+                scope: McpScope::Session.as_str().to_string(),
+                session: instance.session.clone(),
+                state: status.state.to_string(),
+                pid: status.pid,
+                tools: status.tools as u32,
+                last_error: status.last_error,
+            });
         }
         for (name, error) in broken {
             out.push(McpServerInfo {
@@ -321,7 +368,18 @@ async fn follow_config(hub: Weak<Inner>, mut config: watch::Receiver<ConfigState
             let mut instances = inner.instances.lock().unwrap_or_else(|e| e.into_inner());
             let keys: Vec<Key> = instances
                 .iter()
-                .filter(|(_, instance)| !servers.iter().any(|s| s.enabled && *s == instance.config))
+                .filter(|((_, owner), instance)| {
+                    let configured = servers.iter().any(|s| s.enabled && *s == instance.config);
+                    let given = owner.as_ref().is_some_and(|session| {
+                        inner
+                            .extras
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get(session)
+                            .is_some_and(|given| given.contains(&instance.config))
+                    });
+                    !configured && !given
+                })
                 .map(|(key, _)| key.clone())
                 .collect();
             keys.iter().filter_map(|k| instances.remove(k)).collect()

@@ -318,11 +318,15 @@ impl Instance {
                 env,
                 cwd,
             } => {
+                let pending = launch
+                    .processes
+                    .prepare(&format!("mcp server {}", self.name()));
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
                     .env_clear()
                     .envs(launch.env.resolve())
                     .envs(env)
+                    .env(pending.env().0, pending.env().1)
                     .current_dir(match cwd {
                         Some(dir) => launch.cwd.join(dir),
                         None => launch.cwd.clone(),
@@ -337,9 +341,7 @@ impl Instance {
                 let process = transport.id().map(|pid| Process {
                     pid,
                     start: processes::start_time(pid as i32).unwrap_or(0),
-                    _record: launch
-                        .processes
-                        .record(pid as i32, &format!("mcp server {}", self.name())),
+                    _record: pending.started(pid as i32),
                 });
                 let collector = err_pipe.map(|pipe| {
                     let (tail, name) = (stderr.clone(), self.name().to_string());

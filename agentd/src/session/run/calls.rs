@@ -118,7 +118,7 @@ impl Run {
         let target = match Tool::from_name(&call.name) {
             Some(tool) => Target::Builtin(tool),
             None => match self.toolset.get(&call.name) {
-                Some(tool) => Target::Mcp(tool.clone()),
+                Some(tool) => Target::Mcp(Box::new(tool.clone())),
                 // A server that was down when the turn began may be back (or say why not).
                 None => match self
                     .setup
@@ -126,7 +126,7 @@ impl Run {
                     .find(&self.side, &call.name, self.cancel())
                     .await
                 {
-                    Some(Ok(tool)) => Target::Mcp(tool),
+                    Some(Ok(tool)) => Target::Mcp(Box::new(tool)),
                     Some(Err(output)) => return Ok(Prepared::Refused(output)),
                     None => {
                         let more = self.toolset.tools.iter().map(|t| t.name.as_str());
@@ -201,7 +201,7 @@ impl Run {
 /// What a call runs: a built-in tool or an MCP server's.
 enum Target {
     Builtin(Tool),
-    Mcp(McpTool),
+    Mcp(Box<McpTool>),
 }
 
 impl Target {
