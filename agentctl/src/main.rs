@@ -1,6 +1,7 @@
 //! `agentctl`: the thin client of the agentd daemon. Every command talks to the daemon over its
 //! local socket and starts it first when none is running.
 
+mod acp;
 mod commands;
 mod connect;
 mod format;
@@ -158,6 +159,11 @@ enum Command {
         #[arg(long)]
         title: Option<String>,
     },
+    /// Speak the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
+    /// Neovim, Emacs): they open the daemon's sessions, also ones started in a terminal.
+    ///
+    /// Example (Zed's settings.json): "agent_servers": { "agentd": { "command": "agentctl", "args": ["acp"] } }
+    Acp,
     /// The MCP servers of config.toml and their state.
     Mcp {
         #[command(subcommand)]
@@ -386,5 +392,6 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Mcp {
             action: McpAction::List { json },
         } => commands::mcp::list(&paths, json).await,
+        Command::Acp => acp::serve(&paths).await,
     }
 }

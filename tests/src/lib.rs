@@ -2,6 +2,7 @@
 //! drives it with the real `agentctl` binary or the protocol client, plus a scripted model
 //! server that speaks the providers' wire formats.
 
+pub mod acp;
 pub mod fuzz;
 pub mod mcp;
 pub mod model_server;

@@ -1,0 +1,396 @@
+//! The link between one editor and the daemon: the daemon sessions the editor opened, the
+//! prompts waiting for their run to end, and the permission requests shown in the editor. It
+//! holds nothing that outlives the connection: the sessions live in the daemon.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{
+    PermissionOption, PermissionOptionKind, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionId as AcpSessionId, SessionNotification, SessionUpdate,
+    ToolCallUpdate, ToolCallUpdateFields,
+};
+use agent_client_protocol::{Client as Editor, Error, RequestCancellationHandle, v1};
+use protocol::client::{Client as Daemon, Incoming};
+use protocol::{
+    Decision, ErrorCode, Event, PermissionRequestId, Request, SessionEvent, SessionId, ToolCallInfo,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use super::updates;
+
+/// What the adapter keeps for one daemon session the editor opened.
+#[derive(Default)]
+struct Watched {
+    /// The session directory, for paths in tool calls.
+    cwd: PathBuf,
+    /// Events up to this `seq` are history being replayed (`u64::MAX` until known).
+    replay_until: u64,
+    /// Told when the replay is over.
+    replayed: Option<oneshot::Sender<()>>,
+    /// The newest `seq` seen.
+    last_seq: u64,
+    /// Prompts of this editor waiting for the run they joined to end.
+    prompts: VecDeque<v1::Responder<PromptResponse>>,
+    /// Texts this editor sent that the daemon has not echoed yet.
+    sent: VecDeque<String>,
+    /// Whether the reply being received was streamed (its whole text is then not sent again).
+    streamed: bool,
+    /// Calls announced and not answered yet.
+    calls: HashMap<String, ToolCallInfo>,
+    /// Permission requests shown in the editor, to withdraw when answered elsewhere.
+    asks: HashMap<PermissionRequestId, RequestCancellationHandle>,
+    /// Permission requests met in the replay, shown once it is over unless answered in it.
+    deferred: Vec<Ask>,
+}
+
+/// A permission request to show in the editor.
+struct Ask {
+    request: PermissionRequestId,
+    tool: String,
+    args: String,
+    summary: String,
+}
+
+/// The editor's daemon sessions; shared by every handler.
+pub struct Bridge {
+    /// The daemon connection.
+    pub daemon: Arc<Daemon>,
+    sessions: Mutex<HashMap<SessionId, Watched>>,
+}
+
+impl Bridge {
+    /// A bridge over `daemon`.
+    pub fn new(daemon: Daemon) -> Bridge {
+        Bridge {
+            daemon: Arc::new(daemon),
+            sessions: Mutex::default(),
+        }
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Watched>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the editor opened `session`.
+    pub fn watches(&self, session: &SessionId) -> bool {
+        self.sessions().contains_key(session)
+    }
+
+    /// Starts following `session` (before subscribing, so that no event is missed); the
+    /// receiver is told when its history has been replayed.
+    pub fn watch(&self, session: &SessionId, cwd: PathBuf) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.sessions().insert(
+            session.clone(),
+            Watched {
+                cwd,
+                replay_until: u64::MAX,
+                replayed: Some(tx),
+                ..Watched::default()
+            },
+        );
+        rx
+    }
+
+    /// The subscription says how much history there is: events up to `last_seq` are replay.
+    pub fn replay_ends_at(
+        &self,
+        cx: &v1::ConnectionTo<Editor>,
+        session: &SessionId,
+        last_seq: u64,
+    ) {
+        let mut sessions = self.sessions();
+        if let Some(watched) = sessions.get_mut(session) {
+            watched.replay_until = last_seq;
+            if watched.last_seq >= last_seq {
+                self.end_replay(cx, session, watched);
+            }
+        }
+    }
+
+    /// Stops following `session`.
+    pub fn forget(&self, session: &SessionId) {
+        self.sessions().remove(session);
+    }
+
+    /// Queues `responder` to be answered when the run `text` joins ends; gives it back when
+    /// the editor has not opened `session`.
+    pub fn await_run(
+        &self,
+        session: &SessionId,
+        text: &str,
+        responder: v1::Responder<PromptResponse>,
+    ) -> Option<v1::Responder<PromptResponse>> {
+        match self.sessions().get_mut(session) {
+            Some(watched) => {
+                watched.prompts.push_back(responder);
+                watched.sent.push_back(text.to_string());
+                None
+            }
+            None => Some(responder),
+        }
+    }
+
+    /// Takes back the newest queued prompt of `session` (its message did not reach the daemon).
+    pub fn take_last_prompt(&self, session: &SessionId) -> Option<v1::Responder<PromptResponse>> {
+        let mut sessions = self.sessions();
+        let watched = sessions.get_mut(session)?;
+        watched.sent.pop_back();
+        watched.prompts.pop_back()
+    }
+
+    /// Turns the daemon's events into the editor's updates until the daemon connection ends.
+    pub async fn pump(
+        self: Arc<Self>,
+        cx: v1::ConnectionTo<Editor>,
+        mut incoming: mpsc::UnboundedReceiver<Incoming>,
+    ) -> Result<(), Error> {
+        while let Some(incoming) = incoming.recv().await {
+            match incoming {
+                Incoming::Event(event) => self.event(&cx, event),
+                Incoming::Lagged { session, last_seq } => {
+                    let request = Request::Subscribe {
+                        session,
+                        from_seq: last_seq,
+                    };
+                    if let Err(err) = self.daemon.request(request).await {
+                        eprintln!("agentctl acp: cannot resubscribe: {err}");
+                    }
+                }
+                Incoming::Closed(reason) => {
+                    let reason =
+                        reason.unwrap_or_else(|| "the daemon closed the connection".into());
+                    eprintln!("agentctl acp: {reason}");
+                    for (_, watched) in self.sessions().drain() {
+                        for prompt in watched.prompts {
+                            let _ = prompt
+                                .respond_with_error(Error::internal_error().data(reason.clone()));
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn event(&self, cx: &v1::ConnectionTo<Editor>, event: SessionEvent) {
+        let SessionEvent {
+            session,
+            seq,
+            event,
+            ..
+        } = event;
+        let acp_session = AcpSessionId::new(session.as_str().to_string());
+        let mut sessions = self.sessions();
+        let Some(watched) = sessions.get_mut(&session) else {
+            return;
+        };
+        if seq <= watched.last_seq {
+            return;
+        }
+        watched.last_seq = seq;
+        let replay = seq <= watched.replay_until;
+        let mut out: Vec<SessionUpdate> = Vec::new();
+        let mut asks: Vec<Ask> = Vec::new();
+        match event {
+            Event::UserMessage { text, .. } => {
+                if !replay && watched.sent.front() == Some(&text) {
+                    watched.sent.pop_front();
+                } else {
+                    out.push(updates::text_chunk(SessionUpdate::UserMessageChunk, &text));
+                }
+            }
+            Event::TextDelta { text } => {
+                watched.streamed = true;
+                out.push(updates::text_chunk(SessionUpdate::AgentMessageChunk, &text));
+            }
+            Event::ThinkingDelta { text } => {
+                watched.streamed = true;
+                out.push(updates::text_chunk(SessionUpdate::AgentThoughtChunk, &text));
+            }
+            Event::AssistantMessage { text, thinking, .. } => {
+                if !watched.streamed {
+                    if !thinking.is_empty() {
+                        out.push(updates::text_chunk(
+                            SessionUpdate::AgentThoughtChunk,
+                            &thinking,
+                        ));
+                    }
+                    if !text.is_empty() {
+                        out.push(updates::text_chunk(SessionUpdate::AgentMessageChunk, &text));
+                    }
+                }
+                watched.streamed = false;
+            }
+            Event::ToolCall(call) => {
+                out.push(updates::tool_call(&call, &watched.cwd));
+                watched.calls.insert(call.id.clone(), call);
+            }
+            Event::ToolResult {
+                id,
+                is_error,
+                output,
+                ..
+            } => {
+                let call = watched.calls.remove(&id);
+                out.push(updates::tool_result(
+                    &id,
+                    is_error,
+                    &output,
+                    call.as_ref(),
+                    &watched.cwd,
+                ));
+            }
+            Event::PermissionRequested {
+                request,
+                tool,
+                args,
+                summary,
+            } => {
+                let ask = Ask {
+                    request,
+                    tool,
+                    args,
+                    summary,
+                };
+                if replay {
+                    watched.deferred.push(ask);
+                } else {
+                    asks.push(ask);
+                }
+            }
+            Event::PermissionResolved { request, .. } => {
+                watched.deferred.retain(|a| a.request != request);
+                // Answered elsewhere (or here): the editor's request is withdrawn.
+                if let Some(handle) = watched.asks.remove(&request) {
+                    let _ = handle.cancel();
+                }
+            }
+            Event::ModeChanged { mode } => {
+                let current = updates::modes(mode).current_mode_id;
+                out.push(SessionUpdate::CurrentModeUpdate(
+                    agent_client_protocol::v1::schema::CurrentModeUpdate::new(current),
+                ));
+            }
+            Event::RunFinished {
+                stop_reason,
+                truncated,
+                error,
+                ..
+            } if !replay => {
+                let answer = updates::stop_reason(stop_reason, truncated, error.as_deref());
+                for prompt in watched.prompts.drain(..) {
+                    let _ = match &answer {
+                        Ok(stop) => prompt.respond(PromptResponse::new(*stop)),
+                        Err(message) => {
+                            prompt.respond_with_error(Error::internal_error().data(message.clone()))
+                        }
+                    };
+                }
+                watched.sent.clear();
+            }
+            Event::SessionDeleted => {
+                for prompt in watched.prompts.drain(..) {
+                    let _ = prompt.respond_with_error(
+                        Error::invalid_params().data("the session was deleted"),
+                    );
+                }
+            }
+            _ => {}
+        }
+        for update in out {
+            if cx
+                .send_notification(SessionNotification::new(acp_session.clone(), update))
+                .is_err()
+            {
+                return;
+            }
+        }
+        if watched.replay_until != 0 && seq >= watched.replay_until {
+            self.end_replay(cx, &session, watched);
+        }
+        for ask in asks {
+            self.show(cx, &session, watched, ask);
+        }
+    }
+
+    /// The replay is over: whoever waits for it is told, and the requests still pending in it
+    /// are shown.
+    fn end_replay(
+        &self,
+        cx: &v1::ConnectionTo<Editor>,
+        session: &SessionId,
+        watched: &mut Watched,
+    ) {
+        watched.replay_until = 0;
+        if let Some(done) = watched.replayed.take() {
+            let _ = done.send(());
+        }
+        for ask in std::mem::take(&mut watched.deferred) {
+            self.show(cx, session, watched, ask);
+        }
+    }
+
+    /// Shows a permission request in the editor; its answer goes to the daemon.
+    fn show(
+        &self,
+        cx: &v1::ConnectionTo<Editor>,
+        session: &SessionId,
+        watched: &mut Watched,
+        ask: Ask,
+    ) {
+        // The request is for a call already announced: the one with this tool and arguments.
+        let call_id = watched
+            .calls
+            .values()
+            .find(|c| c.name == ask.tool && c.args == ask.args)
+            .map_or_else(|| format!("permission-{}", ask.request.0), |c| c.id.clone());
+        let fields = ToolCallUpdateFields::new()
+            .title(ask.summary.clone())
+            .raw_input(serde_json::from_str::<serde_json::Value>(&ask.args).ok());
+        let options = vec![
+            PermissionOption::new("allow", "Allow once", PermissionOptionKind::AllowOnce),
+            PermissionOption::new("always", "Allow always", PermissionOptionKind::AllowAlways),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+        ];
+        let request = RequestPermissionRequest::new(
+            AcpSessionId::new(session.as_str().to_string()),
+            ToolCallUpdate::new(call_id, fields),
+            options,
+        );
+        let sent = cx.send_request(request);
+        watched.asks.insert(ask.request, sent.cancellation_handle());
+        let (daemon, session, request) = (self.daemon.clone(), session.clone(), ask.request);
+        let task = async move {
+            let decision = match sent.block_task().await {
+                Ok(response) => match response.outcome {
+                    RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
+                        "allow" => Decision::Allow,
+                        "always" => Decision::AllowAlways,
+                        _ => Decision::Deny,
+                    },
+                    // Withdrawn, or the editor gave up: another client may still answer.
+                    _ => return Ok(()),
+                },
+                Err(_) => return Ok(()),
+            };
+            let answer = Request::Answer {
+                session,
+                request,
+                decision,
+            };
+            match daemon.request(answer).await {
+                Ok(_) => {}
+                Err(err) if err.code() == Some(ErrorCode::AlreadyDecided) => {}
+                Err(err) => eprintln!("agentctl acp: cannot answer a permission request: {err}"),
+            }
+            Ok(())
+        };
+        if let Err(err) = cx.spawn(task) {
+            eprintln!("agentctl acp: {err}");
+        }
+    }
+}

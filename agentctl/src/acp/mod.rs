@@ -1,0 +1,405 @@
+//! `agentctl acp`: an Agent Client Protocol agent on stdio (SPEC §11), so that editors (Zed,
+//! JetBrains, Neovim, Emacs) drive the daemon's sessions, also ones a terminal started, while
+//! terminals stay attached. A thin client: every session lives in the daemon, and closing the
+//! editor leaves them running. Stdout carries the protocol; notes go to stderr.
+
+mod bridge;
+mod updates;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification, ContentBlock,
+    EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionCapabilities, SessionId as AcpSessionId,
+    SessionInfo as AcpSessionInfo, SessionListCapabilities, SetSessionModeRequest,
+    SetSessionModeResponse,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client as Editor, Error, v1};
+use protocol::paths::Paths;
+use protocol::{
+    CreateSession, Delivery, McpServerSpec, Reply, Request, RunOptions, SessionId, SessionInfo,
+};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::Failure;
+use bridge::Bridge;
+
+/// Serves ACP on stdin and stdout until the editor closes stdin.
+pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
+    let mut daemon = crate::connect::connect(paths, "acp").await?;
+    let incoming = daemon
+        .take_incoming()
+        .ok_or_else(|| Failure::new("the daemon connection has no event stream"))?;
+    let bridge = Arc::new(Bridge::new(daemon));
+    let transport = ByteStreams::new(
+        tokio::io::stdout().compat_write(),
+        tokio::io::stdin().compat(),
+    );
+    let pump = bridge.clone();
+    let (b_new, b_load, b_list, b_prompt, b_cancel, b_mode) = (
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+    );
+    Agent
+        .v1()
+        .name("agentd")
+        .with_spawned(move |cx| pump.pump(cx, incoming))
+        .on_receive_request(
+            async move |_: InitializeRequest, responder: v1::Responder<InitializeResponse>, _| {
+                let capabilities = AgentCapabilities::new()
+                    .load_session(true)
+                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .mcp_capabilities(McpCapabilities::new().http(true))
+                    .session_capabilities(
+                        SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    );
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(capabilities)
+                        .agent_info(Implementation::new("agentd", env!("CARGO_PKG_VERSION"))),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |_: AuthenticateRequest,
+                        responder: v1::Responder<AuthenticateResponse>,
+                        _| {
+                // Providers' keys come from the environment; there is nothing to log in to.
+                responder.respond(AuthenticateResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: NewSessionRequest,
+                        responder: v1::Responder<NewSessionResponse>,
+                        cx: v1::ConnectionTo<Editor>| {
+                let bridge = b_new.clone();
+                cx.clone().spawn(async move {
+                    let answer = new_session(&bridge, &cx, req).await;
+                    responder.respond_with_result(answer)
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest,
+                        responder: v1::Responder<LoadSessionResponse>,
+                        cx: v1::ConnectionTo<Editor>| {
+                let bridge = b_load.clone();
+                cx.clone().spawn(async move {
+                    let answer = load_session(&bridge, &cx, req).await;
+                    responder.respond_with_result(answer)
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ListSessionsRequest,
+                        responder: v1::Responder<ListSessionsResponse>,
+                        cx: v1::ConnectionTo<Editor>| {
+                let bridge = b_list.clone();
+                cx.spawn(async move {
+                    let answer = list_sessions(&bridge, req).await;
+                    responder.respond_with_result(answer)
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: PromptRequest,
+                        responder: v1::Responder<PromptResponse>,
+                        cx: v1::ConnectionTo<Editor>| {
+                let bridge = b_prompt.clone();
+                cx.spawn(async move {
+                    prompt(&bridge, req, responder).await;
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest,
+                        responder: v1::Responder<SetSessionModeResponse>,
+                        cx: v1::ConnectionTo<Editor>| {
+                let bridge = b_mode.clone();
+                cx.spawn(async move {
+                    let answer = set_mode(&bridge, req).await;
+                    responder.respond_with_result(answer)
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |note: CancelNotification, cx: v1::ConnectionTo<Editor>| {
+                let bridge = b_cancel.clone();
+                cx.spawn(async move {
+                    let session = SessionId(note.session_id.0.to_string());
+                    if let Err(err) = bridge.daemon.request(Request::Cancel { session }).await {
+                        eprintln!("agentctl acp: cancel failed: {err}");
+                    }
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await
+        .map_err(|e| Failure::new(format!("ACP connection failed: {e}")))?;
+    // The editor is gone; its sessions go on in the daemon.
+    Ok(0)
+}
+
+/// A daemon error as an ACP one.
+fn daemon_error(err: protocol::client::ClientError) -> Error {
+    match err.code() {
+        Some(protocol::ErrorCode::UnknownSession | protocol::ErrorCode::InvalidRequest) => {
+            Error::invalid_params().data(err.to_string())
+        }
+        _ => Error::internal_error().data(err.to_string()),
+    }
+}
+
+fn session_id(id: &AcpSessionId) -> SessionId {
+    SessionId(id.0.to_string())
+}
+
+/// Subscribes the bridge to `session` from its start, and waits until its history has been
+/// sent to the editor.
+async fn follow(
+    bridge: &Bridge,
+    cx: &v1::ConnectionTo<Editor>,
+    session: &SessionId,
+    cwd: PathBuf,
+) -> Result<SessionInfo, Error> {
+    let replayed = bridge.watch(session, cwd);
+    let request = Request::Subscribe {
+        session: session.clone(),
+        from_seq: 0,
+    };
+    let info = match bridge.daemon.request(request).await {
+        Ok(Reply::Subscribed(info)) => info,
+        Ok(other) => {
+            bridge.forget(session);
+            return Err(Error::internal_error().data(format!("unexpected reply {other:?}")));
+        }
+        Err(err) => {
+            bridge.forget(session);
+            return Err(daemon_error(err));
+        }
+    };
+    bridge.replay_ends_at(cx, session, info.last_seq);
+    let _ = replayed.await;
+    Ok(info)
+}
+
+/// The editor's MCP servers as the daemon takes them (SSE servers are not supported).
+fn mcp_specs(servers: &[McpServer]) -> Vec<McpServerSpec> {
+    let mut specs = Vec::new();
+    for server in servers {
+        let spec = match server {
+            McpServer::Stdio(stdio) => McpServerSpec {
+                name: stdio.name.clone(),
+                command: Some(stdio.command.to_string_lossy().into_owned()),
+                args: stdio.args.clone(),
+                env: stdio
+                    .env
+                    .iter()
+                    .map(|v| (v.name.clone(), v.value.clone()))
+                    .collect(),
+                url: None,
+                headers: Vec::new(),
+            },
+            McpServer::Http(http) => McpServerSpec {
+                name: http.name.clone(),
+                command: None,
+                args: Vec::new(),
+                env: Vec::new(),
+                url: Some(http.url.clone()),
+                headers: http
+                    .headers
+                    .iter()
+                    .map(|h| (h.name.clone(), h.value.clone()))
+                    .collect(),
+            },
+            McpServer::Sse(sse) => {
+                eprintln!(
+                    "agentctl acp: MCP server `{}` speaks the old SSE transport, which agentd does not; it is left out",
+                    sse.name
+                );
+                continue;
+            }
+            _ => continue,
+        };
+        specs.push(spec);
+    }
+    specs
+}
+
+/// Gives the daemon the editor's MCP servers for `session` (kept in its memory only).
+async fn use_mcp_servers(
+    bridge: &Bridge,
+    session: &SessionId,
+    servers: &[McpServer],
+) -> Result<(), Error> {
+    let specs = mcp_specs(servers);
+    if specs.is_empty() {
+        return Ok(());
+    }
+    let request = Request::SetSessionMcpServers {
+        session: session.clone(),
+        servers: specs,
+    };
+    bridge.daemon.request(request).await.map_err(daemon_error)?;
+    Ok(())
+}
+
+async fn new_session(
+    bridge: &Bridge,
+    cx: &v1::ConnectionTo<Editor>,
+    req: NewSessionRequest,
+) -> Result<NewSessionResponse, Error> {
+    let create = CreateSession {
+        cwd: req.cwd.to_string_lossy().into_owned(),
+        model: None,
+        provider: None,
+        mode: None,
+        max_turns: None,
+        title: None,
+        env: crate::commands::client_env(),
+    };
+    let info = match bridge.daemon.request(Request::CreateSession(create)).await {
+        Ok(Reply::SessionCreated(info)) => info,
+        Ok(other) => {
+            return Err(Error::internal_error().data(format!("unexpected reply {other:?}")));
+        }
+        Err(err) => return Err(daemon_error(err)),
+    };
+    use_mcp_servers(bridge, &info.id, &req.mcp_servers).await?;
+    follow(bridge, cx, &info.id, req.cwd).await?;
+    Ok(NewSessionResponse::new(info.id.as_str().to_string()).modes(updates::modes(info.mode)))
+}
+
+async fn load_session(
+    bridge: &Bridge,
+    cx: &v1::ConnectionTo<Editor>,
+    req: LoadSessionRequest,
+) -> Result<LoadSessionResponse, Error> {
+    let session = session_id(&req.session_id);
+    if bridge.watches(&session) {
+        return Err(Error::invalid_params().data("this session is already open here"));
+    }
+    use_mcp_servers(bridge, &session, &req.mcp_servers).await?;
+    let info = follow(bridge, cx, &session, req.cwd).await?;
+    Ok(LoadSessionResponse::new().modes(updates::modes(info.mode)))
+}
+
+async fn list_sessions(
+    bridge: &Bridge,
+    req: ListSessionsRequest,
+) -> Result<ListSessionsResponse, Error> {
+    let listing = bridge.daemon.list_sessions().await.map_err(daemon_error)?;
+    let sessions = listing
+        .sessions
+        .into_iter()
+        .filter(|s| {
+            req.cwd
+                .as_ref()
+                .is_none_or(|cwd| std::path::Path::new(&s.cwd) == cwd.as_path())
+        })
+        .map(|s| {
+            AcpSessionInfo::new(s.id.as_str().to_string(), PathBuf::from(&s.cwd)).title(s.title)
+        })
+        .collect();
+    Ok(ListSessionsResponse::new(sessions))
+}
+
+/// The prompt as one user message: text as it is, embedded files with their URI, other
+/// content named.
+fn prompt_text(blocks: &[ContentBlock]) -> String {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::Resource(resource) => match &resource.resource {
+                EmbeddedResourceResource::TextResourceContents(file) => parts.push(format!(
+                    "<file uri=\"{}\">\n{}\n</file>",
+                    file.uri, file.text
+                )),
+                EmbeddedResourceResource::BlobResourceContents(blob) => {
+                    parts.push(format!("[binary resource {} left out]", blob.uri))
+                }
+                _ => {}
+            },
+            ContentBlock::ResourceLink(link) => {
+                parts.push(format!("[{}]({})", link.name, link.uri))
+            }
+            ContentBlock::Image(_) => {
+                parts.push("[an image was attached; images are not supported]".into())
+            }
+            ContentBlock::Audio(_) => {
+                parts.push("[audio was attached; audio is not supported]".into())
+            }
+            _ => {}
+        }
+    }
+    parts.join("\n\n")
+}
+
+/// Sends the prompt: it starts a run, or joins the running one as a follow-up; either way it
+/// is answered when that run ends.
+async fn prompt(bridge: &Bridge, req: PromptRequest, responder: v1::Responder<PromptResponse>) {
+    let session = session_id(&req.session_id);
+    let text = prompt_text(&req.prompt);
+    if text.trim().is_empty() {
+        let _ = responder.respond_with_error(Error::invalid_params().data("the prompt is empty"));
+        return;
+    }
+    if let Some(responder) = bridge.await_run(&session, &text, responder) {
+        let _ = responder.respond_with_error(
+            Error::invalid_params()
+                .data("unknown session: open it with session/new or session/load"),
+        );
+        return;
+    }
+    let send = Request::Send {
+        session: session.clone(),
+        text,
+        delivery: Delivery::FollowUp,
+        options: RunOptions {
+            // Editors drive runs interactively: no turn limit, asks go to whoever answers.
+            max_turns: Some(0),
+            env: crate::commands::run::provider_env(),
+            ..RunOptions::default()
+        },
+    };
+    if let Err(err) = bridge.daemon.request(send).await
+        && let Some(responder) = bridge.take_last_prompt(&session)
+    {
+        let _ = responder.respond_with_error(daemon_error(err));
+    }
+}
+
+async fn set_mode(
+    bridge: &Bridge,
+    req: SetSessionModeRequest,
+) -> Result<SetSessionModeResponse, Error> {
+    let Some(mode) = updates::mode(&req.mode_id) else {
+        return Err(Error::invalid_params().data(format!("no mode `{}`", req.mode_id)));
+    };
+    let request = Request::SetMode {
+        session: session_id(&req.session_id),
+        mode,
+    };
+    bridge.daemon.request(request).await.map_err(daemon_error)?;
+    Ok(SetSessionModeResponse::new())
+}
