@@ -8,29 +8,10 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use agentd::store::{Meta, Record, SessionStore};
 use protocol::client::{Client, Incoming};
 use protocol::{Request, SessionId};
 use tests::model_server::{ModelServer, Scripted, anthropic};
 use tests::{Daemon, Home, percentile, process_cpu, run_options, start_run, subscribe};
-
-/// Writes session `id` with `events` events.
-fn write_session(home: &Home, id: &str, events: u64) {
-    let sessions = home.paths().sessions_dir();
-    let mut meta = Meta::new(id, "/");
-    meta.title = Some(format!("bench {id}"));
-    SessionStore::create(&sessions, &meta, &[], false).unwrap();
-    let mut store = SessionStore::open(&sessions.join(id)).unwrap();
-    for seq in 1..=events {
-        store
-            .append(&Record::Event {
-                seq,
-                time_ms: seq,
-                event: tests::sample_event(seq),
-            })
-            .unwrap();
-    }
-}
 
 fn rss(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -68,7 +49,7 @@ async fn many_sessions() {
     let home = Home::with_config("durability = \"flush\"\n");
     let start = Instant::now();
     for i in 0..1000 {
-        write_session(&home, &format!("m{i:07}"), 1000);
+        tests::write_session(&home, &format!("m{i:07}"), 1000);
     }
     println!(
         "1,000 sessions of 1,000 events written in {:?}",
@@ -97,8 +78,8 @@ async fn many_sessions() {
 async fn one_large_session() {
     let home = Home::new();
     // About 100 MB: 460,000 events.
-    write_session(&home, "large001", 460_000);
-    write_session(&home, "fifty001", 50_000);
+    tests::write_session(&home, "large001", 460_000);
+    tests::write_session(&home, "fifty001", 50_000);
     let size = std::fs::metadata(home.paths().sessions_dir().join("large001/log.jsonl"))
         .unwrap()
         .len();

@@ -696,3 +696,22 @@ pub async fn wait_for_config(client: &Client, generation: u64) -> protocol::Daem
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Writes session `id` under `home` with `events` events of [`sample_event`] (benchmarks).
+pub fn write_session(home: &Home, id: &str, events: u64) {
+    use agentd::store::{Meta, Record, SessionStore};
+    let sessions = home.paths().sessions_dir();
+    let mut meta = Meta::new(id, "/");
+    meta.title = Some(format!("bench {id}"));
+    SessionStore::create(&sessions, &meta, &[], false).expect("session created");
+    let mut store = SessionStore::open(&sessions.join(id)).expect("session opened");
+    for seq in 1..=events {
+        store
+            .append(&Record::Event {
+                seq,
+                time_ms: seq,
+                event: sample_event(seq),
+            })
+            .expect("event appended");
+    }
+}

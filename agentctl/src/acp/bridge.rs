@@ -94,15 +94,18 @@ impl Bridge {
         rx
     }
 
-    /// The subscription says how much history there is: events up to `last_seq` are replay.
+    /// The subscription says where the session works and how much history there is: events
+    /// up to `last_seq` are replay.
     pub fn replay_ends_at(
         &self,
         cx: &v1::ConnectionTo<Editor>,
         session: &SessionId,
+        cwd: PathBuf,
         last_seq: u64,
     ) {
         let mut sessions = self.sessions();
         if let Some(watched) = sessions.get_mut(session) {
+            watched.cwd = cwd;
             watched.replay_until = last_seq;
             if watched.last_seq >= last_seq {
                 self.end_replay(cx, session, watched);
@@ -285,9 +288,11 @@ impl Bridge {
                 for prompt in watched.prompts.drain(..) {
                     let _ = match &answer {
                         Ok(stop) => prompt.respond(PromptResponse::new(*stop)),
-                        Err(message) => {
-                            prompt.respond_with_error(Error::internal_error().data(message.clone()))
-                        }
+                        // The run's own message, where editors show it.
+                        Err(message) => prompt.respond_with_error(Error::new(
+                            agent_client_protocol::ErrorCode::INTERNAL_ERROR,
+                            message.clone(),
+                        )),
                     };
                 }
                 watched.sent.clear();

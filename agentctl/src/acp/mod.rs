@@ -36,10 +36,8 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
         .take_incoming()
         .ok_or_else(|| Failure::new("the daemon connection has no event stream"))?;
     let bridge = Arc::new(Bridge::new(daemon));
-    let transport = ByteStreams::new(
-        tokio::io::stdout().compat_write(),
-        tokio::io::stdin().compat(),
-    );
+    let (output, input) = stdio();
+    let transport = ByteStreams::new(output.compat_write(), input.compat());
     let pump = bridge.clone();
     let (b_new, b_load, b_list, b_prompt, b_cancel, b_mode) = (
         bridge.clone(),
@@ -159,6 +157,36 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Stdout and stdin for the protocol. Editors connect them to pipes, which are used directly
+/// (non-blocking, each message written at once); anything else goes through tokio's blocking
+/// stdio.
+fn stdio() -> (
+    Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok())
+        .map_or_else(
+            || Box::new(tokio::io::stdout()) as Box<_>,
+            |sender| Box::new(sender) as Box<_>,
+        );
+    let input: Box<dyn tokio::io::AsyncRead + Send + Unpin> = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok())
+        .map_or_else(
+            || Box::new(tokio::io::stdin()) as Box<_>,
+            |receiver| Box::new(receiver) as Box<_>,
+        );
+    (output, input)
+}
+
 /// A daemon error as an ACP one.
 fn daemon_error(err: protocol::client::ClientError) -> Error {
     match err.code() {
@@ -197,7 +225,7 @@ async fn follow(
             return Err(daemon_error(err));
         }
     };
-    bridge.replay_ends_at(cx, session, info.last_seq);
+    bridge.replay_ends_at(cx, session, PathBuf::from(&info.cwd), info.last_seq);
     let _ = replayed.await;
     Ok(info)
 }
