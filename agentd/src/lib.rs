@@ -17,6 +17,7 @@ pub mod permission;
 pub mod prompt;
 pub mod provider;
 pub mod regular_file;
+pub mod sandbox;
 pub mod session;
 pub mod shell_env;
 pub mod store;

@@ -19,6 +19,11 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // The sandbox helper becomes the command it confines; it never reaches the daemon's code.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("__sandbox") {
+        agentd::sandbox::exec::run(argv.get(2..).unwrap_or_default());
+    }
     let args = Args::parse();
     let paths = match Paths::from_env() {
         Ok(paths) => paths,

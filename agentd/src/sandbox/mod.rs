@@ -1,0 +1,115 @@
+//! The kernel sandbox of `auto` mode (SPEC §12): commands run confined by Landlock, without
+//! the network unless allowed, by a helper mode of the daemon's own binary.
+
+pub mod exec;
+pub mod policy;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+pub use policy::Policy;
+
+/// What the sandbox can do on this machine, found once at daemon start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// Commands can be confined; the text says how (Landlock ABI, network isolation).
+    Available(String),
+    /// They cannot, and why.
+    Unavailable(String),
+}
+
+static SUPPORT: OnceLock<Support> = OnceLock::new();
+static HELPER: OnceLock<std::path::PathBuf> = OnceLock::new();
+
+/// The program that confines commands (the daemon's own binary), once found.
+pub fn helper() -> Option<&'static Path> {
+    HELPER.get().map(|p| p.as_path())
+}
+
+/// The sandbox support found at start (`Unavailable` before it was looked for).
+pub fn support() -> Support {
+    SUPPORT
+        .get()
+        .cloned()
+        .unwrap_or_else(|| Support::Unavailable("not checked yet".into()))
+}
+
+/// Whether commands can be confined here.
+pub fn available() -> bool {
+    matches!(support(), Support::Available(_))
+}
+
+/// Looks for Landlock and user namespaces by confining `true` once with `helper` (the daemon's
+/// binary); the answer is kept for [`support`].
+pub fn detect(helper: &Path) -> Support {
+    let found = probe(helper);
+    let _ = HELPER.set(helper.to_path_buf());
+    let _ = SUPPORT.set(found.clone());
+    found
+}
+
+fn probe(helper: &Path) -> Support {
+    let Some(abi) = landlock_abi() else {
+        return Support::Unavailable(
+            "the kernel has no Landlock (needs Linux 5.13 with Landlock enabled)".into(),
+        );
+    };
+    let policy = Policy {
+        writable: vec![std::env::temp_dir()],
+        network: false,
+    };
+    let mut args = policy.helper_args();
+    args.push("true".into());
+    match std::process::Command::new(helper)
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+    {
+        Ok(out) if out.status.success() => Support::Available(format!(
+            "Landlock ABI {abi} (writes confined), no network (a user and network namespace)"
+        )),
+        Ok(out) => Support::Unavailable(
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .chars()
+                .take(300)
+                .collect(),
+        ),
+        Err(err) => Support::Unavailable(format!("cannot run the sandbox helper: {err}")),
+    }
+}
+
+/// The Landlock ABI the kernel offers, if any.
+fn landlock_abi() -> Option<i64> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute and the VERSION flag the call only returns a number.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    (abi > 0).then_some(abi)
+}
+
+/// Whether a failed sandboxed command's output looks like the sandbox stopped it.
+pub fn blocked(output: &str) -> bool {
+    const SIGNS: [&str; 8] = [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "Network is unreachable",
+        "Could not resolve host",
+        "Temporary failure in name resolution",
+        "Name or service not known",
+        "Cannot assign requested address",
+    ];
+    SIGNS.iter().any(|sign| output.contains(sign))
+}
+
+/// The note a failed sandboxed command's result gets when [`blocked`].
+pub const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, the temporary directory and [sandbox] writable, and the network; if it needs them, call bash again with \"sandbox\": false (the user will be asked)]";
