@@ -41,7 +41,7 @@ enum Command {
         /// The provider: anthropic, openai, or a profile from config.toml.
         #[arg(long)]
         provider: Option<String>,
-        /// Permission mode of a new session: default, accept-edits, plan, bypass.
+        /// Permission mode of a new session: default, accept-edits, auto (commands in a sandbox), plan, bypass.
         #[arg(long)]
         mode: Option<Mode>,
         /// Stop after this many model replies that ask for tools (0: no limit; default 100).
@@ -75,7 +75,7 @@ enum Command {
         /// The provider of a new session.
         #[arg(long)]
         provider: Option<String>,
-        /// Permission mode of a new session: default, accept-edits, plan, bypass.
+        /// Permission mode of a new session: default, accept-edits, auto (commands in a sandbox), plan, bypass.
         #[arg(long)]
         mode: Option<Mode>,
         /// Turn limit of runs started here (default: none).
@@ -149,7 +149,7 @@ enum Command {
     },
     /// Create a session in the current directory and print its id.
     New {
-        /// Permission mode: default, accept-edits, plan, bypass.
+        /// Permission mode: default, accept-edits, auto (commands in a sandbox), plan, bypass.
         #[arg(long)]
         mode: Option<Mode>,
         /// Model to use instead of the configured default.

@@ -108,6 +108,19 @@ pub struct Config {
     /// The MCP servers that could be read, and the entries that could not.
     #[serde(skip)]
     pub mcp: McpServers,
+    /// The sandbox of `auto` mode.
+    pub sandbox: SandboxConfig,
+}
+
+/// `[sandbox]`: what commands in `auto` mode may reach besides the session directory and the
+/// temporary directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// More paths commands may write below.
+    pub writable: Vec<PathBuf>,
+    /// Whether commands may use the network.
+    pub network: bool,
 }
 
 /// The `[mcp_servers]` entries, checked one by one.
@@ -176,6 +189,7 @@ impl Default for Config {
             max_loaded_sessions: 64,
             mcp_servers: BTreeMap::new(),
             mcp: McpServers::default(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }

@@ -108,6 +108,17 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     )
     .and_then(|()| stdout.flush());
 
+    // What auto mode's sandbox can do here: found once, by confining `true`.
+    if let Ok(helper) = std::env::current_exe() {
+        let found = tokio::task::spawn_blocking(move || crate::sandbox::detect(&helper)).await;
+        match found {
+            Ok(crate::sandbox::Support::Available(how)) => tracing::info!("sandbox: {how}"),
+            Ok(crate::sandbox::Support::Unavailable(why)) => {
+                tracing::warn!("no sandbox: {why}; auto mode asks before commands")
+            }
+            Err(err) => tracing::warn!("sandbox check failed: {err}"),
+        }
+    }
     let clients = Arc::new(AtomicU64::new(0));
     let config = ConfigState::load(&paths.config_file());
     if let Some(error) = &config.error {

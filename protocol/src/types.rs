@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Identifies a session: short lowercase hex, safe in paths and shells.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -115,6 +115,9 @@ pub enum Mode {
     Plan,
     /// Everything allowed.
     Bypass,
+    /// Writes inside the session directory allowed; commands run without asking inside the
+    /// kernel sandbox (SPEC §12); everything else asks.
+    Auto,
 }
 
 named_enum!(Mode, "mode", {
@@ -122,6 +125,7 @@ named_enum!(Mode, "mode", {
     AcceptEdits => "accept-edits",
     Plan => "plan",
     Bypass => "bypass",
+    Auto => "auto",
 });
 
 /// Why a run ended (SPEC §4).
@@ -403,6 +407,8 @@ pub struct DaemonStatus {
     pub config_generation: u64,
     /// The configured MCP servers and their instances.
     pub mcp_servers: Vec<McpServerInfo>,
+    /// What the sandbox of `auto` mode can do here, found at start.
+    pub sandbox: String,
 }
 
 /// An MCP server a client brings for one session (an editor's `mcpServers`): a stdio server

@@ -715,3 +715,31 @@ pub fn write_session(home: &Home, id: &str, events: u64) {
             .expect("event appended");
     }
 }
+
+/// A session in `cwd` with `mode`, watched by a new client: the client, the session and its
+/// events.
+pub async fn session_with_mode(
+    daemon: &Daemon,
+    cwd: &Path,
+    mode: protocol::Mode,
+) -> (Client, SessionId, UnboundedReceiver<Incoming>) {
+    let mut client = daemon.client().await;
+    let reply = client
+        .request(Request::CreateSession(CreateSession {
+            cwd: cwd.to_string_lossy().into_owned(),
+            model: None,
+            provider: None,
+            mode: Some(mode),
+            max_turns: None,
+            title: None,
+            env: Vec::new(),
+        }))
+        .await
+        .expect("session created");
+    let Reply::SessionCreated(info) = reply else {
+        panic!("unexpected reply {reply:?}")
+    };
+    subscribe(&client, &info.id, 0).await;
+    let incoming = client.take_incoming().expect("incoming");
+    (client, info.id, incoming)
+}

@@ -241,6 +241,8 @@ fn replies() -> Vec<Reply> {
             config_error: None,
             config_generation: 1,
             mcp_servers: vec![mcp_server()],
+            sandbox: "Landlock ABI 7 (writes confined), no network (a user and network namespace)"
+                .into(),
         }),
         Reply::McpServers(vec![mcp_server()]),
     ]

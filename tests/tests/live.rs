@@ -3,8 +3,8 @@
 //! scripted server holds replies at gates, so every step waits on an event, not on time.
 
 use protocol::{
-    CreateSession, Decision, Delivery, ErrorCode, Event, Mode, QueuedMessage, Reply, Request,
-    RunOptions, SessionEvent, SessionId, SessionState, StopReason,
+    Decision, Delivery, ErrorCode, Event, Mode, QueuedMessage, Reply, Request, RunOptions,
+    SessionEvent, SessionId, SessionState, StopReason,
 };
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
@@ -391,43 +391,13 @@ async fn allow_always_remembers_the_command_prefix_for_the_session() {
     assert!(tool_results(&events).iter().all(|r| !r.1));
 }
 
-async fn session_with_mode(
-    daemon: &Daemon,
-    cwd: &std::path::Path,
-    mode: Mode,
-) -> (
-    protocol::client::Client,
-    SessionId,
-    tokio::sync::mpsc::UnboundedReceiver<protocol::client::Incoming>,
-) {
-    let mut client = daemon.client().await;
-    let Reply::SessionCreated(info) = client
-        .request(Request::CreateSession(CreateSession {
-            cwd: cwd.to_string_lossy().into_owned(),
-            model: None,
-            provider: None,
-            mode: Some(mode),
-            max_turns: None,
-            title: None,
-            env: Vec::new(),
-        }))
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
-    subscribe(&client, &info.id, 0).await;
-    let incoming = client.take_incoming().unwrap();
-    (client, info.id, incoming)
-}
-
 #[tokio::test]
 async fn plan_mode_writes_the_plan_file_without_asking_and_asks_for_other_writes() {
     let project = tempfile::tempdir().unwrap();
     let daemon = Daemon::start();
     let server = ModelServer::start(vec![]).await;
     let (client, session, mut incoming) =
-        session_with_mode(&daemon, project.path(), Mode::Plan).await;
+        tests::session_with_mode(&daemon, project.path(), Mode::Plan).await;
     let plan = daemon
         .paths()
         .data_dir
@@ -487,7 +457,7 @@ async fn accept_edits_writes_inside_the_directory_and_asks_outside() {
     .await;
     let daemon = Daemon::start();
     let (client, session, mut incoming) =
-        session_with_mode(&daemon, project.path(), Mode::AcceptEdits).await;
+        tests::session_with_mode(&daemon, project.path(), Mode::AcceptEdits).await;
     start_run(&client, &session, "write", ask_options(&server)).await;
     let mut asked = vec![];
     loop {

@@ -13,7 +13,7 @@ use protocol::{Mode, StopReason, ToolCallInfo};
 use serde_json::Value;
 
 /// The modes an editor may switch to (`bypass` is only for the command line).
-pub const MODES: [Mode; 3] = [Mode::Default, Mode::AcceptEdits, Mode::Plan];
+pub const MODES: [Mode; 4] = [Mode::Default, Mode::AcceptEdits, Mode::Auto, Mode::Plan];
 
 /// The modes, with `current` selected.
 pub fn modes(current: Mode) -> SessionModeState {
@@ -27,6 +27,10 @@ pub fn modes(current: Mode) -> SessionModeState {
                     "File changes inside the project run without asking",
                 ),
                 Mode::Plan => ("Plan", "Explore and write a plan; nothing else changes"),
+                Mode::Auto => (
+                    "Auto",
+                    "Edits inside the project and commands in a kernel sandbox run without asking",
+                ),
                 _ => (mode.as_str(), ""),
             };
             SessionMode::new(mode.as_str().to_string(), name).description(description.to_string())

@@ -52,7 +52,7 @@ const HELP: &str = "Enter sends a message (queued as a follow-up while a run is 
 Esc or /cancel              cancel the run; queued messages come back into the input
 y / n / a                   allow, deny or always allow the pending permission request
 /allow /deny /always [N]    the same, for request N
-/mode [MODE]                show or set the mode: default, accept-edits, plan, bypass
+/mode [MODE]                show or set the mode: default, accept-edits, auto, plan, bypass
 /sessions                   list sessions
 /detach, Ctrl+D, Ctrl+C ×2  leave; the session and its run go on";
 

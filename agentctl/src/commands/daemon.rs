@@ -161,6 +161,7 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
     if let Some(error) = status.config_error {
         println!("config    ERROR, previous configuration kept: {error}");
     }
+    println!("sandbox   {}", status.sandbox);
     if status.mcp_servers.is_empty() {
         println!("mcp       no servers configured");
     } else {

@@ -126,9 +126,17 @@ pub struct Call<'a> {
     pub cwd: &'a Path,
     /// The session's plan file.
     pub plan_file: &'a Path,
+    /// Whether commands of this call would run in the kernel sandbox (auto mode, where the
+    /// machine has one).
+    pub sandbox: bool,
 }
 
 impl Call<'_> {
+    /// Whether a `bash` call asks to run outside the sandbox (`"sandbox": false`).
+    pub fn unsandboxed(&self) -> bool {
+        self.tool == CallTool::Builtin(Tool::Bash) && self.args["sandbox"] == Value::Bool(false)
+    }
+
     fn target(&self) -> Option<PathBuf> {
         self.args["path"]
             .as_str()
@@ -186,9 +194,18 @@ pub fn check(
         if mode == Mode::Plan && target == real_path(call.plan_file) {
             return Verdict::Allow;
         }
-        if mode == Mode::AcceptEdits && target.starts_with(real_path(call.cwd)) {
+        if matches!(mode, Mode::AcceptEdits | Mode::Auto) && target.starts_with(real_path(call.cwd))
+        {
             return Verdict::Allow;
         }
+    }
+    // In auto mode a command runs without asking inside the sandbox, unless it asks to leave it.
+    if class == PermissionClass::Command
+        && mode == Mode::Auto
+        && call.sandbox
+        && !call.unsandboxed()
+    {
+        return Verdict::Allow;
     }
     let allowed = match &subject {
         Subject::Command(Ok(line)) => command_allowed(line, call, always, rules),

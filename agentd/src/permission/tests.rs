@@ -18,6 +18,7 @@ fn verdict(
             args: &args,
             cwd: &cwd,
             plan_file: &plan,
+            sandbox: false,
         },
         mode,
         grants,
@@ -125,6 +126,7 @@ fn an_always_rule_for_a_command_prefix_does_not_cover_chained_commands() {
         args: &args,
         cwd: &cwd,
         plan_file: &cwd,
+        sandbox: false,
     };
     let rule = rule_for(call).unwrap();
     assert_eq!(rule, AlwaysRule::CommandPrefix("cargo test".into()));
@@ -180,6 +182,7 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
                 args: &args,
                 cwd: &cwd,
                 plan_file: &cwd,
+                sandbox: false,
             },
             mode,
             grants,
@@ -215,6 +218,7 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
         args: &args,
         cwd: &cwd,
         plan_file: &cwd,
+        sandbox: false,
     };
     assert_eq!(
         rule_for(call),
@@ -237,6 +241,7 @@ fn config_rules_deny_before_anything_and_allow_without_asking() {
                 args: &args,
                 cwd: &cwd,
                 plan_file: &cwd,
+                sandbox: false,
             },
             mode,
             &[],
@@ -305,6 +310,7 @@ fn path_rules_match_the_resolved_path() {
                 args: &args,
                 cwd: &cwd,
                 plan_file: &cwd,
+                sandbox: false,
             },
             Mode::Default,
             &[],
@@ -316,4 +322,53 @@ fn path_rules_match_the_resolved_path() {
     // Through the link, the file is outside: the deny rule sees where it really is.
     assert!(matches!(run("src/link/a.rs"), Verdict::Deny(_)));
     assert_eq!(run("src/../other.rs"), Verdict::Ask(None));
+}
+
+#[test]
+fn auto_mode_runs_sandboxed_commands_and_inside_edits_and_asks_for_the_rest() {
+    let cwd = std::env::temp_dir();
+    let decide = |tool: CallTool<'_>, args: Value, sandbox: bool| {
+        check(
+            Call {
+                tool,
+                args: &args,
+                cwd: &cwd,
+                plan_file: &cwd,
+                sandbox,
+            },
+            Mode::Auto,
+            &[],
+            &[],
+            &PermissionRules::default(),
+        )
+    };
+    let bash = CallTool::Builtin(Tool::Bash);
+    assert_eq!(
+        decide(bash, json!({"command": "make"}), true),
+        Verdict::Allow
+    );
+    // Leaving the sandbox asks; so does auto mode where there is no sandbox.
+    assert_eq!(
+        decide(bash, json!({"command": "make", "sandbox": false}), true),
+        Verdict::Ask(None)
+    );
+    assert_eq!(
+        decide(bash, json!({"command": "make"}), false),
+        Verdict::Ask(None)
+    );
+    let write = CallTool::Builtin(Tool::Write);
+    assert_eq!(
+        decide(write, json!({"path": "a.txt"}), true),
+        Verdict::Allow
+    );
+    assert_eq!(
+        decide(write, json!({"path": "/etc/x"}), true),
+        Verdict::Ask(None)
+    );
+    let mcp = CallTool::Mcp {
+        server: "s",
+        tool: "t",
+        allowed: false,
+    };
+    assert_eq!(decide(mcp, json!({}), true), Verdict::Ask(None));
 }

@@ -104,6 +104,8 @@ pub struct SessionActor {
     watch_owner: u64,
     /// A compaction a client asked for, under way: cancelling it stops it.
     compaction: Option<CancellationToken>,
+    /// Whether the session was told that auto mode has no sandbox here.
+    sandbox_warned: bool,
 }
 
 impl Actor for SessionActor {
@@ -150,6 +152,7 @@ impl Actor for SessionActor {
             flush_scheduled: false,
             meta_dirty: false,
             compaction: None,
+            sandbox_warned: false,
         };
         actor.info.turns = 0;
         // A large log takes a while to read: not on the runtime's threads, and a record at a

@@ -471,6 +471,10 @@ impl Message<Status> for Supervisor {
                 .map(|e| e.to_string()),
             config_generation: self.env.config.borrow().generation,
             mcp_servers: self.env.mcp.list(),
+            sandbox: match crate::sandbox::support() {
+                crate::sandbox::Support::Available(how) => how,
+                crate::sandbox::Support::Unavailable(why) => format!("unavailable: {why}"),
+            },
         })
     }
 }

@@ -25,13 +25,14 @@ pub fn spec() -> ToolSpec {
         description: "Run a shell command with `bash -c` in the working directory. stdout and \
                       stderr are merged; long output keeps its start and end. Default timeout \
                       120000 ms, at most 600000. Background processes are stopped when the \
-                      command ends. Prefer read, grep and glob for looking at files."
+                      command ends. Prefer read, grep and glob for looking at files. In auto mode                       commands run in a sandbox that blocks writes outside the working directory                       and the temporary directory, and the network: for a command that needs                       them, set \"sandbox\": false, and the user is asked first."
             .into(),
         input_schema: json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The command line."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000, max 600000)."}
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000, max 600000)."},
+                "sandbox": {"type": "boolean", "description": "false to run outside auto mode's sandbox (network, writes elsewhere); the user is asked."}
             },
             "required": ["command"]
         }),
@@ -44,6 +45,9 @@ pub struct Args {
     /// The command line.
     pub command: String,
     timeout_ms: Option<u64>,
+    /// `false` asks to run outside the sandbox; the permission check has decided already.
+    #[serde(default, rename = "sandbox")]
+    _sandbox: Option<bool>,
 }
 
 enum Ending {
@@ -59,7 +63,14 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         .map_or(ctx.bash_timeout, Duration::from_millis)
         .min(MAX_TIMEOUT);
     match run_command(&args.command, &ctx, timeout).await {
-        Ok((ending, output)) => report(ending, output),
+        Ok((ending, output)) => {
+            let mut result = report(ending, output);
+            if ctx.sandbox.is_some() && result.is_error && crate::sandbox::blocked(&result.output) {
+                result.output.push('\n');
+                result.output.push_str(crate::sandbox::BLOCKED_NOTE);
+            }
+            result
+        }
         Err(err) => ToolOutput::error(format!("cannot run the command: {err}")),
     }
 }
@@ -77,7 +88,15 @@ async fn run_command(
     // Recorded before it starts: a daemon killed right after the start still leaves a trace.
     let pending = ctx.processes.prepare(command);
     let mut child = {
-        let mut cmd = tokio::process::Command::new("bash");
+        let mut cmd = match (&ctx.sandbox, crate::sandbox::helper()) {
+            // Confined by the daemon's own binary, which then becomes bash.
+            (Some(policy), Some(helper)) => {
+                let mut cmd = tokio::process::Command::new(helper);
+                cmd.args(policy.helper_args()).arg("bash");
+                cmd
+            }
+            _ => tokio::process::Command::new("bash"),
+        };
         cmd.arg("-c")
             .arg(command)
             .current_dir(&ctx.cwd)

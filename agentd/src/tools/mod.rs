@@ -150,6 +150,8 @@ pub struct ToolContext {
     pub processes: processes::ProcessRecords,
     /// The environment commands run with (SPEC §5).
     pub env: Arc<Vec<(String, String)>>,
+    /// The sandbox `bash` runs in (auto mode), if any.
+    pub sandbox: Option<crate::sandbox::Policy>,
 }
 
 impl ToolContext {
@@ -166,6 +168,7 @@ impl ToolContext {
             env: Arc::new(
                 crate::shell_env::ShellEnv::default().for_commands(&crate::shell_env::current()),
             ),
+            sandbox: None,
         }
     }
 }

@@ -49,6 +49,7 @@ impl SessionActor {
                 args: &pending.args,
                 cwd: &cwd,
                 plan_file: &plan,
+                sandbox: false,
             };
             if let Some(rule) = permission::rule_for(call) {
                 self.record(&Record::Rule { rule: rule.clone() });
@@ -99,7 +100,15 @@ pub struct Authorize {
     pub call: ToolCallInfo,
 }
 
-/// The answer to [`Authorize`].
+/// The answer to [`Authorize`], and the sandbox a command runs in when it runs.
+pub struct Authorized {
+    /// Whether it may run.
+    pub authorization: Authorization,
+    /// The sandbox of a `bash` call in auto mode (not asked to leave it).
+    pub sandbox: Option<crate::sandbox::Policy>,
+}
+
+/// Whether a call may run.
 pub enum Authorization {
     /// Run it.
     Allowed,
@@ -110,17 +119,60 @@ pub enum Authorization {
 }
 
 impl Message<Authorize> for SessionActor {
-    type Reply = Result<Authorization, ErrorInfo>;
+    type Reply = Result<Authorized, ErrorInfo>;
 
     async fn handle(&mut self, msg: Authorize, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let run = self.active(msg.run)?;
         let (cwd, plan) = (self.cwd(), self.plan_file());
         let call = permission::Call {
             tool: msg.tool.as_call(),
             args: &msg.args,
             cwd: &cwd,
             plan_file: &plan,
+            sandbox: self.info.mode == protocol::Mode::Auto && crate::sandbox::available(),
         };
+        let sandbox = (call.sandbox
+            && msg.tool == crate::permission::ToolRef::Builtin(crate::tools::Tool::Bash)
+            && !call.unsandboxed())
+        .then(|| self.sandbox_policy());
+        let authorization = self.authorize(&msg, call)?;
+        Ok(Authorized {
+            authorization,
+            sandbox,
+        })
+    }
+}
+
+impl SessionActor {
+    /// What a sandboxed command of this session may write and reach.
+    fn sandbox_policy(&self) -> crate::sandbox::Policy {
+        let config = self.env.config();
+        let mut writable = vec![self.cwd(), std::env::temp_dir()];
+        let env = self.command_env(&config);
+        if let Some((_, tmp)) = env.iter().find(|(k, _)| k == "TMPDIR") {
+            writable.push(tmp.into());
+        }
+        // `~/` is the home directory; a relative path is the session directory's.
+        let cwd = self.cwd();
+        writable.extend(
+            config
+                .sandbox
+                .writable
+                .iter()
+                .map(|p| crate::tools::resolve(&cwd, &p.to_string_lossy())),
+        );
+        crate::sandbox::Policy {
+            writable,
+            network: config.sandbox.network,
+        }
+    }
+
+    /// Decides `call` by the session's mode, grants, answers and rules.
+    fn authorize(
+        &mut self,
+        msg: &Authorize,
+        call: permission::Call<'_>,
+    ) -> Result<Authorization, ErrorInfo> {
+        let run = self.active(msg.run)?;
         let rules = self.env.config().permissions.clone();
         match permission::check(
             call,
@@ -156,8 +208,8 @@ impl Message<Authorize> for SessionActor {
                 self.info.state = SessionState::AwaitingApproval;
                 self.emit(Event::PermissionRequested {
                     request,
-                    tool: msg.call.name,
-                    args: msg.call.args,
+                    tool: msg.call.name.clone(),
+                    args: msg.call.args.clone(),
                     summary,
                 });
                 Ok(Authorization::Pending(request, receiver))

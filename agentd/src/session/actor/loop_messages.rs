@@ -20,7 +20,7 @@ use crate::store::Record;
 impl SessionActor {
     /// The environment of the session's commands: its client's, or (for a session created
     /// without one) the daemon's, without secrets.
-    fn command_env(&self, config: &crate::config::Config) -> Vec<(String, String)> {
+    pub(super) fn command_env(&self, config: &crate::config::Config) -> Vec<(String, String)> {
         if self.client_env.is_empty() {
             config.shell_env.for_commands(&crate::shell_env::current())
         } else {
@@ -49,6 +49,17 @@ impl SessionActor {
             max_turns,
         });
         self.push_user(text, delivery);
+        if self.info.mode == protocol::Mode::Auto
+            && !self.sandbox_warned
+            && let crate::sandbox::Support::Unavailable(why) = crate::sandbox::support()
+        {
+            self.sandbox_warned = true;
+            self.emit(Event::Error {
+                message: format!(
+                    "auto mode has no sandbox on this machine ({why}): commands ask, as in default mode"
+                ),
+            });
+        }
         self.info.state = SessionState::Running;
         let cancel = CancellationToken::new();
         let provider = config.provider(

@@ -70,7 +70,7 @@ impl Run {
     async fn execute_one(&self, call: &ToolCall) -> Result<Option<ToolResult>, Gone> {
         let started = Instant::now();
         let output = match self.prepare(call).await? {
-            Prepared::Run(target, args) => {
+            Prepared::Run(target, args, sandbox) => {
                 let gate = Arc::new(EffectGate::new());
                 let job: tools::pool::ToolJob = match target {
                     Target::Builtin(tool) => {
@@ -82,6 +82,7 @@ impl Run {
                             gate: gate.clone(),
                             processes: self.setup.processes.clone(),
                             env: self.setup.env.clone(),
+                            sandbox,
                         };
                         Box::pin(tools::execute(tool, args, ctx))
                     }
@@ -161,8 +162,9 @@ impl Run {
                 call: call.info(),
             })
             .await?;
-        let decision = match authorization {
-            Authorization::Allowed => return Ok(Prepared::Run(target, args)),
+        let sandbox = authorization.sandbox;
+        let decision = match authorization.authorization {
+            Authorization::Allowed => return Ok(Prepared::Run(target, args, sandbox)),
             Authorization::Denied(reason) => {
                 return Ok(Prepared::Refused(ToolOutput::error(reason)));
             }
@@ -189,7 +191,7 @@ impl Run {
         };
         Ok(match decision {
             Ok(protocol::Decision::Allow | protocol::Decision::AllowAlways) => {
-                Prepared::Run(target, args)
+                Prepared::Run(target, args, sandbox)
             }
             Ok(protocol::Decision::Deny) | Err(_) => Prepared::Refused(ToolOutput::error(
                 "denied: the user did not allow this call",
@@ -220,7 +222,7 @@ impl Target {
 
 /// A call ready to run, refused, or overtaken by a cancel.
 enum Prepared {
-    Run(Target, serde_json::Value),
+    Run(Target, serde_json::Value, Option<crate::sandbox::Policy>),
     Refused(ToolOutput),
     Interrupted,
 }
