@@ -345,6 +345,7 @@ async fn a_prompt_sent_while_running_is_queued_and_answered_when_the_run_ends() 
     let daemon = Daemon::start();
     let cwd = project.path().to_path_buf();
     let release = gate.clone();
+    let socket = daemon.paths().socket;
     with_editor(
         &daemon.home,
         &model,
@@ -356,6 +357,18 @@ async fn a_prompt_sent_while_running_is_queued_and_answered_when_the_run_ends() 
                 .await;
             let second =
                 cx.send_request(PromptRequest::new(session.clone(), vec!["second".into()]));
+            // The daemon holds it as a follow-up of the running run.
+            let mut watcher = protocol::client::Client::connect(&socket, "test")
+                .await
+                .unwrap();
+            let id = protocol::SessionId(session.0.to_string());
+            tests::subscribe(&watcher, &id, 0).await;
+            let mut events = watcher.take_incoming().unwrap();
+            tests::events_until(
+                &mut events,
+                |e| matches!(e, Event::QueueChanged { follow_up, .. } if !follow_up.is_empty()),
+            )
+            .await;
             release.release();
             assert_eq!(
                 first.block_task().await.unwrap().stop_reason,

@@ -32,9 +32,7 @@ struct Watched {
     /// The newest `seq` seen.
     last_seq: u64,
     /// Prompts of this editor waiting for the run they joined to end.
-    prompts: VecDeque<v1::Responder<PromptResponse>>,
-    /// Texts this editor sent that the daemon has not echoed yet.
-    sent: VecDeque<String>,
+    prompts: VecDeque<Prompt>,
     /// Whether the reply being received was streamed (its whole text is then not sent again).
     streamed: bool,
     /// Calls announced and not answered yet.
@@ -43,6 +41,15 @@ struct Watched {
     asks: HashMap<PermissionRequestId, RequestCancellationHandle>,
     /// Permission requests met in the replay, shown once it is over unless answered in it.
     deferred: Vec<Ask>,
+}
+
+/// A prompt of this editor, waiting for the run it joins to end.
+struct Prompt {
+    /// Its text, to recognise it when the daemon echoes it.
+    text: String,
+    /// Whether it entered a run's history (only then does that run's end answer it).
+    delivered: bool,
+    responder: v1::Responder<PromptResponse>,
 }
 
 /// A permission request to show in the editor.
@@ -128,8 +135,11 @@ impl Bridge {
     ) -> Option<v1::Responder<PromptResponse>> {
         match self.sessions().get_mut(session) {
             Some(watched) => {
-                watched.prompts.push_back(responder);
-                watched.sent.push_back(text.to_string());
+                watched.prompts.push_back(Prompt {
+                    text: text.to_string(),
+                    delivered: false,
+                    responder,
+                });
                 None
             }
             None => Some(responder),
@@ -140,8 +150,7 @@ impl Bridge {
     pub fn take_last_prompt(&self, session: &SessionId) -> Option<v1::Responder<PromptResponse>> {
         let mut sessions = self.sessions();
         let watched = sessions.get_mut(session)?;
-        watched.sent.pop_back();
-        watched.prompts.pop_back()
+        watched.prompts.pop_back().map(|p| p.responder)
     }
 
     /// Turns the daemon's events into the editor's updates until the daemon connection ends.
@@ -169,6 +178,7 @@ impl Bridge {
                     for (_, watched) in self.sessions().drain() {
                         for prompt in watched.prompts {
                             let _ = prompt
+                                .responder
                                 .respond_with_error(Error::internal_error().data(reason.clone()));
                         }
                     }
@@ -200,8 +210,13 @@ impl Bridge {
         let mut asks: Vec<Ask> = Vec::new();
         match event {
             Event::UserMessage { text, .. } => {
-                if !replay && watched.sent.front() == Some(&text) {
-                    watched.sent.pop_front();
+                // The editor's own prompt is not echoed back; it is now part of a run.
+                let own = watched
+                    .prompts
+                    .iter_mut()
+                    .find(|p| !p.delivered && p.text == text);
+                if let (false, Some(prompt)) = (replay, own) {
+                    prompt.delivered = true;
                 } else {
                     out.push(updates::text_chunk(SessionUpdate::UserMessageChunk, &text));
                 }
@@ -282,10 +297,26 @@ impl Bridge {
                 stop_reason,
                 truncated,
                 error,
+                returned_messages,
                 ..
             } if !replay => {
                 let answer = updates::stop_reason(stop_reason, truncated, error.as_deref());
-                for prompt in watched.prompts.drain(..) {
+                // The prompts this run took, or gave back unread; one still on its way to the
+                // daemon belongs to the next run.
+                let mut returned: Vec<String> =
+                    returned_messages.into_iter().map(|m| m.text).collect();
+                let (done, waiting): (Vec<Prompt>, Vec<Prompt>) =
+                    watched.prompts.drain(..).partition(|p| {
+                        p.delivered
+                            || returned
+                                .iter()
+                                .position(|t| *t == p.text)
+                                .map(|i| returned.remove(i))
+                                .is_some()
+                    });
+                watched.prompts = waiting.into();
+                for prompt in done {
+                    let prompt = prompt.responder;
                     let _ = match &answer {
                         Ok(stop) => prompt.respond(PromptResponse::new(*stop)),
                         // The run's own message, where editors show it.
@@ -295,11 +326,10 @@ impl Bridge {
                         )),
                     };
                 }
-                watched.sent.clear();
             }
             Event::SessionDeleted => {
                 for prompt in watched.prompts.drain(..) {
-                    let _ = prompt.respond_with_error(
+                    let _ = prompt.responder.respond_with_error(
                         Error::invalid_params().data("the session was deleted"),
                     );
                 }
