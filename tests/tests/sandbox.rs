@@ -86,6 +86,7 @@ async fn auto_mode_runs_commands_confined_without_asking() {
         format!("echo x > {}/allowed && echo written", d.extra.display()),
         format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
         format!("(echo bg > {out}/background) & wait; bash -c 'echo child > {out}/child'; true"),
+        format!("{} sessions", tests::binary("agentctl").display()),
     ];
     let mut script: Vec<_> = commands
         .iter()
@@ -145,6 +146,12 @@ async fn auto_mode_runs_commands_confined_without_asking() {
     );
     let (_, _, last) = &results[8];
     assert!(last.contains("Permission denied"), "{last}");
+    // A sandboxed command cannot drive the daemon that confined it.
+    let (_, is_error, output) = &results[9];
+    assert!(
+        *is_error && output.contains("sandbox cannot use agentd"),
+        "{output}"
+    );
 }
 
 #[tokio::test]

@@ -464,6 +464,15 @@ fn check_peer(stream: &Stream) -> Result<(), ErrorInfo> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     match creds.euid() {
+        // A process in another user namespace is a sandboxed command (auto mode): it must not
+        // drive the daemon that confined it.
+        Some(uid) if uid == me && creds.pid().is_some_and(|pid| !same_user_namespace(pid)) => {
+            tracing::warn!("refused a peer from a sandbox");
+            Err(ErrorInfo::new(
+                ErrorCode::InvalidRequest,
+                "commands in auto mode's sandbox cannot use agentd",
+            ))
+        }
         Some(uid) if uid == me => Ok(()),
         other => {
             tracing::warn!(peer_uid = ?other, "refused a peer of another user");
@@ -472,6 +481,19 @@ fn check_peer(stream: &Stream) -> Result<(), ErrorInfo> {
                 "this daemon serves only its own user",
             ))
         }
+    }
+}
+
+/// Whether process `pid` is in the daemon's user namespace.
+#[cfg(unix)]
+fn same_user_namespace(pid: i32) -> bool {
+    match (
+        std::fs::read_link(format!("/proc/{pid}/ns/user")),
+        std::fs::read_link("/proc/self/ns/user"),
+    ) {
+        (Ok(theirs), Ok(ours)) => theirs == ours,
+        // Without /proc there is nothing to compare.
+        _ => true,
     }
 }
 

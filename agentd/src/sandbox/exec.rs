@@ -11,7 +11,7 @@
 use std::os::unix::process::CommandExt;
 
 use landlock::{
-    ABI, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    ABI, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
     path_beneath_rules,
 };
 
@@ -50,13 +50,15 @@ pub fn enter(policy: &Policy) -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
-    if !policy.network {
-        isolate_network()?;
-    }
+    // Always a user namespace of its own, so that the daemon can tell a sandboxed peer (which
+    // must not drive it); without the network, a network namespace too.
+    isolate(!policy.network)?;
     let (handled, read) = rights(ABI_WANTED);
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(handled)
+        // No signals to processes outside (the daemon), no abstract sockets (ABI 6).
+        .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
         .and_then(|r| r.add_rules(path_beneath_rules(&policy.writable, handled)))
@@ -69,12 +71,18 @@ pub fn enter(policy: &Policy) -> Result<(), String> {
     Ok(())
 }
 
-/// A new user namespace (mapping only our own ids) with a new network namespace.
-fn isolate_network() -> Result<(), String> {
+/// A new user namespace (mapping only our own ids), with a new network namespace when
+/// `no_network`.
+fn isolate(no_network: bool) -> Result<(), String> {
     // SAFETY: getuid and getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let flags = if no_network {
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNET
+    } else {
+        libc::CLONE_NEWUSER
+    };
     // SAFETY: unshare only changes this (single-threaded) process's namespaces.
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+    if unsafe { libc::unshare(flags) } != 0 {
         return Err(format!(
             "a user and network namespace: {}",
             std::io::Error::last_os_error()

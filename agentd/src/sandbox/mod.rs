@@ -54,6 +54,12 @@ fn probe(helper: &Path) -> Support {
             "the kernel has no Landlock (needs Linux 5.13 with Landlock enabled)".into(),
         );
     };
+    // Before ABI 3 (Linux 6.2) truncating a file is not a write Landlock can refuse.
+    if abi < 3 {
+        return Support::Unavailable(format!(
+            "the kernel's Landlock (ABI {abi}) cannot refuse truncating files; Linux 6.2 or later is needed"
+        ));
+    }
     let policy = Policy {
         writable: vec![std::env::temp_dir()],
         network: false,

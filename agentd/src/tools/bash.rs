@@ -95,7 +95,12 @@ async fn run_command(
                 cmd.args(policy.helper_args()).arg("bash");
                 cmd
             }
-            _ => tokio::process::Command::new("bash"),
+            (Some(_), None) => {
+                return Err(std::io::Error::other(
+                    "the sandbox is not set up; the command was not run",
+                ));
+            }
+            (None, _) => tokio::process::Command::new("bash"),
         };
         cmd.arg("-c")
             .arg(command)
