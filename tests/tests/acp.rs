@@ -437,6 +437,15 @@ async fn sessions_are_listed_and_modes_set() {
                 .block_task()
                 .await;
             assert!(refused.is_err());
+            // A shortened id is refused with the full one (events carry the full id).
+            let prefix: String = elsewhere.as_str().chars().take(4).collect();
+            let short = cx
+                .send_request(LoadSessionRequest::new(prefix, cwd.clone()))
+                .block_task()
+                .await
+                .expect_err("a prefix is refused");
+            let shown = format!("{short:?}");
+            assert!(shown.contains(elsewhere.as_str()), "{shown}");
             session.0.to_string()
         },
     )

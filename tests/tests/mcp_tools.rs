@@ -300,12 +300,13 @@ async fn a_hostile_server_is_kept_within_bounds() {
     )
     .await;
     let run = t.run("flood").await;
-    // A tool list that never ends is cut at 200 tools, with names every provider takes.
+    // A tool list that never ends is cut, with names every provider takes.
     let (names, _) = offered(&t.model.received()[0].body);
     let mine: Vec<&String> = names.iter().filter(|n| n.starts_with("mcp__h__")).collect();
-    assert_eq!(mine.len(), 200);
+    // At most 200 tools, and at most 256 kB of descriptions and schemas from one server.
+    assert!(mine.len() > 50 && mine.len() < 200, "{}", mine.len());
     let unique: std::collections::HashSet<&&String> = mine.iter().collect();
-    assert_eq!(unique.len(), 200);
+    assert_eq!(unique.len(), mine.len());
     for name in &mine {
         assert!(name.len() <= 64, "{name}");
         assert!(
@@ -316,7 +317,7 @@ async fn a_hostile_server_is_kept_within_bounds() {
     }
     let body = t.model.received()[0].body.to_string();
     assert!(
-        body.len() < 1_000_000,
+        body.len() < 400_000,
         "descriptions are capped: {} bytes",
         body.len()
     );

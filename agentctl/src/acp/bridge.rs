@@ -31,6 +31,8 @@ struct Watched {
     replayed: Option<oneshot::Sender<()>>,
     /// The newest `seq` seen.
     last_seq: u64,
+    /// When the last event came.
+    last_event: Option<std::time::Instant>,
     /// Prompts of this editor waiting for the run they joined to end.
     prompts: VecDeque<Prompt>,
     /// Whether the reply being received was streamed (its whole text is then not sent again).
@@ -120,6 +122,23 @@ impl Bridge {
         }
     }
 
+    /// How long no event of `session` has come (since it was watched when none came yet).
+    pub fn quiet_for(&self, session: &SessionId) -> std::time::Duration {
+        self.sessions()
+            .get(session)
+            .and_then(|w| w.last_event)
+            .map_or(std::time::Duration::MAX, |at| at.elapsed())
+    }
+
+    /// Ends `session`'s replay now: its history has stopped short of the `seq` the daemon
+    /// named (a range it reserved and never used).
+    pub fn end_replay_now(&self, cx: &v1::ConnectionTo<Editor>, session: &SessionId) {
+        let mut sessions = self.sessions();
+        if let Some(watched) = sessions.get_mut(session) {
+            self.end_replay(cx, session, watched);
+        }
+    }
+
     /// Stops following `session`.
     pub fn forget(&self, session: &SessionId) {
         self.sessions().remove(session);
@@ -182,7 +201,9 @@ impl Bridge {
                                 .respond_with_error(Error::internal_error().data(reason.clone()));
                         }
                     }
-                    break;
+                    // Without the daemon nothing works: the agent ends, and the editor may
+                    // start it again.
+                    return Err(Error::internal_error().data(reason));
                 }
             }
         }
@@ -201,6 +222,7 @@ impl Bridge {
         let Some(watched) = sessions.get_mut(&session) else {
             return;
         };
+        watched.last_event = Some(std::time::Instant::now());
         if seq <= watched.last_seq {
             return;
         }
@@ -208,6 +230,7 @@ impl Bridge {
         let replay = seq <= watched.replay_until;
         let mut out: Vec<SessionUpdate> = Vec::new();
         let mut asks: Vec<Ask> = Vec::new();
+        let mut deleted = false;
         match event {
             Event::UserMessage { text, .. } => {
                 // The editor's own prompt is not echoed back; it is now part of a run.
@@ -328,6 +351,7 @@ impl Bridge {
                 }
             }
             Event::SessionDeleted => {
+                deleted = true;
                 for prompt in watched.prompts.drain(..) {
                     let _ = prompt.responder.respond_with_error(
                         Error::invalid_params().data("the session was deleted"),
@@ -349,6 +373,9 @@ impl Bridge {
         }
         for ask in asks {
             self.show(cx, &session, watched, ask);
+        }
+        if deleted {
+            sessions.remove(&session);
         }
     }
 

@@ -166,10 +166,20 @@ fn stdio() -> (
 ) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
+    // Non-blocking is a property of the open pipe: when stderr is the same pipe, notes written
+    // to it could fail, so stdout then stays blocking.
+    let same_as_stderr = {
+        let (out, err) = (
+            file_id(std::io::stdout().as_fd()),
+            file_id(std::io::stderr().as_fd()),
+        );
+        out.is_some() && out == err
+    };
     let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = std::io::stdout()
         .as_fd()
         .try_clone_to_owned()
         .ok()
+        .filter(|_| !same_as_stderr)
         .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok())
         .map_or_else(
             || Box::new(tokio::io::stdout()) as Box<_>,
@@ -186,6 +196,22 @@ fn stdio() -> (
         );
     (output, input)
 }
+
+/// The device and inode of an open file.
+fn file_id(fd: std::os::fd::BorrowedFd<'_>) -> Option<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes the struct for a descriptor we hold open.
+    if unsafe { libc::fstat(fd.as_raw_fd(), stat.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: fstat succeeded, so the struct is written.
+    let stat = unsafe { stat.assume_init() };
+    Some((stat.st_dev, stat.st_ino))
+}
+
+/// How long a replay may pause before it counts as over.
+const REPLAY_QUIET: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A daemon error as an ACP one.
 fn daemon_error(err: protocol::client::ClientError) -> Error {
@@ -225,8 +251,32 @@ async fn follow(
             return Err(daemon_error(err));
         }
     };
+    if info.id != *session {
+        // A prefix of an id: the editor must use the id the events carry.
+        bridge.forget(session);
+        let _ = bridge
+            .daemon
+            .request(Request::Unsubscribe {
+                session: info.id.clone(),
+            })
+            .await;
+        return Err(Error::invalid_params().data(format!("use the full session id {}", info.id)));
+    }
     bridge.replay_ends_at(cx, session, PathBuf::from(&info.cwd), info.last_seq);
-    let _ = replayed.await;
+    // The history ends at `last_seq`, or earlier when the daemon reserved numbers it never
+    // used: then the replay is over once its events stop coming.
+    let mut replayed = replayed;
+    loop {
+        tokio::select! {
+            _ = &mut replayed => break,
+            () = tokio::time::sleep(REPLAY_QUIET) => {
+                if bridge.quiet_for(session) >= REPLAY_QUIET {
+                    bridge.end_replay_now(cx, session);
+                    break;
+                }
+            }
+        }
+    }
     Ok(info)
 }
 

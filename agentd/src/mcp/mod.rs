@@ -268,8 +268,14 @@ impl McpHub {
         instance.call(&launch, &tool.tool, args, cancel).await
     }
 
-    /// Stops the `session`-scope servers of `session`.
+    /// Stops the `session`-scope servers of `session`, and forgets the ones a client brought
+    /// for it (a client opening it again brings them again).
     pub async fn end_session(&self, session: &SessionId) {
+        self.inner
+            .extras
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session);
         let ended: Vec<Arc<Instance>> = {
             let mut instances = self.instances();
             let keys: Vec<Key> = instances

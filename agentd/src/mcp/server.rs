@@ -373,10 +373,11 @@ impl Instance {
                     Arc::new(rmcp::transport::common::client_side_sse::NeverRetry::default());
                 let transport =
                     StreamableHttpClientTransport::with_client(launch.http.clone(), config);
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("`initialize` with {url} failed: {e}"))?;
+                let service = handler.serve(transport).await.map_err(|e| {
+                    // A token may sit in the query: it is not shown.
+                    let shown = url.split('?').next().unwrap_or_default();
+                    format!("`initialize` with {shown} failed: {e}")
+                })?;
                 (service, None)
             }
         };

@@ -18,6 +18,10 @@ pub const MAX_TOOLS_PER_SERVER: usize = 200;
 const MAX_DESCRIPTION: usize = 2_000;
 /// The most bytes of a tool's input schema; a larger one is replaced by an open object.
 const MAX_SCHEMA_BYTES: usize = 32_768;
+/// The most bytes of descriptions and schemas one server adds to every model request.
+const MAX_SERVER_BYTES: usize = 262_144;
+/// The longest tool name taken; longer ones are left out.
+const MAX_TOOL_NAME: usize = 128;
 
 /// One MCP tool as the model sees it.
 #[derive(Debug, Clone)]
@@ -73,8 +77,11 @@ impl Toolset {
             }
         };
         let mut count = 0;
+        let mut bytes = 0;
         for def in tools.iter().take(MAX_TOOLS_PER_SERVER) {
-            let name = names::exposed(&config.name, &def.name, taken);
+            if def.name.len() > MAX_TOOL_NAME {
+                continue;
+            }
             let description: String = def
                 .description
                 .as_deref()
@@ -86,6 +93,13 @@ impl Toolset {
                 "{description} (tool `{}` of MCP server `{}`)",
                 def.name, config.name
             );
+            let input_schema = schema(def);
+            bytes += description.len() + input_schema.to_string().len();
+            if bytes > MAX_SERVER_BYTES {
+                tracing::warn!(server = %config.name, "the MCP server's tools are too large to offer them all; the rest are left out");
+                break;
+            }
+            let name = names::exposed(&config.name, &def.name, taken);
             self.tools.push(McpTool {
                 name: name.clone(),
                 server: config.name.clone(),
@@ -93,7 +107,7 @@ impl Toolset {
                 spec: ToolSpec {
                     name: Cow::Owned(name),
                     description: Cow::Owned(description.trim_start().to_string()),
-                    input_schema: schema(def),
+                    input_schema,
                 },
                 read_only: def
                     .annotations
