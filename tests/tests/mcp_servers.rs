@@ -116,13 +116,19 @@ async fn session_scope_servers_are_one_per_session_and_go_with_their_session() {
 
 #[tokio::test]
 async fn no_server_outlives_the_daemon() {
-    // The server leaves a child of its own in its process group: it goes too.
+    // The server leaves a child in its process group and one in a group of its own: both go.
+    let spawn = || {
+        anthropic::reply()
+            .tool("mcp__t__spawn_child", json!({}))
+            .tool("mcp__t__spawn_detached", json!({}))
+            .build()
+    };
     let mut t = McpSetup::start(
         |events| stdio_entry("t", events, ""),
         vec![
-            anthropic::tool("mcp__t__spawn_child", json!({})),
+            spawn(),
             anthropic::text("done"),
-            anthropic::tool("mcp__t__spawn_child", json!({})),
+            spawn(),
             anthropic::text("done"),
         ],
         &[],
@@ -130,12 +136,15 @@ async fn no_server_outlives_the_daemon() {
     .await;
     let run = t.run("spawn").await;
     let pid = started_pid(&t.events.until("started").await);
-    let child: i32 = tool_results(&run)[0].2.parse().unwrap();
+    let results = tool_results(&run);
+    let child: i32 = results[0].2.parse().unwrap();
+    let detached: i32 = results[1].2.parse().unwrap();
     assert_eq!(
         tests::process_group(child),
         Some(pid),
         "the server leads its own group"
     );
+    assert_eq!(tests::process_group(detached), Some(detached));
     let stopped = t.daemon.home.run_agentctl(&["daemon", "stop"]);
     assert!(stopped.status.success(), "{stopped:?}");
     t.daemon.wait_exit();
@@ -143,19 +152,28 @@ async fn no_server_outlives_the_daemon() {
         tests::group_is_gone(pid).await,
         "server {pid} outlived `daemon stop`"
     );
+    assert!(
+        tests::group_is_gone(detached).await,
+        "the server's detached child outlived `daemon stop`"
+    );
 
     // A daemon killed outright leaves its server to the next one, which stops it.
     t.daemon.restart();
     let (client, session, mut incoming) = session_in(&t.daemon, t.project.path()).await;
     start_run(&client, &session, "spawn", t.options()).await;
-    until_finished(&mut incoming).await;
+    let run = until_finished(&mut incoming).await;
     let pid = started_pid(&t.events.until("started").await);
+    let detached: i32 = tool_results(&run)[1].2.parse().unwrap();
     t.daemon.kill();
     assert!(tests::live_members(pid));
     t.daemon.restart();
     assert!(
         tests::group_is_gone(pid).await,
         "server {pid} outlived a killed daemon"
+    );
+    assert!(
+        tests::group_is_gone(detached).await,
+        "the detached child outlived a killed daemon"
     );
 }
 

@@ -33,7 +33,7 @@ async fn tools_are_offered_with_their_schema_and_their_results_reach_the_history
 
     let requests = t.model.received();
     let (names, system) = offered(&requests[0].body);
-    // Eleven tools in pages of three: every page was listed.
+    // Twelve tools in pages of three: every page was listed.
     for tool in [
         "echo",
         "fail",
@@ -55,7 +55,7 @@ async fn tools_are_offered_with_their_schema_and_their_results_reach_the_history
         .clone();
     assert_eq!(echo["input_schema"]["properties"]["text"]["type"], "string");
     assert!(echo["description"].as_str().unwrap().contains("Echoes"));
-    assert!(system.contains("t: connected, 11 tools"), "{system}");
+    assert!(system.contains("t: connected, 12 tools"), "{system}");
 
     assert_eq!(
         call_order(&run),
@@ -120,7 +120,7 @@ async fn a_streamable_http_server_works_like_a_stdio_one() {
     let listed = t.mcp_list();
     assert_eq!(listed[0]["transport"], "http");
     assert_eq!(listed[0]["state"], "ready");
-    assert_eq!(listed[0]["tools"], 11);
+    assert_eq!(listed[0]["tools"], 12);
     // The token is in no file the daemon wrote.
     let log = std::fs::read_to_string(t.daemon.paths().log_file()).unwrap_or_default();
     assert!(!log.contains("t0ken"));

@@ -111,6 +111,9 @@ struct Live {
 struct Process {
     pid: u32,
     start: u64,
+    /// What the server and its children carry in their environment, also after leaving the
+    /// group.
+    marker: String,
     _record: Recorded,
 }
 
@@ -120,6 +123,7 @@ impl Drop for Process {
         if let Ok(pgid) = i32::try_from(self.pid) {
             processes::kill_group(pgid, self.start);
         }
+        processes::kill_marked(&self.marker);
     }
 }
 
@@ -338,9 +342,11 @@ impl Instance {
                     .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+                let marker = pending.marker().to_string();
                 let process = transport.id().map(|pid| Process {
                     pid,
                     start: processes::start_time(pid as i32).unwrap_or(0),
+                    marker,
                     _record: pending.started(pid as i32),
                 });
                 let collector = err_pipe.map(|pipe| {
@@ -422,10 +428,11 @@ impl Live {
         if let Some(service) = service {
             let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;
         }
-        if let Some(process) = &self.process
-            && let Ok(pgid) = i32::try_from(process.pid)
-        {
-            processes::kill_group(pgid, process.start);
+        if let Some(process) = &self.process {
+            if let Ok(pgid) = i32::try_from(process.pid) {
+                processes::kill_group(pgid, process.start);
+            }
+            processes::kill_marked(&process.marker);
         }
     }
 }

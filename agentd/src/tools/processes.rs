@@ -51,6 +51,11 @@ impl Pending {
         (MARKER_VAR, &self.marker)
     }
 
+    /// The marker the process carries.
+    pub fn marker(&self) -> &str {
+        &self.marker
+    }
+
     /// The process started as the leader of group `pgid`: the record says so, and is removed
     /// when the returned guard is dropped.
     pub fn started(mut self, pgid: i32) -> Recorded {
@@ -173,7 +178,11 @@ impl ProcessRecords {
                 && entry.boot == boot
             {
                 let count = match (entry.pgid, &entry.marker) {
-                    (Some(pgid), _) => kill_group(pgid, entry.start),
+                    // Processes that left the group (`setsid`) still carry the marker.
+                    (Some(pgid), Some(marker)) => {
+                        kill_group(pgid, entry.start) + kill_marked(marker)
+                    }
+                    (Some(pgid), None) => kill_group(pgid, entry.start),
                     (None, Some(marker)) => kill_marked(marker),
                     (None, None) => 0,
                 };
@@ -213,9 +222,9 @@ pub fn start_time(pid: i32) -> Option<u64> {
     stat(u32::try_from(pid).ok()?).map(|(start, _)| start)
 }
 
-/// Kills every process that carries `marker` in its environment, with the rest of the group it
-/// leads; returns how many.
-fn kill_marked(marker: &str) -> usize {
+/// Kills every process that carries `marker` in its environment (also ones that left their
+/// group), with the rest of the group it leads; returns how many.
+pub fn kill_marked(marker: &str) -> usize {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return 0;
     };

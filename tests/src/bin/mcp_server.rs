@@ -3,7 +3,7 @@
 //!
 //! Tools: `echo` (read-only), `fail` (an `isError` result), `structured`, `image`, `hang` (until
 //! cancelled), `stubborn` (never answers), `exit` (the process exits mid-call), `add_tool` (adds `late` and sends
-//! `tools/list_changed`), `env` (one variable of its environment), `pid`, `spawn_child` (a `sleep` in its group). The list comes in
+//! `tools/list_changed`), `env` (one variable of its environment), `pid`, `spawn_child` (a `sleep` in its group), `spawn_detached` (one in a group of its own). The list comes in
 //! pages of three, so listing must follow `nextCursor`.
 //!
 //! When `MCP_TEST_EVENTS` names a Unix socket, the server reports what happens to it, one line
@@ -95,6 +95,11 @@ impl TestServer {
             Tool::new(
                 "spawn_child",
                 "Starts `sleep 600` in the server's process group",
+                schema(empty.clone()),
+            ),
+            Tool::new(
+                "spawn_detached",
+                "Starts `sleep 600` in a process group of its own",
                 schema(empty.clone()),
             ),
         ];
@@ -208,8 +213,13 @@ impl ServerHandler for TestServer {
             "pid" => {
                 CallToolResult::success(vec![ContentBlock::text(std::process::id().to_string())])
             }
-            "spawn_child" => {
-                let child = std::process::Command::new("sleep")
+            "spawn_child" | "spawn_detached" => {
+                let mut command = std::process::Command::new("sleep");
+                if name == "spawn_detached" {
+                    // A group of its own, as `setsid` would leave it.
+                    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+                }
+                let child = command
                     .arg("600")
                     .stdin(std::process::Stdio::null())
                     .stdout(std::process::Stdio::null())
