@@ -120,9 +120,13 @@ async fn run_command(
         cmd.spawn()?
     };
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let group = ProcessGroup {
+        pgid,
+        marker: pending.marker().to_string(),
+        killed: std::cell::Cell::new(false),
+    };
     // Dropped after the group is killed (in reverse order of declaration).
     let _recorded = pgid.map(|pgid| pending.started(pgid));
-    let group = ProcessGroup(pgid);
     let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
     let mut collect = tokio::spawn(async move {
         let mut output = Capped::new(MAX_OUTPUT_BYTES);
@@ -193,22 +197,32 @@ fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
 }
 
 /// A process group, killed with SIGKILL when the call ends for any reason.
-struct ProcessGroup(Option<i32>);
+struct ProcessGroup {
+    pgid: Option<i32>,
+    /// What the command's processes carry, also the ones that left the group (`setsid`).
+    marker: String,
+    killed: std::cell::Cell<bool>,
+}
 
 impl ProcessGroup {
     fn kill(&self) {
-        if let Some(pgid) = self.0 {
+        if let Some(pgid) = self.pgid {
             // SAFETY: killpg has no memory-safety preconditions; a group that is gone is ESRCH.
             unsafe {
                 libc::killpg(pgid, libc::SIGKILL);
             }
+        }
+        if !self.killed.replace(true) {
+            super::processes::kill_marked(&self.marker);
         }
     }
 }
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        self.kill();
+        if !self.killed.get() {
+            self.kill();
+        }
     }
 }
 
@@ -233,6 +247,27 @@ mod tests {
         let result = report(ending, output);
         assert!(result.is_error);
         assert_eq!(result.output, "out\nerr\n[exit code: 3]");
+    }
+
+    #[tokio::test]
+    async fn a_process_that_left_the_group_is_stopped_with_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, output) = run_command(
+            // Waits until the `sleep` has left the group, then ends.
+            "setsid sleep 600 > /dev/null 2>&1 & p=$!; \
+             until [ \"$(ps -o sid= -p $p | tr -d ' ')\" = \"$p\" ]; do sleep 0.01; done; echo $p",
+            &ctx(dir.path()),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+        let pid: i32 = output.trim().parse().unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.get(..1));
+        assert!(
+            state.is_none() || state == Some("Z"),
+            "the detached `sleep` ({pid}) still runs: {stat}"
+        );
     }
 
     #[tokio::test]
