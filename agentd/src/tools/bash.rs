@@ -262,12 +262,20 @@ mod tests {
         .await
         .unwrap();
         let pid: i32 = output.trim().parse().unwrap();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.get(..1));
-        assert!(
-            state.is_none() || state == Some("Z"),
-            "the detached `sleep` ({pid}) still runs: {stat}"
-        );
+        // A SIGKILL lands asynchronously: allow the kernel a moment to finish it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.get(..1));
+            if state.is_none() || state == Some("Z") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the detached `sleep` ({pid}) still runs: {stat}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     #[tokio::test]

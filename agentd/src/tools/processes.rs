@@ -222,26 +222,28 @@ pub fn start_time(pid: i32) -> Option<u64> {
     stat(u32::try_from(pid).ok()?).map(|(start, _)| start)
 }
 
+/// The ids of the processes running now, this one left out.
+fn other_processes() -> impl Iterator<Item = u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(move |pid| *pid != me)
+}
+
 /// Kills every process that carries `marker` in its environment (also ones that left their
 /// group), with the rest of the group it leads; returns how many.
 pub fn kill_marked(marker: &str) -> usize {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
     let needle = format!("{MARKER_VAR}={marker}");
     let mut killed = 0;
-    for entry in procs.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+    for pid in other_processes() {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
         if environ
             .split(|&b| b == 0)
             .any(|var| var == needle.as_bytes())
+            && let Ok(pid) = i32::try_from(pid)
         {
             killed += start_time(pid).map_or(0, |start| kill_group(pid, start).max(1));
             // SAFETY: kill has no memory-safety preconditions.
@@ -253,22 +255,8 @@ pub fn kill_marked(marker: &str) -> usize {
 
 /// Kills every process of group `pgid` that started no earlier than `start`; returns how many.
 pub fn kill_group(pgid: i32, start: u64) -> usize {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let me = std::process::id();
     let mut killed = 0;
-    for entry in procs.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
+    for pid in other_processes() {
         if let Some((started, pgrp)) = stat(pid)
             && pgrp == pgid
             && started >= start
