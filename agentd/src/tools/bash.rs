@@ -255,7 +255,8 @@ mod tests {
         let (_, output) = run_command(
             // Waits until the `sleep` has left the group, then ends.
             "setsid sleep 600 > /dev/null 2>&1 & p=$!; \
-             until [ \"$(ps -o sid= -p $p | tr -d ' ')\" = \"$p\" ]; do sleep 0.01; done; echo $p",
+             until read -r -a f < /proc/$p/stat && [ \"${f[5]}\" = \"$p\" ]; do sleep 0.01; done; \
+             echo $p",
             &ctx(dir.path()),
             Duration::from_secs(60),
         )
