@@ -8,27 +8,26 @@
 //! printed above it and its prompt is the status line. Without a terminal, lines come from stdin
 //! and events go to stdout.
 
-use std::borrow::Cow;
-use std::io::{BufRead, IsTerminal};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 
 use protocol::client::{Client, Incoming};
 use protocol::paths::Paths;
 use protocol::{
     CreateSession, Decision, Delivery, Event, Mode, PermissionRequestId, Reply, Request,
-    RunOptions, SessionEvent, SessionId, SessionState, TokenUsage,
-};
-use reedline::{
-    EditCommand, Emacs, ExternalPrinter, KeyCode, KeyModifiers, Prompt, PromptEditMode,
-    PromptHistorySearch, Reedline, ReedlineEvent, Signal, default_emacs_keybindings,
+    RunOptions, SessionEvent, SessionId, SessionState,
 };
 use tokio::sync::mpsc;
 
+mod input;
+mod status;
+
 use super::run::provider_env;
 use super::{request, unexpected};
-use crate::view::{HumanView, Output, Style, thousands};
+use crate::view::{HumanView, Output, Style};
 use crate::{Failure, connect};
+use input::{Input, InputLine, StdinLine, TerminalLine};
+use status::Status;
 
 /// What `chat` or `attach` was asked to do.
 pub struct ChatArgs {
@@ -55,62 +54,6 @@ y / n / a                   allow, deny or always allow the pending permission r
 /mode [MODE]                show or set the mode: default, accept-edits, auto, plan, bypass
 /sessions                   list sessions
 /detach, Ctrl+D, Ctrl+C ×2  leave; the session and its run go on";
-
-/// What the user did at the input line.
-#[derive(Debug)]
-enum Input {
-    Line(String),
-    CtrlC,
-    CtrlD,
-    Eof,
-    Failed(String),
-}
-
-/// What the status line shows.
-#[derive(Debug, Clone, Default)]
-struct Status {
-    state: Option<SessionState>,
-    mode: Mode,
-    turn: u32,
-    steer: usize,
-    follow_up: usize,
-    tokens: TokenUsage,
-    ask: Option<(PermissionRequestId, String)>,
-}
-
-impl Status {
-    fn line(&self) -> String {
-        if let Some((request, summary)) = &self.ask {
-            return format!("[approve {request}: {summary}? y/n/a] ");
-        }
-        let state = self.state.map_or("idle", |s| s.as_str());
-        let mut parts = vec![state.to_string()];
-        if self.state == Some(SessionState::Running) {
-            parts.push(format!("turn {}", self.turn));
-        }
-        if self.steer + self.follow_up > 0 {
-            parts.push(format!("queued {}/{}", self.steer, self.follow_up));
-        }
-        parts.push(format!(
-            "{} tok",
-            thousands(self.tokens.total_input() + self.tokens.output)
-        ));
-        if self.mode != Mode::Default {
-            parts.push(self.mode.to_string());
-        }
-        format!("[{}] ", parts.join(" · "))
-    }
-}
-
-/// The input side: the terminal editor, or plain stdin.
-trait InputLine {
-    /// Redraws the status line.
-    fn refresh(&self);
-    /// Puts text back into the input line.
-    fn restore(&self, text: String);
-    /// Stops reading input.
-    fn stop(&self);
-}
 
 /// Runs the interactive view; returns the exit code.
 pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
@@ -514,192 +457,4 @@ impl Chat {
 
 fn reason_text(reason: Option<String>) -> String {
     reason.map(|r| format!(": {r}")).unwrap_or_default()
-}
-
-/// The terminal input line: reedline on its own thread.
-struct TerminalLine {
-    repaint: Box<dyn Fn() + Send + Sync>,
-    interrupt: Arc<AtomicBool>,
-    restore: Arc<Mutex<Vec<String>>>,
-    quit: Arc<AtomicBool>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-/// The status line as reedline's prompt.
-struct StatusPrompt(Arc<Mutex<Status>>);
-
-impl Prompt for StatusPrompt {
-    fn render_prompt_left(&self) -> Cow<'_, str> {
-        Cow::Owned(self.0.lock().unwrap_or_else(|e| e.into_inner()).line())
-    }
-
-    fn render_prompt_right(&self) -> Cow<'_, str> {
-        Cow::Borrowed("")
-    }
-
-    fn render_prompt_indicator(&self, _: PromptEditMode) -> Cow<'_, str> {
-        Cow::Borrowed("› ")
-    }
-
-    fn render_prompt_multiline_indicator(&self) -> Cow<'_, str> {
-        Cow::Borrowed("… ")
-    }
-
-    fn render_prompt_history_search_indicator(&self, search: PromptHistorySearch) -> Cow<'_, str> {
-        Cow::Owned(format!("(search: {}) ", search.term))
-    }
-}
-
-impl TerminalLine {
-    fn start(
-        status: Arc<Mutex<Status>>,
-        input: mpsc::UnboundedSender<Input>,
-    ) -> Result<(TerminalLine, std::sync::mpsc::SyncSender<String>), Failure> {
-        let printer = ExternalPrinter::new(4096);
-        let sender = printer.sender();
-        let interrupt = Arc::new(AtomicBool::new(false));
-        let restore: Arc<Mutex<Vec<String>>> = Arc::default();
-        let quit = Arc::new(AtomicBool::new(false));
-        let (repaint_tx, repaint_rx) = std::sync::mpsc::channel();
-        let thread = {
-            let (interrupt, restore, quit) = (interrupt.clone(), restore.clone(), quit.clone());
-            let input_tx = input;
-            std::thread::spawn(move || {
-                let mut keys = default_emacs_keybindings();
-                // Esc cancels the run; what was typed travels along behind an ESC mark.
-                keys.add_binding(
-                    KeyModifiers::NONE,
-                    KeyCode::Esc,
-                    ReedlineEvent::Multiple(vec![
-                        ReedlineEvent::Edit(vec![
-                            EditCommand::MoveToStart { select: false },
-                            EditCommand::InsertChar('\u{1b}'),
-                        ]),
-                        ReedlineEvent::Submit,
-                    ]),
-                );
-                // Alt+Enter steers with what was typed.
-                keys.add_binding(
-                    KeyModifiers::ALT,
-                    KeyCode::Enter,
-                    ReedlineEvent::Multiple(vec![
-                        ReedlineEvent::Edit(vec![
-                            EditCommand::MoveToStart { select: false },
-                            EditCommand::InsertString("/steer ".to_string()),
-                        ]),
-                        ReedlineEvent::Submit,
-                    ]),
-                );
-                let mut editor = Reedline::create()
-                    .with_edit_mode(Box::new(Emacs::new(keys)))
-                    .with_external_printer(printer)
-                    .with_break_signal(interrupt.clone())
-                    .with_poll_interval(std::time::Duration::from_millis(10));
-                let signal = editor.repaint_signal();
-                let repaint: Box<dyn Fn() + Send + Sync> =
-                    Box::new(move || signal.request_repaint());
-                let _ = repaint_tx.send(repaint);
-                let prompt = StatusPrompt(status);
-                while !quit.load(Ordering::Relaxed) {
-                    let input = match editor.read_line(&prompt) {
-                        Ok(Signal::Success(line)) => Input::Line(line),
-                        Ok(Signal::CtrlC) => Input::CtrlC,
-                        Ok(Signal::CtrlD) => Input::CtrlD,
-                        Ok(Signal::ExternalBreak(typed)) => {
-                            if quit.load(Ordering::Relaxed) {
-                                break;
-                            }
-                            let mut texts: Vec<String> = std::mem::take(
-                                &mut *restore.lock().unwrap_or_else(|e| e.into_inner()),
-                            );
-                            if !typed.is_empty() {
-                                texts.push(typed);
-                            }
-                            editor.run_edit_commands(&[
-                                EditCommand::Clear,
-                                EditCommand::InsertString(texts.join("\n")),
-                            ]);
-                            continue;
-                        }
-                        Ok(_) => continue,
-                        Err(err) => Input::Failed(err.to_string()),
-                    };
-                    let failed = matches!(input, Input::Failed(_));
-                    if input_tx.send(input).is_err() || failed {
-                        break;
-                    }
-                }
-            })
-        };
-        let repaint = repaint_rx
-            .recv()
-            .map_err(|_| Failure::new("the input line did not start"))?;
-        Ok((
-            TerminalLine {
-                repaint,
-                interrupt,
-                restore,
-                quit,
-                thread: Mutex::new(Some(thread)),
-            },
-            sender,
-        ))
-    }
-}
-
-impl InputLine for TerminalLine {
-    fn refresh(&self) {
-        (self.repaint)();
-    }
-
-    fn restore(&self, text: String) {
-        self.restore
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(text);
-        self.interrupt.store(true, Ordering::Relaxed);
-    }
-
-    fn stop(&self) {
-        self.quit.store(true, Ordering::Relaxed);
-        self.interrupt.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Plain stdin lines, without a terminal.
-struct StdinLine;
-
-impl StdinLine {
-    fn start(input: mpsc::UnboundedSender<Input>) -> StdinLine {
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                match line {
-                    Ok(line) => {
-                        if input.send(Input::Line(line)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(err) => {
-                        let _ = input.send(Input::Failed(err.to_string()));
-                        return;
-                    }
-                }
-            }
-            let _ = input.send(Input::Eof);
-        });
-        StdinLine
-    }
-}
-
-impl InputLine for StdinLine {
-    fn refresh(&self) {}
-
-    fn restore(&self, text: String) {
-        println!("(not sent: {text})");
-    }
-
-    fn stop(&self) {}
 }

@@ -1,0 +1,198 @@
+//! The input side of the interactive view: a reedline editor on its own thread on a terminal,
+//! plain lines from stdin otherwise.
+
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use reedline::{
+    EditCommand, Emacs, ExternalPrinter, KeyCode, KeyModifiers, Reedline, ReedlineEvent, Signal,
+    default_emacs_keybindings,
+};
+use tokio::sync::mpsc;
+
+use super::status::{Status, StatusPrompt};
+use crate::Failure;
+
+/// What the user did at the input line.
+#[derive(Debug)]
+pub(super) enum Input {
+    Line(String),
+    CtrlC,
+    CtrlD,
+    Eof,
+    Failed(String),
+}
+
+/// The input side: the terminal editor, or plain stdin.
+pub(super) trait InputLine {
+    /// Redraws the status line.
+    fn refresh(&self);
+    /// Puts text back into the input line.
+    fn restore(&self, text: String);
+    /// Stops reading input.
+    fn stop(&self);
+}
+
+/// The terminal input line: reedline on its own thread.
+pub(super) struct TerminalLine {
+    repaint: Box<dyn Fn() + Send + Sync>,
+    interrupt: Arc<AtomicBool>,
+    restore: Arc<Mutex<Vec<String>>>,
+    quit: Arc<AtomicBool>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl TerminalLine {
+    pub(super) fn start(
+        status: Arc<Mutex<Status>>,
+        input: mpsc::UnboundedSender<Input>,
+    ) -> Result<(TerminalLine, std::sync::mpsc::SyncSender<String>), Failure> {
+        let printer = ExternalPrinter::new(4096);
+        let sender = printer.sender();
+        let interrupt = Arc::new(AtomicBool::new(false));
+        let restore: Arc<Mutex<Vec<String>>> = Arc::default();
+        let quit = Arc::new(AtomicBool::new(false));
+        let (repaint_tx, repaint_rx) = std::sync::mpsc::channel();
+        let thread = {
+            let (interrupt, restore, quit) = (interrupt.clone(), restore.clone(), quit.clone());
+            let input_tx = input;
+            std::thread::spawn(move || {
+                let mut keys = default_emacs_keybindings();
+                // Esc cancels the run; what was typed travels along behind an ESC mark.
+                keys.add_binding(
+                    KeyModifiers::NONE,
+                    KeyCode::Esc,
+                    ReedlineEvent::Multiple(vec![
+                        ReedlineEvent::Edit(vec![
+                            EditCommand::MoveToStart { select: false },
+                            EditCommand::InsertChar('\u{1b}'),
+                        ]),
+                        ReedlineEvent::Submit,
+                    ]),
+                );
+                // Alt+Enter steers with what was typed.
+                keys.add_binding(
+                    KeyModifiers::ALT,
+                    KeyCode::Enter,
+                    ReedlineEvent::Multiple(vec![
+                        ReedlineEvent::Edit(vec![
+                            EditCommand::MoveToStart { select: false },
+                            EditCommand::InsertString("/steer ".to_string()),
+                        ]),
+                        ReedlineEvent::Submit,
+                    ]),
+                );
+                let mut editor = Reedline::create()
+                    .with_edit_mode(Box::new(Emacs::new(keys)))
+                    .with_external_printer(printer)
+                    .with_break_signal(interrupt.clone())
+                    .with_poll_interval(std::time::Duration::from_millis(10));
+                let signal = editor.repaint_signal();
+                let repaint: Box<dyn Fn() + Send + Sync> =
+                    Box::new(move || signal.request_repaint());
+                let _ = repaint_tx.send(repaint);
+                let prompt = StatusPrompt(status);
+                while !quit.load(Ordering::Relaxed) {
+                    let input = match editor.read_line(&prompt) {
+                        Ok(Signal::Success(line)) => Input::Line(line),
+                        Ok(Signal::CtrlC) => Input::CtrlC,
+                        Ok(Signal::CtrlD) => Input::CtrlD,
+                        Ok(Signal::ExternalBreak(typed)) => {
+                            if quit.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            let mut texts: Vec<String> = std::mem::take(
+                                &mut *restore.lock().unwrap_or_else(|e| e.into_inner()),
+                            );
+                            if !typed.is_empty() {
+                                texts.push(typed);
+                            }
+                            editor.run_edit_commands(&[
+                                EditCommand::Clear,
+                                EditCommand::InsertString(texts.join("\n")),
+                            ]);
+                            continue;
+                        }
+                        Ok(_) => continue,
+                        Err(err) => Input::Failed(err.to_string()),
+                    };
+                    let failed = matches!(input, Input::Failed(_));
+                    if input_tx.send(input).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+        };
+        let repaint = repaint_rx
+            .recv()
+            .map_err(|_| Failure::new("the input line did not start"))?;
+        Ok((
+            TerminalLine {
+                repaint,
+                interrupt,
+                restore,
+                quit,
+                thread: Mutex::new(Some(thread)),
+            },
+            sender,
+        ))
+    }
+}
+
+impl InputLine for TerminalLine {
+    fn refresh(&self) {
+        (self.repaint)();
+    }
+
+    fn restore(&self, text: String) {
+        self.restore
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+        self.interrupt.store(true, Ordering::Relaxed);
+    }
+
+    fn stop(&self) {
+        self.quit.store(true, Ordering::Relaxed);
+        self.interrupt.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Plain stdin lines, without a terminal.
+pub(super) struct StdinLine;
+
+impl StdinLine {
+    pub(super) fn start(input: mpsc::UnboundedSender<Input>) -> StdinLine {
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                match line {
+                    Ok(line) => {
+                        if input.send(Input::Line(line)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(err) => {
+                        let _ = input.send(Input::Failed(err.to_string()));
+                        return;
+                    }
+                }
+            }
+            let _ = input.send(Input::Eof);
+        });
+        StdinLine
+    }
+}
+
+impl InputLine for StdinLine {
+    fn refresh(&self) {}
+
+    fn restore(&self, text: String) {
+        println!("(not sent: {text})");
+    }
+
+    fn stop(&self) {}
+}

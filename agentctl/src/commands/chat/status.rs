@@ -1,0 +1,71 @@
+//! The status line of the interactive view: state, turn, queues, tokens and mode, or the
+//! permission request waiting for y/n/a; on a terminal it is reedline's prompt.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+
+use protocol::{Mode, PermissionRequestId, SessionState, TokenUsage};
+use reedline::{Prompt, PromptEditMode, PromptHistorySearch};
+
+use crate::view::thousands;
+
+/// What the status line shows.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Status {
+    pub(super) state: Option<SessionState>,
+    pub(super) mode: Mode,
+    pub(super) turn: u32,
+    pub(super) steer: usize,
+    pub(super) follow_up: usize,
+    pub(super) tokens: TokenUsage,
+    pub(super) ask: Option<(PermissionRequestId, String)>,
+}
+
+impl Status {
+    pub(super) fn line(&self) -> String {
+        if let Some((request, summary)) = &self.ask {
+            return format!("[approve {request}: {summary}? y/n/a] ");
+        }
+        let state = self.state.map_or("idle", |s| s.as_str());
+        let mut parts = vec![state.to_string()];
+        if self.state == Some(SessionState::Running) {
+            parts.push(format!("turn {}", self.turn));
+        }
+        if self.steer + self.follow_up > 0 {
+            parts.push(format!("queued {}/{}", self.steer, self.follow_up));
+        }
+        parts.push(format!(
+            "{} tok",
+            thousands(self.tokens.total_input() + self.tokens.output)
+        ));
+        if self.mode != Mode::Default {
+            parts.push(self.mode.to_string());
+        }
+        format!("[{}] ", parts.join(" · "))
+    }
+}
+
+/// The status line as reedline's prompt.
+pub(super) struct StatusPrompt(pub(super) Arc<Mutex<Status>>);
+
+impl Prompt for StatusPrompt {
+    fn render_prompt_left(&self) -> Cow<'_, str> {
+        Cow::Owned(self.0.lock().unwrap_or_else(|e| e.into_inner()).line())
+    }
+
+    fn render_prompt_right(&self) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn render_prompt_indicator(&self, _: PromptEditMode) -> Cow<'_, str> {
+        Cow::Borrowed("› ")
+    }
+
+    fn render_prompt_multiline_indicator(&self) -> Cow<'_, str> {
+        Cow::Borrowed("… ")
+    }
+
+    fn render_prompt_history_search_indicator(&self, search: PromptHistorySearch) -> Cow<'_, str> {
+        Cow::Owned(format!("(search: {}) ", search.term))
+    }
+}
