@@ -61,7 +61,7 @@ impl Pending {
     pub fn started(mut self, pgid: i32) -> Recorded {
         let pending = self.path.take();
         let recorded = match &self.dir {
-            Some(dir) => write_entry(dir, pgid, &self.command, Some(&self.marker)),
+            Some(dir) => write_entry(dir, pgid, &self.command, &self.marker),
             None => Recorded(None),
         };
         if let Some(path) = pending {
@@ -81,13 +81,13 @@ impl Drop for Pending {
 }
 
 /// Writes the record of group `pgid` into `dir`.
-fn write_entry(dir: &Path, pgid: i32, command: &str, marker: Option<&str>) -> Recorded {
+fn write_entry(dir: &Path, pgid: i32, command: &str, marker: &str) -> Recorded {
     let entry = Entry {
         boot: boot_id(),
         pgid: Some(pgid),
         start: start_time(pgid).unwrap_or(0),
         command: command.chars().take(200).collect(),
-        marker: marker.map(str::to_string),
+        marker: Some(marker.to_string()),
     };
     let path = dir.join(pgid.to_string());
     let written = std::fs::create_dir_all(dir)
@@ -117,14 +117,6 @@ impl ProcessRecords {
     /// Records under `dir`.
     pub fn in_dir(dir: PathBuf) -> ProcessRecords {
         ProcessRecords { dir: Some(dir) }
-    }
-
-    /// Records that process group `pgid` (its leader just started) runs `command`.
-    pub fn record(&self, pgid: i32, command: &str) -> Recorded {
-        match &self.dir {
-            Some(dir) => write_entry(dir, pgid, command, None),
-            None => Recorded(None),
-        }
     }
 
     /// Records, before it starts, that a process will run `command`: it is to be started with
@@ -287,7 +279,7 @@ mod tests {
             .unwrap();
         let pgid = child.id() as i32;
         // The daemon that recorded it is gone: its guard is forgotten, not dropped.
-        std::mem::forget(records.record(pgid, "sleep 600"));
+        std::mem::forget(records.prepare("sleep 600").started(pgid));
         assert_eq!(records.reap(), 1);
         assert!(!child.wait().unwrap().success());
         assert_eq!(
@@ -326,7 +318,7 @@ mod tests {
     fn a_finished_command_leaves_no_record() {
         let dir = tempfile::tempdir().unwrap();
         let records = ProcessRecords::in_dir(dir.path().to_path_buf());
-        drop(records.record(12345, "true"));
+        drop(records.prepare("true").started(12345));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }
