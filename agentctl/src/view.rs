@@ -49,6 +49,11 @@ impl Style {
         self.paint("33", text)
     }
 
+    /// Cyan text.
+    pub fn cyan(&self, text: &str) -> String {
+        self.paint("36", text)
+    }
+
     /// Bold text.
     pub fn bold(&self, text: &str) -> String {
         self.paint("1", text)
@@ -246,6 +251,18 @@ impl HumanView {
             .unwrap_or_else(|| tool_label(name))
     }
 
+    /// Shows lines of the client's own as they are (already styled).
+    pub fn lines(&mut self, lines: &[String]) {
+        for line in lines {
+            self.line(line);
+        }
+    }
+
+    /// The view's styling.
+    pub fn style(&self) -> Style {
+        self.style
+    }
+
     /// Shows a note of the client's own, dimmed.
     pub fn note(&mut self, text: &str) {
         let text = self.style.dim(text);
@@ -375,6 +392,22 @@ impl HumanView {
                 self.line(&style.dim(&format!("• {path} changed on disk")))
             }
             Event::ModeChanged { mode } => self.line(&style.dim(&format!("• mode: {mode}"))),
+            Event::Rewound {
+                run,
+                restored,
+                removed,
+                kept,
+            } => {
+                let mut text = format!(
+                    "• rewound to before run {run}: {} restored, {} removed",
+                    restored.len(),
+                    removed.len()
+                );
+                if !kept.is_empty() {
+                    text.push_str(&format!(", {} kept (changed outside)", kept.len()));
+                }
+                self.line(&style.yellow(&text));
+            }
             Event::RunFinished {
                 stop_reason,
                 turns,
@@ -523,6 +556,12 @@ pub fn event_json(event: &SessionEvent) -> Value {
         Event::Health { kind, detail } => json!({"kind": kind.as_str(), "detail": detail}),
         Event::FileChanged { path } => json!({"path": path}),
         Event::ModeChanged { mode } => json!({"mode": mode.as_str()}),
+        Event::Rewound {
+            run,
+            restored,
+            removed,
+            kept,
+        } => json!({"run": run.0, "restored": restored, "removed": removed, "kept": kept}),
         Event::RunFinished {
             run,
             stop_reason,

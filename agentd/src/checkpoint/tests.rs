@@ -1,0 +1,125 @@
+use std::os::unix::fs::PermissionsExt;
+
+use protocol::ChangeKind;
+
+use super::*;
+
+fn limits() -> CheckpointConfig {
+    CheckpointConfig {
+        enabled: true,
+        max_file_bytes: 1000,
+        max_files: 100,
+    }
+}
+
+fn setup() -> (tempfile::TempDir, Checkpoints) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let checkpoints = Checkpoints::new(dir.path().join("store"), dir.path().join("work"));
+    (dir, checkpoints)
+}
+
+fn write(dir: &tempfile::TempDir, path: &str, text: &str) {
+    let full = dir.path().join("work").join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, text).unwrap();
+}
+
+fn read(dir: &tempfile::TempDir, path: &str) -> Option<String> {
+    std::fs::read_to_string(dir.path().join("work").join(path)).ok()
+}
+
+#[test]
+fn a_run_is_diffed_and_rewound_with_ignored_files_left_alone() {
+    let (dir, cp) = setup();
+    write(&dir, ".gitignore", "target/\n");
+    write(&dir, "keep.txt", "same\n");
+    write(&dir, "edit.txt", "one\ntwo\n");
+    write(&dir, "gone.txt", "bye\n");
+    write(&dir, "secret.txt", "s\n");
+    let secret = dir.path().join("work/secret.txt");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    write(&dir, "edit.txt", "one\nTWO\n");
+    std::fs::remove_file(dir.path().join("work/gone.txt")).unwrap();
+    std::fs::remove_file(&secret).unwrap();
+    write(&dir, "a/b/new.txt", "new\n");
+    write(&dir, "target/out", "built\n");
+    cp.record(RunId(1), Point::End, &limits()).unwrap();
+
+    let diff = cp.diff(None, &limits()).unwrap();
+    let files: Vec<_> = diff.files.iter().map(|f| (f.path.as_str(), f.kind)).collect();
+    assert_eq!(
+        files,
+        [
+            ("a/b/new.txt", ChangeKind::Added),
+            ("edit.txt", ChangeKind::Modified),
+            ("gone.txt", ChangeKind::Deleted),
+            ("secret.txt", ChangeKind::Deleted),
+        ]
+    );
+    assert!(diff.patch.contains("-two\n+TWO\n"), "{}", diff.patch);
+    assert!(!diff.open);
+
+    let report = cp.rewind(None, false, false, &limits()).unwrap();
+    assert_eq!(report.removed, ["a/b/new.txt"]);
+    assert_eq!(report.restored, ["edit.txt", "gone.txt", "secret.txt"]);
+    assert_eq!(read(&dir, "edit.txt").unwrap(), "one\ntwo\n");
+    assert_eq!(read(&dir, "gone.txt").unwrap(), "bye\n");
+    let mode = std::fs::metadata(&secret).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(!dir.path().join("work/a").exists(), "created directories go too");
+    assert_eq!(read(&dir, "target/out").unwrap(), "built\n");
+}
+
+#[test]
+fn a_file_changed_outside_since_the_run_is_kept_unless_forced() {
+    let (dir, cp) = setup();
+    write(&dir, "f.txt", "before\n");
+    cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    write(&dir, "f.txt", "agent\n");
+    cp.record(RunId(1), Point::End, &limits()).unwrap();
+    write(&dir, "f.txt", "user\n");
+    let report = cp.rewind(None, false, false, &limits()).unwrap();
+    assert_eq!(report.kept, ["f.txt"]);
+    assert_eq!(read(&dir, "f.txt").unwrap(), "user\n");
+    let report = cp.rewind(None, true, false, &limits()).unwrap();
+    assert_eq!(report.restored, ["f.txt"]);
+    assert_eq!(read(&dir, "f.txt").unwrap(), "before\n");
+}
+
+#[test]
+fn large_files_are_listed_as_not_stored() {
+    let (dir, cp) = setup();
+    write(&dir, "big.bin", &"x".repeat(2000));
+    cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    cp.record(RunId(1), Point::End, &limits()).unwrap();
+    let diff = cp.diff(Some(RunId(1)), &limits()).unwrap();
+    assert_eq!(diff.not_stored, ["big.bin"]);
+}
+
+#[test]
+fn too_many_files_give_no_checkpoint_and_say_why() {
+    let (dir, cp) = setup();
+    for i in 0..101 {
+        write(&dir, &format!("f{i}"), "x");
+    }
+    let err = cp.record(RunId(1), Point::Start, &limits()).unwrap_err();
+    assert!(err.to_string().contains("more than 100 files"), "{err}");
+    let err = cp.diff(None, &limits()).unwrap_err();
+    assert!(err.to_string().contains("no run"), "{err}");
+}
+
+#[test]
+fn a_symlink_in_the_way_is_not_followed() {
+    let (dir, cp) = setup();
+    let outside = tempfile::tempdir().unwrap();
+    write(&dir, "d/f.txt", "inside\n");
+    cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    std::fs::remove_dir_all(dir.path().join("work/d")).unwrap();
+    cp.record(RunId(1), Point::End, &limits()).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("work/d")).unwrap();
+    let report = cp.rewind(None, true, false, &limits()).unwrap();
+    assert_eq!(report.failed.len(), 1, "{report:?}");
+    assert!(!outside.path().join("f.txt").exists());
+}
