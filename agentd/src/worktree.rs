@@ -26,22 +26,29 @@ pub struct Worktree {
 /// Creates the worktree of session `id` for the repository `cwd` is in. Returns it and the
 /// session's directory in it (the same place relative to the repository's top as `cwd`).
 pub fn create(cwd: &Path, worktrees_dir: &Path, id: &str) -> Result<(Worktree, PathBuf), String> {
-    let repo = Repository::discover(cwd)
-        .map_err(|_| format!("{} is not in a git repository; --worktree needs one", cwd.display()))?;
+    let repo = Repository::discover(cwd).map_err(|_| {
+        format!(
+            "{} is not in a git repository; --worktree needs one",
+            cwd.display()
+        )
+    })?;
     let top = repo
         .workdir()
         .ok_or("the repository is bare; --worktree needs a work tree")?
         .canonicalize()
         .map_err(|e| e.to_string())?;
-    let head = repo
-        .head()
-        .and_then(|h| h.peel_to_commit())
-        .map_err(|_| "the repository has no commit yet; --worktree branches from HEAD".to_string())?;
-    let inside = cwd.strip_prefix(&top).unwrap_or(Path::new("")).to_path_buf();
+    let head = repo.head().and_then(|h| h.peel_to_commit()).map_err(|_| {
+        "the repository has no commit yet; --worktree branches from HEAD".to_string()
+    })?;
+    let inside = cwd
+        .strip_prefix(&top)
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
     let branch_name = format!("agentd/{id}");
     let name = format!("agentd-{id}");
     let path = worktrees_dir.join(id);
-    std::fs::create_dir_all(worktrees_dir).map_err(|e| format!("{}: {e}", worktrees_dir.display()))?;
+    std::fs::create_dir_all(worktrees_dir)
+        .map_err(|e| format!("{}: {e}", worktrees_dir.display()))?;
     let branch = repo
         .branch(&branch_name, &head, false)
         .map_err(|e| format!("cannot create branch {branch_name}: {}", e.message()))?;
@@ -54,7 +61,11 @@ pub fn create(cwd: &Path, worktrees_dir: &Path, id: &str) -> Result<(Worktree, P
         }
         return Err(format!("cannot add the worktree: {}", err.message()));
     }
-    let session_dir = path.join(&inside);
+    let session_dir = if inside.as_os_str().is_empty() {
+        path.clone()
+    } else {
+        path.join(&inside)
+    };
     std::fs::create_dir_all(&session_dir).map_err(|e| format!("{}: {e}", session_dir.display()))?;
     let worktree = Worktree {
         repo: top.to_string_lossy().into_owned(),
@@ -105,7 +116,11 @@ pub fn remove(worktree: &Worktree) -> Vec<String> {
     match unmerged(&repo, worktree) {
         Ok(None) => Vec::new(),
         Ok(Some(note)) => vec![note],
-        Err(err) => vec![format!("branch {} kept: {}", worktree.branch, err.message())],
+        Err(err) => vec![format!(
+            "branch {} kept: {}",
+            worktree.branch,
+            err.message()
+        )],
     }
 }
 
@@ -133,7 +148,8 @@ fn unmerged(repo: &Repository, worktree: &Worktree) -> Result<Option<String>, gi
     let tip = branch.get().peel_to_commit()?.id();
     let head = repo.head().and_then(|h| h.peel_to_commit()).map(|c| c.id());
     let merged = tip.to_string() == worktree.base
-        || head.is_ok_and(|head| head == tip || repo.graph_descendant_of(head, tip).unwrap_or(false));
+        || head
+            .is_ok_and(|head| head == tip || repo.graph_descendant_of(head, tip).unwrap_or(false));
     if merged {
         branch.delete()?;
         Ok(None)
@@ -156,7 +172,8 @@ mod tests {
         index.add_path(Path::new("f.txt")).unwrap();
         let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
         let sig = git2::Signature::now("t", "t@example.com").unwrap();
-        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[]).unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+            .unwrap();
     }
 
     #[test]

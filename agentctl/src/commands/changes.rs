@@ -23,7 +23,12 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
     if diff.files.is_empty() {
         lines.push(style.dim(&format!("run {} changed no files{open}", diff.run)));
     } else if stat {
-        let width = diff.files.iter().map(|f| f.path.chars().count()).max().unwrap_or(0);
+        let width = diff
+            .files
+            .iter()
+            .map(|f| f.path.chars().count())
+            .max()
+            .unwrap_or(0);
         let (mut added, mut removed) = (0, 0);
         for file in &diff.files {
             added += file.added;
@@ -42,7 +47,11 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
                 ChangeKind::Modified => "",
                 ChangeKind::Deleted => "deleted",
             };
-            lines.push(format!(" {:<width$} | {counts} {kind}", file.path).trim_end().to_string());
+            lines.push(
+                format!(" {:<width$} | {counts} {kind}", file.path)
+                    .trim_end()
+                    .to_string(),
+            );
         }
         lines.push(format!(
             " {} files changed, {added} insertions(+), {removed} deletions(-) in run {}{open}",

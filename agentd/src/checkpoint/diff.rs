@@ -71,7 +71,9 @@ pub(super) fn changes(
             _ => ChangeKind::Modified,
         };
         let file = delta.new_file().path().or(delta.old_file().path());
-        let path = file.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = file
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let (mut added, mut removed, mut binary) = (0, 0, delta.flags().is_binary());
         if let Ok(Some(patch)) = git2::Patch::from_diff(&diff, i) {
             if let Ok((_, adds, dels)) = patch.line_stats() {
@@ -91,7 +93,11 @@ pub(super) fn changes(
     let mut truncated = false;
     diff.print(DiffFormat::Patch, |_, _, line| {
         let origin = line.origin();
-        let extra = if matches!(origin, '+' | '-' | ' ') { 1 } else { 0 };
+        let extra = if matches!(origin, '+' | '-' | ' ') {
+            1
+        } else {
+            0
+        };
         if patch.len() + line.content().len() + extra > max_patch {
             truncated = true;
             return false;
@@ -103,5 +109,9 @@ pub(super) fn changes(
         true
     })
     .or_else(|e| if truncated { Ok(()) } else { Err(e) })?;
-    Ok((files, String::from_utf8_lossy(&patch).into_owned(), truncated))
+    Ok((
+        files,
+        String::from_utf8_lossy(&patch).into_owned(),
+        truncated,
+    ))
 }

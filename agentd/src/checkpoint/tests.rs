@@ -48,7 +48,11 @@ fn a_run_is_diffed_and_rewound_with_ignored_files_left_alone() {
     cp.record(RunId(1), Point::End, &limits()).unwrap();
 
     let diff = cp.diff(None, &limits()).unwrap();
-    let files: Vec<_> = diff.files.iter().map(|f| (f.path.as_str(), f.kind)).collect();
+    let files: Vec<_> = diff
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.kind))
+        .collect();
     assert_eq!(
         files,
         [
@@ -68,7 +72,10 @@ fn a_run_is_diffed_and_rewound_with_ignored_files_left_alone() {
     assert_eq!(read(&dir, "gone.txt").unwrap(), "bye\n");
     let mode = std::fs::metadata(&secret).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    assert!(!dir.path().join("work/a").exists(), "created directories go too");
+    assert!(
+        !dir.path().join("work/a").exists(),
+        "created directories go too"
+    );
     assert_eq!(read(&dir, "target/out").unwrap(), "built\n");
 }
 

@@ -36,7 +36,9 @@ fn find_cut(log: &Path, turn: Option<u64>) -> Result<Cut, String> {
                 Record::Event { event, .. }
                     if matches!(
                         event,
-                        Event::AssistantMessage { .. } | Event::Usage { .. } | Event::RunFinished { .. }
+                        Event::AssistantMessage { .. }
+                            | Event::Usage { .. }
+                            | Event::RunFinished { .. }
                     ) =>
                 {
                     if let Some(cut) = &mut cut {
@@ -83,7 +85,9 @@ fn find_cut(log: &Path, turn: Option<u64>) -> Result<Cut, String> {
     .map_err(|e| e.to_string())?;
     match (cut, turn) {
         (Some(cut), _) => Ok(cut),
-        (None, Some(n)) => Err(format!("the session has {turns} turns; there is no turn {n}")),
+        (None, Some(n)) => Err(format!(
+            "the session has {turns} turns; there is no turn {n}"
+        )),
         (None, None) => Ok(Cut::default()),
     }
 }
@@ -183,7 +187,9 @@ pub fn fork(
     let mut write = |out: &mut BufWriter<std::fs::File>, record: &Record| {
         if failure.is_none() {
             let line = serde_json::to_vec(record).map_err(std::io::Error::from);
-            if let Err(err) = line.and_then(|l| out.write_all(&l).and_then(|()| out.write_all(b"\n"))) {
+            if let Err(err) =
+                line.and_then(|l| out.write_all(&l).and_then(|()| out.write_all(b"\n")))
+            {
                 failure = Some(err);
             }
         }

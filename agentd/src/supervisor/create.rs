@@ -172,7 +172,6 @@ impl Message<Forget> for Supervisor {
     }
 }
 
-
 /// Fork a session: a new one whose history is a copy of its history up to a turn.
 pub struct Fork {
     /// The session forked.

@@ -14,16 +14,16 @@ use std::time::Instant;
 use kameo::prelude::*;
 use protocol::paths::Paths;
 use protocol::{
-    DaemonStatus, ErrorCode, ErrorInfo, ListCursor, PROTOCOL_VERSION, SessionId,
-    SessionInfo, SessionState,
+    DaemonStatus, ErrorCode, ErrorInfo, ListCursor, PROTOCOL_VERSION, SessionId, SessionInfo,
+    SessionState,
 };
 
 use crate::config::ConfigState;
+use crate::resident_memory;
 use crate::session::actor::Close;
 use crate::session::{SessionActor, SessionEnv};
 use crate::store::{self, Meta};
 use crate::tools::pool::ToolPool;
-use crate::resident_memory;
 pub use create::{Create, Fork};
 pub use loading::{Lookup, Sweep};
 
@@ -299,7 +299,9 @@ impl Message<Delete> for Supervisor {
                     tracing::error!(session = %id, "cannot delete the session's files: {err}");
                 }
                 tracing::info!(session = %id, "session deleted");
-                worktree.map(|w| crate::worktree::remove(&w)).unwrap_or_default()
+                worktree
+                    .map(|w| crate::worktree::remove(&w))
+                    .unwrap_or_default()
             })
             .await
             .unwrap_or_default();

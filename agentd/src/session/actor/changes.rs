@@ -11,9 +11,7 @@ use crate::history::Message as HistoryMessage;
 
 fn failed(err: CheckpointError) -> ErrorInfo {
     let code = match err {
-        CheckpointError::Missing(_) | CheckpointError::TooManyFiles(_) => {
-            ErrorCode::InvalidRequest
-        }
+        CheckpointError::Missing(_) | CheckpointError::TooManyFiles(_) => ErrorCode::InvalidRequest,
         _ => ErrorCode::Internal,
     };
     ErrorInfo::new(code, err.to_string())
