@@ -261,3 +261,38 @@ async fn a_rewind_is_refused_while_a_run_is_going() {
     ok(agentctl_output(&daemon, &server, p, &["rewind", &id, "--yes"]).await);
     assert!(!p.join("x.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_shows_the_diff_and_rewinds_after_confirmation() {
+    let project = tempfile::tempdir().unwrap();
+    let p = project.path();
+    let server = ModelServer::start(vec![
+        anthropic::tool("write", json!({"path": "notes.md", "content": "# plan\n"})),
+        anthropic::text("written"),
+    ])
+    .await;
+    let daemon = Daemon::start_in(Home::new());
+    let mut command = daemon.home.agentctl(&["chat", "--mode", "accept-edits"]);
+    command
+        .current_dir(p)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("TERM", "xterm-256color");
+    let pty = tests::pty::Pty::spawn(command, 30, 120);
+    pty.expect("[idle");
+    pty.send("write the plan\r");
+    pty.expect("written");
+    pty.expect("completed");
+    pty.send("/diff\r");
+    pty.expect("+# plan");
+    pty.send("/rewind\r");
+    pty.expect("would remove notes.md");
+    pty.expect("to do it: /rewind 1 yes");
+    assert!(p.join("notes.md").exists(), "a dry run changes nothing");
+    pty.send("/rewind 1 yes\r");
+    pty.expect("rewound to before run 1: 0 restored, 1 removed");
+    assert!(!p.join("notes.md").exists());
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -52,7 +53,7 @@ impl Checkpoints {
                 .collect(),
             dry_run,
         };
-        let mut writes = Vec::new();
+        let (mut writes, mut removals) = (Vec::new(), Vec::new());
         for (path, left_by_agent) in touched {
             let target = entry(&before_tree, &path);
             let current = entry(&now_tree, &path);
@@ -60,32 +61,34 @@ impl Checkpoints {
                 continue;
             }
             if current != left_by_agent && !force {
-                report.kept.push(path);
+                report.kept.push(shown(&path));
                 continue;
             }
             match target {
-                None => report.removed.push(path),
+                None => removals.push(path),
                 Some(blob) => writes.push((path, blob)),
             }
         }
         if dry_run {
-            report.restored = writes.into_iter().map(|(path, _)| path).collect();
+            report.removed = removals.iter().map(|p| shown(p)).collect();
+            report.restored = writes.iter().map(|(p, _)| shown(p)).collect();
             return Ok(report);
         }
         let mut failed = Vec::new();
-        report.removed.retain(|path| match remove(&self.cwd, path) {
+        removals.retain(|path| match remove(&self.cwd, path) {
             Ok(()) => true,
             Err(err) => {
-                failed.push(format!("{path}: {err}"));
+                failed.push(format!("{}: {err}", shown(path)));
                 false
             }
         });
-        remove_emptied_dirs(&self.cwd, &report.removed, &before_tree);
+        remove_emptied_dirs(&self.cwd, &removals, &before_tree);
+        report.removed = removals.iter().map(|p| shown(p)).collect();
         for (path, (blob, mode)) in writes {
-            let exact = before.extras.modes.get(&path).copied();
+            let exact = before.extras.modes.get(&shown(&path)).copied();
             match write(&repo, &self.cwd, &path, blob, mode, exact) {
-                Ok(()) => report.restored.push(path),
-                Err(err) => failed.push(format!("{path}: {err}")),
+                Ok(()) => report.restored.push(shown(&path)),
+                Err(err) => failed.push(format!("{}: {err}", shown(&path))),
             }
         }
         report.failed.extend(failed);
@@ -99,7 +102,7 @@ fn touched_since(
     repo: &Repository,
     run: RunId,
     now: &Checkpoint,
-) -> Result<(BTreeMap<String, Entry>, BTreeSet<String>), CheckpointError> {
+) -> Result<(BTreeMap<PathBuf, Entry>, BTreeSet<String>), CheckpointError> {
     let mut touched = BTreeMap::new();
     let mut not_stored = BTreeSet::new();
     for later in Checkpoints::runs(repo).into_iter().filter(|r| *r >= run) {
@@ -113,8 +116,9 @@ fn touched_since(
         let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
         for delta in diff.deltas() {
             for file in [delta.old_file(), delta.new_file()] {
-                if let Some(path) = file.path() {
-                    let path = path.to_string_lossy().into_owned();
+                // Names are bytes: one that is not UTF-8 is still restored under its own name.
+                if let Some(bytes) = file.path_bytes() {
+                    let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
                     let left = entry(&new, &path);
                     touched.insert(path, left);
                 }
@@ -124,16 +128,20 @@ fn touched_since(
     Ok((touched, not_stored))
 }
 
-fn entry(tree: &Tree, path: &str) -> Entry {
-    let entry = tree.get_path(Path::new(path)).ok()?;
+/// A path as the user reads it.
+fn shown(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn entry(tree: &Tree, path: &Path) -> Entry {
+    let entry = tree.get_path(path).ok()?;
     (entry.kind() == Some(git2::ObjectType::Blob)).then(|| (entry.id(), entry.filemode()))
 }
 
 /// Refuses a path whose parent directories are not plain directories inside `cwd`: a symlink
 /// put in the way must not send a write elsewhere.
-fn checked_parent(cwd: &Path, path: &str, create: bool) -> std::io::Result<PathBuf> {
+fn checked_parent(cwd: &Path, relative: &Path, create: bool) -> std::io::Result<PathBuf> {
     let mut dir = cwd.to_path_buf();
-    let relative = Path::new(path);
     if let Some(parent) = relative.parent() {
         for part in parent.components() {
             dir.push(part);
@@ -155,7 +163,7 @@ fn checked_parent(cwd: &Path, path: &str, create: bool) -> std::io::Result<PathB
     Ok(dir.join(relative.file_name().unwrap_or_default()))
 }
 
-fn remove(cwd: &Path, path: &str) -> std::io::Result<()> {
+fn remove(cwd: &Path, path: &Path) -> std::io::Result<()> {
     let full = checked_parent(cwd, path, false)?;
     match std::fs::symlink_metadata(&full) {
         Ok(meta) if meta.is_dir() => Err(std::io::Error::other("is a directory now")),
@@ -166,10 +174,10 @@ fn remove(cwd: &Path, path: &str) -> std::io::Result<()> {
 }
 
 /// Removes the directories that removing `removed` left empty, unless the checkpoint had them.
-fn remove_emptied_dirs(cwd: &Path, removed: &[String], before: &Tree) {
+fn remove_emptied_dirs(cwd: &Path, removed: &[PathBuf], before: &Tree) {
     let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
     for path in removed {
-        let mut dir = Path::new(path).parent();
+        let mut dir = path.parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
             dirs.insert(d.to_path_buf());
             dir = d.parent();
@@ -192,7 +200,7 @@ fn remove_emptied_dirs(cwd: &Path, removed: &[String], before: &Tree) {
 fn write(
     repo: &Repository,
     cwd: &Path,
-    path: &str,
+    path: &Path,
     blob: Oid,
     mode: i32,
     exact: Option<u32>,
@@ -203,7 +211,6 @@ fn write(
     }
     let blob = repo.find_blob(blob)?;
     if mode == LINK {
-        use std::os::unix::ffi::OsStrExt;
         let _ = std::fs::remove_file(&full);
         std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(blob.content()), &full)?;
         return Ok(());

@@ -28,19 +28,18 @@ pub(super) fn take(
     let mut index = repo.index()?;
     let already = index.len();
     let mut added = 0usize;
-    let mut not_stored: Vec<String> = Vec::new();
+    let mut not_stored: Vec<std::path::PathBuf> = Vec::new();
     let mut too_many = false;
     // Called for each new or changed file: 0 stores it, 1 skips it, a negative value stops.
     let mut check = |path: &Path, _: &[u8]| -> i32 {
-        let name = path.to_string_lossy();
         // A directory reported as such holds a repository of its own.
-        if name.ends_with('/') {
-            not_stored.push(name.trim_end_matches('/').to_string());
+        if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+            not_stored.push(path.components().collect());
             return 1;
         }
         match std::fs::symlink_metadata(cwd.join(path)) {
             Ok(meta) if meta.is_file() && meta.len() > limits.max_file_bytes => {
-                not_stored.push(name.into_owned());
+                not_stored.push(path.to_path_buf());
                 return 1;
             }
             _ => {}
@@ -63,9 +62,13 @@ pub(super) fn take(
     outcome?;
     // A file that grew over the limit must not keep its older content in the checkpoint.
     for path in &not_stored {
-        let _ = index.remove_path(Path::new(path));
-        let _ = index.remove_dir(Path::new(path), 0);
+        let _ = index.remove_path(path);
+        let _ = index.remove_dir(path, 0);
     }
+    let mut not_stored: Vec<String> = not_stored
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
     not_stored.sort();
     not_stored.dedup();
     let tree = index.write_tree()?;

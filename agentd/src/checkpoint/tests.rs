@@ -96,13 +96,24 @@ fn a_file_changed_outside_since_the_run_is_kept_unless_forced() {
 }
 
 #[test]
-fn large_files_are_listed_as_not_stored() {
+fn large_files_and_nested_repositories_are_listed_as_not_stored() {
     let (dir, cp) = setup();
     write(&dir, "big.bin", &"x".repeat(2000));
+    write(&dir, "nested/n.txt", "n");
+    git2::Repository::init(dir.path().join("work/nested")).unwrap();
     cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    // A file that grows over the limit loses its older content in the checkpoint.
+    write(&dir, "grows.txt", "small");
     cp.record(RunId(1), Point::End, &limits()).unwrap();
+    write(&dir, "grows.txt", &"y".repeat(2000));
+    cp.record(RunId(2), Point::Start, &limits()).unwrap();
     let diff = cp.diff(Some(RunId(1)), &limits()).unwrap();
-    assert_eq!(diff.not_stored, ["big.bin"]);
+    assert_eq!(diff.not_stored, ["big.bin", "nested"]);
+    let diff = cp.diff(Some(RunId(2)), &limits()).unwrap();
+    assert!(
+        diff.not_stored.contains(&"grows.txt".to_string()),
+        "{diff:?}"
+    );
 }
 
 #[test]
@@ -129,4 +140,48 @@ fn a_symlink_in_the_way_is_not_followed() {
     let report = cp.rewind(None, true, false, &limits()).unwrap();
     assert_eq!(report.failed.len(), 1, "{report:?}");
     assert!(!outside.path().join("f.txt").exists());
+}
+
+#[test]
+fn odd_file_kinds_and_names_do_not_break_a_checkpoint() {
+    use std::os::unix::ffi::OsStrExt;
+    let (dir, cp) = setup();
+    let work = dir.path().join("work");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("o.txt"), "outside").unwrap();
+    let fifo = std::ffi::CString::new(work.join("pipe").as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid path, and mkfifo has no other preconditions.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let _socket = std::os::unix::net::UnixListener::bind(work.join("sock")).unwrap();
+    std::os::unix::fs::symlink("nowhere", work.join("dangling")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), work.join("out")).unwrap();
+    std::fs::write(work.join("new\nline"), "n").unwrap();
+    std::fs::write(work.join(std::ffi::OsStr::from_bytes(b"bad\xffname")), "b").unwrap();
+    cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    std::fs::remove_file(work.join("dangling")).unwrap();
+    std::fs::remove_file(work.join("new\nline")).unwrap();
+    std::fs::remove_file(work.join(std::ffi::OsStr::from_bytes(b"bad\xffname"))).unwrap();
+    std::fs::write(work.join("out/o.txt"), "changed through the link").unwrap();
+    cp.record(RunId(1), Point::End, &limits()).unwrap();
+    let diff = cp.diff(None, &limits()).unwrap();
+    assert_eq!(diff.files.len(), 3, "{diff:?}");
+    let report = cp.rewind(None, false, false, &limits()).unwrap();
+    assert_eq!(report.restored.len(), 3, "{report:?}");
+    assert_eq!(
+        std::fs::read(work.join(std::ffi::OsStr::from_bytes(b"bad\xffname"))).unwrap(),
+        b"b"
+    );
+    assert_eq!(
+        std::fs::read_link(work.join("dangling")).unwrap(),
+        Path::new("nowhere")
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("new\nline")).unwrap(),
+        "n"
+    );
+    // What a symlink points to outside the directory is not the session's.
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("o.txt")).unwrap(),
+        "changed through the link"
+    );
 }
