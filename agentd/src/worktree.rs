@@ -23,6 +23,29 @@ pub struct Worktree {
     pub name: String,
 }
 
+impl Worktree {
+    /// What a sandboxed command of the session must write besides the worktree for `git add`
+    /// and `git commit` on its branch: the shared object store, the branch's refs and logs, and
+    /// the worktree's own directory in the repository. Not the hooks or the config, which
+    /// commands run outside the sandbox would obey.
+    pub fn sandbox_writable(&self) -> Vec<PathBuf> {
+        let Ok(repo) = Repository::open(&self.path) else {
+            return Vec::new();
+        };
+        let common = repo.commondir().to_path_buf();
+        let private = repo.path().to_path_buf();
+        [
+            common.join("objects"),
+            common.join("refs/heads/agentd"),
+            common.join("logs/refs/heads/agentd"),
+            private,
+        ]
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect()
+    }
+}
+
 /// Creates the worktree of session `id` for the repository `cwd` is in. Returns it and the
 /// session's directory in it (the same place relative to the repository's top as `cwd`).
 pub fn create(cwd: &Path, worktrees_dir: &Path, id: &str) -> Result<(Worktree, PathBuf), String> {

@@ -163,3 +163,59 @@ async fn a_clean_worktree_and_its_branch_are_removed_with_the_session() {
         out.stderr
     );
 }
+
+#[tokio::test]
+async fn a_sandboxed_worktree_session_commits_on_its_branch_but_cannot_touch_hooks() {
+    let repo = repository();
+    let top = repo.path().canonicalize().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool(
+            "bash",
+            json!({"command": "echo work > w.txt && git add w.txt && git -c user.name=a -c user.email=a@example.com commit -qm agent-work && echo committed"}),
+        ),
+        anthropic::tool(
+            "bash",
+            json!({"command": "echo evil > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\""}),
+        ),
+        anthropic::text("done"),
+    ])
+    .await;
+    // The daemon's temporary directory (writable in the sandbox) is apart from the repository.
+    let tmp = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start_with(Home::new(), &[("TMPDIR", tmp.path().to_str().unwrap())]);
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let out = agentctl_output(
+        &daemon,
+        &server,
+        &top,
+        &["new", "--worktree", "--mode", "auto"],
+    )
+    .await;
+    let id = out.stdout.trim().to_string();
+    let run = agentctl_output(
+        &daemon,
+        &server,
+        &top,
+        &["run", "--session", &id, "--json", "commit"],
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let results: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert!(
+        results[0]["output"].as_str().unwrap().contains("committed"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
+    let log = git(&top, &["log", "--oneline", &format!("agentd/{id}")]);
+    assert!(log.contains("agent-work"), "{log}");
+    assert!(!top.join(".git/hooks/pre-commit").exists());
+}
