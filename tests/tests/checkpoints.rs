@@ -296,3 +296,37 @@ async fn chat_shows_the_diff_and_rewinds_after_confirmation() {
     pty.send("\x04");
     assert_eq!(pty.wait(), Some(0));
 }
+
+#[tokio::test]
+async fn a_run_that_only_reads_leaves_no_checkpoint_and_outside_edits_are_left_alone() {
+    let project = tempfile::tempdir().unwrap();
+    let p = project.path();
+    std::fs::write(p.join("a.txt"), "a0\n").unwrap();
+    std::fs::write(p.join("b.txt"), "b0\n").unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("write", json!({"path": "a.txt", "content": "a1\n"})),
+        anthropic::text("wrote"),
+        anthropic::tool("read", json!({"path": "b.txt"})),
+        anthropic::text("read"),
+    ])
+    .await;
+    let daemon = Daemon::start_in(Home::new());
+    let id = new_session(&daemon, &server, p, &[]).await;
+    run_in(&daemon, &server, p, &id, "write").await;
+    std::fs::write(p.join("b.txt"), "mine\n").unwrap();
+    run_in(&daemon, &server, p, &id, "read").await;
+    let stat = ok(agentctl_output(&daemon, &server, p, &["diff", &id, "--stat"]).await);
+    assert!(
+        stat.contains("in run 1"),
+        "the reading run is not the last that changed files:\n{stat}"
+    );
+    let none = agentctl_output(&daemon, &server, p, &["diff", &id, "--run", "2"]).await;
+    assert!(
+        none.stderr.contains("run 2 has no checkpoint"),
+        "{}",
+        none.stderr
+    );
+    ok(agentctl_output(&daemon, &server, p, &["rewind", &id, "--yes"]).await);
+    assert_eq!(std::fs::read_to_string(p.join("a.txt")).unwrap(), "a0\n");
+    assert_eq!(std::fs::read_to_string(p.join("b.txt")).unwrap(), "mine\n");
+}

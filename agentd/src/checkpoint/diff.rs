@@ -20,13 +20,16 @@ impl Checkpoints {
     ) -> Result<RunDiff, CheckpointError> {
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         let repo = self.open(false)?;
+        let odb = repo.odb()?;
+        // A snapshot of the directory as it is is only compared with: it stays in memory.
+        let _staging = snapshot::Staging::new(&odb)?;
         let run = Self::pick(&repo, run)?;
         let start = Self::load(&repo, run, super::Point::Start)
             .ok_or_else(|| CheckpointError::Missing(format!("run {run} has no checkpoint")))?;
         let (end, open) = match Self::end_of(&repo, run) {
             Some(end) => (end, false),
             None => {
-                let now = snapshot::take(&repo, &self.cwd, limits)?;
+                let (now, _) = snapshot::take(&repo, &self.cwd, limits)?;
                 (
                     super::Checkpoint {
                         tree: now.tree,

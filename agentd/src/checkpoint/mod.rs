@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::CheckpointConfig;
 
 pub use snapshot::Snapshot;
+use snapshot::Staging;
 
 /// Which end of a run a checkpoint records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +128,9 @@ impl Checkpoints {
                 config.set_bool("core.filemode", true)?;
                 config.set_bool("core.symlinks", true)?;
                 config.set_bool("gc.auto", false)?;
+                // Packs are written per checkpoint: searching for deltas costs seconds on a
+                // large tree and saves little on new files.
+                config.set_i32("pack.window", 0)?;
                 std::fs::create_dir_all(self.store.join("info"))?;
                 std::fs::write(self.store.join("info").join("attributes"), ATTRIBUTES)?;
                 repo
@@ -146,7 +150,9 @@ impl Checkpoints {
     ) -> Result<Checkpoint, CheckpointError> {
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         let repo = self.open(true)?;
-        let snapshot = snapshot::take(&repo, &self.cwd, limits)?;
+        let odb = repo.odb()?;
+        let staging = Staging::new(&odb)?;
+        let (snapshot, mut index) = snapshot::take(&repo, &self.cwd, limits)?;
         let tree = repo.find_tree(snapshot.tree)?;
         let signature = git2::Signature::new(
             "agentd",
@@ -159,11 +165,24 @@ impl Checkpoints {
             serde_json::to_string(&snapshot.extras).unwrap_or_default()
         );
         let commit = repo.commit(None, &signature, &signature, &message, &tree, &[])?;
+        // Objects first, then the index that counts on them, then the name of the checkpoint.
+        staging.persist(&repo, &self.store, commit)?;
+        index.write()?;
         repo.reference(&ref_name(run, point), commit, true, "checkpoint")?;
         Ok(Checkpoint {
             tree: snapshot.tree,
             extras: snapshot.extras,
         })
+    }
+
+    /// Forgets the start of `run`, which changed nothing (its objects stay, unreferenced).
+    pub fn forget(&self, run: RunId) {
+        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok(repo) = self.open(false)
+            && let Ok(mut reference) = repo.find_reference(&ref_name(run, Point::Start))
+        {
+            let _ = reference.delete();
+        }
     }
 
     /// The checkpoint `point` of `run`, if it was recorded.

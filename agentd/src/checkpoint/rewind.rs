@@ -32,10 +32,13 @@ impl Checkpoints {
     ) -> Result<RewindReport, CheckpointError> {
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         let repo = self.open(false)?;
+        let odb = repo.odb()?;
+        // The directory as it is now is only compared with: its snapshot stays in memory.
+        let _staging = snapshot::Staging::new(&odb)?;
         let run = Self::pick(&repo, run)?;
         let before = Self::load(&repo, run, Point::Start)
             .ok_or_else(|| CheckpointError::Missing(format!("run {run} has no checkpoint")))?;
-        let now = snapshot::take(&repo, &self.cwd, limits)?;
+        let (now, _) = snapshot::take(&repo, &self.cwd, limits)?;
         let now = Checkpoint {
             tree: now.tree,
             extras: now.extras,

@@ -1,11 +1,17 @@
 //! Taking a snapshot: the session directory's files (not the ignored ones) into the shadow
 //! store's index and a tree. The index keeps each file's stat data, so a second snapshot hashes
 //! only what changed since the first.
+//!
+//! New objects go to memory first ([`Staging`]) and reach the disk as one pack per checkpoint:
+//! ten thousand small files are one file in the store, not ten thousand, and a snapshot that is
+//! only compared with (a diff or rewind against the directory as it is) writes nothing.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use git2::{IndexAddOption, Oid, Repository};
+use std::io::Write;
+
+use git2::{Index, IndexAddOption, Mempack, Odb, Oid, Repository};
 
 use super::{CheckpointError, Extras};
 use crate::config::CheckpointConfig;
@@ -19,12 +25,74 @@ pub struct Snapshot {
     pub extras: Extras,
 }
 
-/// Records the work tree of `repo` (the session directory `cwd`) as a tree.
+/// The objects a snapshot made, held in memory until [`Staging::persist`].
+pub(super) struct Staging<'odb> {
+    mempack: Mempack<'odb>,
+}
+
+impl<'odb> Staging<'odb> {
+    /// Sends the new objects of `odb` (the store's object database) to memory from now on.
+    pub(super) fn new(odb: &'odb Odb<'odb>) -> Result<Staging<'odb>, CheckpointError> {
+        Ok(Staging {
+            mempack: odb.add_new_mempack_backend(1000)?,
+        })
+    }
+
+    /// Writes the objects of `commit` that the store on disk (`store`) lacks as one pack.
+    pub(super) fn persist(
+        &self,
+        repo: &Repository,
+        store: &Path,
+        commit: Oid,
+    ) -> Result<(), CheckpointError> {
+        // A second handle sees only what is on disk.
+        let disk = Repository::open_bare(store)?;
+        let disk = disk.odb()?;
+        let mut pack = repo.packbuilder()?;
+        pack.insert_object(commit, None)?;
+        insert_new(repo, &disk, &mut pack, repo.find_commit(commit)?.tree_id())?;
+        let mut bytes = git2::Buf::new();
+        pack.write_buf(&mut bytes)?;
+        let odb = repo.odb()?;
+        let mut writer = odb.packwriter()?;
+        writer.write_all(&bytes)?;
+        writer.commit()?;
+        self.mempack.reset()?;
+        Ok(())
+    }
+}
+
+/// Adds to `pack` the objects of `tree` that are not on `disk`. A tree on disk has all of its
+/// objects there (only whole checkpoints are written), so unchanged directories are skipped.
+fn insert_new(
+    repo: &Repository,
+    disk: &Odb,
+    pack: &mut git2::PackBuilder,
+    tree: Oid,
+) -> Result<(), CheckpointError> {
+    if disk.exists(tree) {
+        return Ok(());
+    }
+    pack.insert_object(tree, None)?;
+    for entry in repo.find_tree(tree)?.iter() {
+        match entry.kind() {
+            Some(git2::ObjectType::Tree) => insert_new(repo, disk, pack, entry.id())?,
+            Some(git2::ObjectType::Blob) if !disk.exists(entry.id()) => {
+                pack.insert_object(entry.id(), None)?
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Records the work tree of `repo` (the session directory `cwd`) as a tree. The index that
+/// says so is returned unwritten: it may be written only once its objects are persisted.
 pub(super) fn take(
     repo: &Repository,
     cwd: &Path,
     limits: &CheckpointConfig,
-) -> Result<Snapshot, CheckpointError> {
+) -> Result<(Snapshot, Index), CheckpointError> {
     let mut index = repo.index()?;
     let already = index.len();
     let mut added = 0usize;
@@ -55,8 +123,6 @@ pub(super) fn take(
         .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut check))
         .and_then(|()| index.update_all(["*"], Some(&mut check)));
     if too_many {
-        // The index keeps what was hashed so far; the next snapshot starts from it.
-        let _ = index.write();
         return Err(CheckpointError::TooManyFiles(limits.max_files));
     }
     outcome?;
@@ -72,14 +138,11 @@ pub(super) fn take(
     not_stored.sort();
     not_stored.dedup();
     let tree = index.write_tree()?;
-    index.write()?;
-    Ok(Snapshot {
-        tree,
-        extras: Extras {
-            modes: exact_modes(&index, cwd),
-            not_stored,
-        },
-    })
+    let extras = Extras {
+        modes: exact_modes(&index, cwd),
+        not_stored,
+    };
+    Ok((Snapshot { tree, extras }, index))
 }
 
 /// The permission bits git would not restore: those of files whose mode is neither 0644 nor

@@ -185,3 +185,39 @@ fn odd_file_kinds_and_names_do_not_break_a_checkpoint() {
         "changed through the link"
     );
 }
+
+#[test]
+fn each_checkpoint_adds_one_pack_of_only_what_changed() {
+    let (dir, cp) = setup();
+    for i in 0..50 {
+        write(&dir, &format!("d{}/f{i}", i % 5), &format!("file {i}\n"));
+    }
+    cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    let packs = |dir: &tempfile::TempDir| -> Vec<u64> {
+        let mut sizes: Vec<u64> = std::fs::read_dir(dir.path().join("store/objects/pack"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+            .map(|e| e.metadata().unwrap().len())
+            .collect();
+        sizes.sort();
+        sizes
+    };
+    assert_eq!(packs(&dir).len(), 1);
+    let loose = std::fs::read_dir(dir.path().join("store/objects"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().len() == 2)
+        .count();
+    assert_eq!(loose, 0, "no loose objects");
+    write(&dir, "d0/f0", "changed\n");
+    cp.record(RunId(1), Point::End, &limits()).unwrap();
+    let sizes = packs(&dir);
+    assert_eq!(sizes.len(), 2);
+    assert!(
+        sizes[0] * 4 < sizes[1],
+        "the second pack holds one file, not all: {sizes:?}"
+    );
+    let diff = cp.diff(None, &limits()).unwrap();
+    assert_eq!(diff.files.len(), 1);
+}

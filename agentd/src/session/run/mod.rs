@@ -146,8 +146,8 @@ struct Run {
     toolset: Toolset,
     /// What the session brings to its MCP servers.
     side: SessionSide,
-    /// Where the run's checkpoints are (see `checkpoints.rs`).
-    checkpoint: std::sync::atomic::AtomicU8,
+    /// The run's checkpoints.
+    checkpoints: checkpoints::RunCheckpoints,
 }
 
 /// Runs the loop to its end.
@@ -164,7 +164,11 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
             };
         }
     };
-    let run_checkpoints = setup.checkpoints.is_some();
+    let checkpoints = checkpoints::RunCheckpoints::start(
+        setup.checkpoints.clone(),
+        setup.run,
+        setup.checkpoint_limits,
+    );
     let side = SessionSide {
         id: setup.id.clone(),
         cwd: setup.cwd.clone(),
@@ -177,11 +181,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         health: HealthMonitor::new(),
         specs: Arc::new(tools::specs()),
         toolset: Toolset::default(),
-        checkpoint: std::sync::atomic::AtomicU8::new(if run_checkpoints {
-            checkpoints::NOT_YET
-        } else {
-            checkpoints::NONE
-        }),
+        checkpoints,
         side,
     };
     let outcome = match run.drive(&provider, &model).await {
