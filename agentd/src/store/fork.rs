@@ -27,27 +27,28 @@ struct Cut {
 fn find_cut(log: &Path, turn: Option<u64>) -> Result<Cut, String> {
     let (mut index, mut turns, mut open_calls) = (0usize, 0u64, false);
     let mut cut: Option<Cut> = None;
-    // After the cut's record, the events that finish the same turn are kept with it.
+    // After the cut's record at turn `n`, the events that finish the same turn are kept with
+    // it. (Cutting the whole log, every record that leaves no call open moves the cut.)
     let mut trailing = false;
     read_log(log, |record| {
         index += 1;
         if trailing {
-            match &record {
-                Record::Event { event, .. }
-                    if matches!(
-                        event,
-                        Event::AssistantMessage { .. }
-                            | Event::Usage { .. }
-                            | Event::RunFinished { .. }
-                    ) =>
-                {
-                    if let Some(cut) = &mut cut {
-                        cut.keep = index;
-                    }
-                    return;
+            let finishes_turn = matches!(
+                &record,
+                Record::Event {
+                    event: Event::AssistantMessage { .. }
+                        | Event::Usage { .. }
+                        | Event::RunFinished { .. },
+                    ..
                 }
-                _ => trailing = turn.is_none(),
+            );
+            if finishes_turn {
+                if let Some(cut) = &mut cut {
+                    cut.keep = index;
+                }
+                return;
             }
+            trailing = false;
         }
         if turn.is_some() && cut.is_some() {
             return;
@@ -75,10 +76,7 @@ fn find_cut(log: &Path, turn: Option<u64>) -> Result<Cut, String> {
             }
             Some(_) => {}
             // The whole log: every record up to the last one that leaves no call open.
-            None if !open_calls => {
-                cut = Some(Cut { keep: index, turns });
-                trailing = closes_turn;
-            }
+            None if !open_calls => cut = Some(Cut { keep: index, turns }),
             None => {}
         }
     })
@@ -232,4 +230,181 @@ pub fn fork(
         super::sync_dir(sessions_dir).map_err(io)?;
     }
     Ok(cut.turns)
+}
+
+#[cfg(test)]
+mod tests {
+    use protocol::{Delivery, ModelStopReason, TokenUsage};
+
+    use super::*;
+    use crate::history::{AssistantReply, Block, ToolCall, ToolResult};
+    use crate::store::SessionStore;
+
+    fn reply(call: Option<&str>) -> Record {
+        let content = match call {
+            Some(id) => vec![Block::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                args: "{}".into(),
+            })],
+            None => vec![Block::Text { text: "ok".into() }],
+        };
+        Record::Message {
+            message: Message::Assistant(AssistantReply {
+                content,
+                stop_reason: ModelStopReason::EndTurn,
+                usage: TokenUsage::default(),
+            }),
+        }
+    }
+
+    fn results(id: &str) -> Record {
+        Record::Message {
+            message: Message::ToolResults {
+                results: vec![ToolResult {
+                    call_id: id.into(),
+                    name: "read".into(),
+                    output: "x".into(),
+                    is_error: false,
+                }],
+            },
+        }
+    }
+
+    fn event(seq: u64, event: Event) -> Record {
+        Record::Event {
+            seq,
+            time_ms: 1,
+            event,
+        }
+    }
+
+    /// A session whose second run is cut off after a reply that asked for a tool.
+    fn source(dir: &Path) -> std::path::PathBuf {
+        let meta = crate::store::tests::meta("src");
+        SessionStore::create(dir, &meta, &[], false).unwrap();
+        let mut store = SessionStore::open(&dir.join("src")).unwrap();
+        let user = |text: &str| Record::Message {
+            message: Message::User {
+                text: text.into(),
+                delivery: Delivery::FollowUp,
+            },
+        };
+        let started = |run| Event::RunStarted {
+            run: RunId(run),
+            trigger: Delivery::FollowUp,
+            max_turns: 0,
+        };
+        for record in [
+            event(1, started(1)),
+            user("one"),
+            reply(Some("c1")),
+            results("c1"),
+            reply(None),
+            event(
+                2,
+                Event::Usage {
+                    turn: TokenUsage::default(),
+                    cumulative: TokenUsage::default(),
+                },
+            ),
+            event(
+                3,
+                Event::RunFinished {
+                    run: RunId(1),
+                    stop_reason: StopReason::Completed,
+                    turns: 2,
+                    truncated: false,
+                    usage: TokenUsage::default(),
+                    returned_messages: Vec::new(),
+                    error: None,
+                },
+            ),
+            event(4, started(2)),
+            user("two"),
+            reply(Some("c2")),
+            event(
+                5,
+                Event::AssistantMessage {
+                    turn: 1,
+                    text: String::new(),
+                    thinking: String::new(),
+                    tool_calls: Vec::new(),
+                    stop_reason: ModelStopReason::ToolUse,
+                    folds: None,
+                },
+            ),
+            Record::Reserved { to: 90 },
+        ] {
+            store.append(&record).unwrap();
+        }
+        dir.join("src")
+    }
+
+    fn copied(dir: &Path, id: &str) -> Vec<Record> {
+        let mut records = Vec::new();
+        read_log(&dir.join(id).join(LOG), |r| records.push(r)).unwrap();
+        records
+    }
+
+    #[test]
+    fn a_fork_at_a_turn_with_a_call_keeps_its_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = source(dir.path());
+        let mut meta = crate::store::tests::meta("f1");
+        assert_eq!(
+            fork(&from, "src", dir.path(), &mut meta, Some(1), false).unwrap(),
+            1
+        );
+        let records = copied(dir.path(), "f1");
+        assert!(
+            matches!(
+                records.last(),
+                Some(Record::Event {
+                    event: Event::RunFinished {
+                        run: RunId(1),
+                        stop_reason: StopReason::Aborted,
+                        ..
+                    },
+                    ..
+                })
+            ),
+            "{records:?}"
+        );
+        assert!(records.iter().any(|r| *r == results("c1")));
+        assert!(!records.iter().any(|r| *r == reply(None)));
+        assert_eq!(meta.turns, 1);
+    }
+
+    #[test]
+    fn a_whole_fork_stops_before_a_call_without_its_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = source(dir.path());
+        let mut meta = crate::store::tests::meta("f2");
+        assert_eq!(
+            fork(&from, "src", dir.path(), &mut meta, None, false).unwrap(),
+            2
+        );
+        let records = copied(dir.path(), "f2");
+        assert!(
+            !records.iter().any(|r| *r == reply(Some("c2"))),
+            "{records:?}"
+        );
+        assert!(!records.iter().any(|r| matches!(r, Record::Reserved { .. })));
+        // The user message of the cut-off run is kept, and that run closed after it.
+        let last = records.iter().rev().find_map(|r| match r {
+            Record::Event {
+                seq,
+                event: Event::RunFinished { run, .. },
+                ..
+            } => Some((*seq, *run)),
+            _ => None,
+        });
+        assert_eq!(last, Some((5, RunId(2))));
+        assert!(
+            fork(&from, "src", dir.path(), &mut meta, Some(3), false)
+                .unwrap_err()
+                .contains("there is no turn 3")
+        );
+    }
 }
