@@ -221,3 +221,45 @@ fn each_checkpoint_adds_one_pack_of_only_what_changed() {
     let diff = cp.diff(None, &limits()).unwrap();
     assert_eq!(diff.files.len(), 1);
 }
+
+#[test]
+fn the_users_own_repository_is_never_touched() {
+    let (dir, cp) = setup();
+    let work = dir.path().join("work");
+    let repo = git2::Repository::init(&work).unwrap();
+    write(&dir, "tracked.txt", "v1\n");
+    let mut index = repo.index().unwrap();
+    index.add_path(Path::new("tracked.txt")).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("t", "t@example.com").unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+        .unwrap();
+    let listing = |path: &Path| -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        let mut all = Vec::new();
+        let mut stack = vec![path.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                if entry.file_type().unwrap().is_dir() {
+                    stack.push(entry.path());
+                } else {
+                    all.push((entry.path(), std::fs::read(entry.path()).unwrap()));
+                }
+            }
+        }
+        all.sort();
+        all
+    };
+    let before = listing(&work.join(".git"));
+    cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    write(&dir, "tracked.txt", "v2\n");
+    cp.record(RunId(1), Point::End, &limits()).unwrap();
+    let diff = cp.diff(None, &limits()).unwrap();
+    assert_eq!(diff.files.len(), 1, "{diff:?}");
+    cp.rewind(None, false, false, &limits()).unwrap();
+    assert_eq!(read(&dir, "tracked.txt").unwrap(), "v1\n");
+    assert!(
+        listing(&work.join(".git")) == before,
+        "the user's .git changed"
+    );
+}
