@@ -5,6 +5,7 @@ mod acp;
 mod commands;
 mod connect;
 mod format;
+mod json;
 mod view;
 
 use std::process::ExitCode;

@@ -111,30 +111,7 @@ pub struct Config {
     /// The sandbox of `auto` mode.
     pub sandbox: SandboxConfig,
     /// The work-tree checkpoints of runs (SPEC §13).
-    pub checkpoints: CheckpointConfig,
-}
-
-/// `[checkpoints]`: what the state of the session directory recorded around each run may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CheckpointConfig {
-    /// Whether runs record checkpoints at all.
-    pub enabled: bool,
-    /// Files larger than this are not stored; they are listed as not restorable.
-    pub max_file_bytes: u64,
-    /// A directory with more files than this (not counting ignored ones) gets no checkpoint:
-    /// the run says why, and goes on.
-    pub max_files: usize,
-}
-
-impl Default for CheckpointConfig {
-    fn default() -> Self {
-        CheckpointConfig {
-            enabled: true,
-            max_file_bytes: 10 << 20,
-            max_files: 50_000,
-        }
-    }
+    pub checkpoints: crate::checkpoint::CheckpointConfig,
 }
 
 /// `[sandbox]`: what commands in `auto` mode may reach besides the session directory and the
@@ -215,7 +192,7 @@ impl Default for Config {
             mcp_servers: BTreeMap::new(),
             mcp: McpServers::default(),
             sandbox: SandboxConfig::default(),
-            checkpoints: CheckpointConfig::default(),
+            checkpoints: crate::checkpoint::CheckpointConfig::default(),
         }
     }
 }

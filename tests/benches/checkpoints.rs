@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use agentd::checkpoint::CheckpointConfig;
 use agentd::checkpoint::{Checkpoints, Point};
-use agentd::config::CheckpointConfig;
 use protocol::RunId;
 use serde_json::json;
 use tests::model_server::{ModelServer, anthropic};

@@ -13,7 +13,8 @@ use protocol::{
 use super::{request, unexpected};
 use crate::Failure;
 use crate::connect;
-use crate::view::{HumanView, Style, event_json};
+use crate::json::event_json;
+use crate::view::{HumanView, Style};
 
 /// What `run` was asked to do.
 pub struct RunArgs {

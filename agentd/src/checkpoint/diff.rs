@@ -4,8 +4,8 @@
 use git2::{Delta, DiffFormat, DiffOptions, Repository, Tree};
 use protocol::{ChangeKind, FileChange, RunDiff, RunId};
 
+use super::CheckpointConfig;
 use super::{CheckpointError, Checkpoints, snapshot};
-use crate::config::CheckpointConfig;
 
 /// The largest patch sent; a longer one is cut with a note (the file list stays whole).
 pub const MAX_PATCH_BYTES: usize = 4 << 20;

@@ -11,6 +11,7 @@
 //!
 //! Everything here blocks (file I/O, hashing); callers run it off the async threads.
 
+mod config;
 mod diff;
 mod rewind;
 mod snapshot;
@@ -23,8 +24,7 @@ use git2::{Oid, Repository, RepositoryInitOptions};
 use protocol::RunId;
 use serde::{Deserialize, Serialize};
 
-use crate::config::CheckpointConfig;
-
+pub use config::CheckpointConfig;
 pub use snapshot::Snapshot;
 use snapshot::Staging;
 

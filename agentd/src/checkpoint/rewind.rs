@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository, Tree};
 use protocol::{RewindReport, RunId};
 
+use super::CheckpointConfig;
 use super::{Checkpoint, CheckpointError, Checkpoints, Point, snapshot};
-use crate::config::CheckpointConfig;
 
 /// A file as a checkpoint holds it: its blob and git file mode; `None` when it is absent.
 type Entry = Option<(Oid, i32)>;

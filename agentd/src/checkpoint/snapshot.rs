@@ -13,8 +13,8 @@ use std::io::Write;
 
 use git2::{Index, IndexAddOption, Mempack, Odb, Oid, Repository};
 
+use super::CheckpointConfig;
 use super::{CheckpointError, Extras};
-use crate::config::CheckpointConfig;
 
 /// The directory's state: a tree in the shadow store, and what the tree does not say.
 #[derive(Debug, Clone)]

@@ -10,8 +10,8 @@ use protocol::{Event, RunId};
 use tokio::task::JoinHandle;
 
 use super::Run;
+use crate::checkpoint::CheckpointConfig;
 use crate::checkpoint::{Checkpoints, Point};
-use crate::config::CheckpointConfig;
 
 /// Where the run's checkpoints are.
 enum State {

@@ -74,7 +74,7 @@ pub struct RunSetup {
     /// Where the run's checkpoints go; `None` when they are off.
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
     /// What a checkpoint may hold.
-    pub checkpoint_limits: crate::config::CheckpointConfig,
+    pub checkpoint_limits: crate::checkpoint::CheckpointConfig,
 }
 
 /// How a run ended.
