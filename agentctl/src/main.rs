@@ -5,6 +5,7 @@ mod acp;
 mod commands;
 mod connect;
 mod format;
+mod json;
 mod view;
 
 use std::process::ExitCode;
@@ -63,6 +64,10 @@ enum Command {
         /// Run in the latest session of this directory.
         #[arg(long, short = 'c', conflicts_with = "session")]
         r#continue: bool,
+        /// Work in a git worktree of this repository of the session's own, on a new branch
+        /// `agentd/<id>` from HEAD.
+        #[arg(long, conflicts_with_all = ["session", "continue"])]
+        worktree: bool,
     },
     /// Talk to the agent interactively in a new session here (or --session ID).
     Chat {
@@ -81,6 +86,10 @@ enum Command {
         /// Turn limit of runs started here (default: none).
         #[arg(long)]
         max_turns: Option<u32>,
+        /// Work in a git worktree of this repository of the session's own, on a new branch
+        /// `agentd/<id>` from HEAD.
+        #[arg(long, conflicts_with = "session")]
+        worktree: bool,
     },
     /// Join a session from this terminal: its history so far, then live.
     Attach {
@@ -158,6 +167,51 @@ enum Command {
         /// A short title.
         #[arg(long)]
         title: Option<String>,
+        /// Work in a git worktree of this repository of the session's own, on a new branch
+        /// `agentd/<id>` from HEAD.
+        #[arg(long)]
+        worktree: bool,
+    },
+    /// Show what a run changed in the session's directory (bash commands included).
+    ///
+    /// Example: `agentctl diff 3f2a --stat`
+    Diff {
+        /// The session.
+        id: String,
+        /// The run (default: the last run that changed files).
+        #[arg(long)]
+        run: Option<u64>,
+        /// A line per file with its added and removed lines, instead of the patch.
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Put the session's directory back as it was before a run, undoing it and every later
+    /// run; the conversation is kept. Asks first on a terminal.
+    ///
+    /// Example: `agentctl rewind 3f2a --run 2`
+    Rewind {
+        /// The session.
+        id: String,
+        /// The run (default: the last run that changed files).
+        #[arg(long)]
+        run: Option<u64>,
+        /// Do not ask.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Also restore files changed outside the agent since the run.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Start a new session with this one's history (up to turn N); the two go on
+    /// independently. Prints the new id.
+    ///
+    /// Example: `agentctl fork 3f2a --turn 4`
+    Fork {
+        /// The session.
+        id: String,
+        /// The last turn (model reply, counted from 1 over the session) to keep.
+        #[arg(long)]
+        turn: Option<u64>,
     },
     /// Speak the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
     /// Neovim, Emacs): they open the daemon's sessions, also ones started in a terminal.
@@ -294,6 +348,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             json,
             detach,
             r#continue,
+            worktree,
         } => {
             let mut grants: Vec<PermissionClass> = allow
                 .iter()
@@ -321,6 +376,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 json,
                 detach,
                 continue_latest: r#continue,
+                worktree,
             };
             commands::run::run(&paths, args).await
         }
@@ -330,6 +386,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             provider,
             mode,
             max_turns,
+            worktree,
         } => {
             let args = commands::chat::ChatArgs {
                 session,
@@ -338,6 +395,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 mode,
                 max_turns,
                 attach: false,
+                worktree,
             };
             commands::chat::chat(&paths, args).await
         }
@@ -349,6 +407,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 mode: None,
                 max_turns: None,
                 attach: true,
+                worktree: false,
             };
             commands::chat::chat(&paths, args).await
         }
@@ -385,9 +444,20 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         },
         Command::Show { id, json } => commands::show::show(&paths, id, json).await,
         Command::Sessions { json } => commands::sessions::list(&paths, json).await,
-        Command::New { mode, model, title } => {
-            commands::sessions::new(&paths, mode, model, title).await
-        }
+        Command::New {
+            mode,
+            model,
+            title,
+            worktree,
+        } => commands::sessions::new(&paths, mode, model, title, worktree).await,
+        Command::Diff { id, run, stat } => commands::changes::diff(&paths, id, run, stat).await,
+        Command::Rewind {
+            id,
+            run,
+            yes,
+            force,
+        } => commands::changes::rewind(&paths, id, run, force, yes).await,
+        Command::Fork { id, turn } => commands::changes::fork(&paths, id, turn).await,
         Command::Rm { id, force } => commands::sessions::remove(&paths, id, force).await,
         Command::Mcp {
             action: McpAction::List { json },

@@ -5,7 +5,7 @@
 use std::io::{IsTerminal, Write};
 
 use protocol::{Event, SessionEvent, StopReason, TokenUsage};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// ANSI styling, off when `NO_COLOR` is set or stdout is not a terminal.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +47,11 @@ impl Style {
     /// Yellow text.
     pub fn yellow(&self, text: &str) -> String {
         self.paint("33", text)
+    }
+
+    /// Cyan text.
+    pub fn cyan(&self, text: &str) -> String {
+        self.paint("36", text)
     }
 
     /// Bold text.
@@ -246,6 +251,18 @@ impl HumanView {
             .unwrap_or_else(|| tool_label(name))
     }
 
+    /// Shows lines of the client's own as they are (already styled).
+    pub fn lines(&mut self, lines: &[String]) {
+        for line in lines {
+            self.line(line);
+        }
+    }
+
+    /// The view's styling.
+    pub fn style(&self) -> Style {
+        self.style
+    }
+
     /// Shows a note of the client's own, dimmed.
     pub fn note(&mut self, text: &str) {
         let text = self.style.dim(text);
@@ -375,6 +392,22 @@ impl HumanView {
                 self.line(&style.dim(&format!("• {path} changed on disk")))
             }
             Event::ModeChanged { mode } => self.line(&style.dim(&format!("• mode: {mode}"))),
+            Event::Rewound {
+                run,
+                restored,
+                removed,
+                kept,
+            } => {
+                let mut text = format!(
+                    "• rewound to before run {run}: {} restored, {} removed",
+                    restored.len(),
+                    removed.len()
+                );
+                if !kept.is_empty() {
+                    text.push_str(&format!(", {} kept (changed outside)", kept.len()));
+                }
+                self.line(&style.yellow(&text));
+            }
             Event::RunFinished {
                 stop_reason,
                 turns,
@@ -435,121 +468,6 @@ impl HumanView {
     }
 }
 
-fn usage_json(usage: &TokenUsage) -> Value {
-    json!({
-        "input": usage.input,
-        "output": usage.output,
-        "cache_read": usage.cache_read,
-        "cache_write": usage.cache_write,
-    })
-}
-
-fn args_json(args: &str) -> Value {
-    serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.to_string()))
-}
-
-/// One event as a JSON object: `seq`, `session`, `time_ms`, `type`, and the event's fields.
-pub fn event_json(event: &SessionEvent) -> Value {
-    let mut value = match &event.event {
-        Event::RunStarted {
-            run,
-            trigger,
-            max_turns,
-        } => {
-            json!({"run": run.0, "trigger": trigger.as_str(), "max_turns": max_turns})
-        }
-        Event::UserMessage { text, delivery } => {
-            json!({"text": text, "delivery": delivery.as_str()})
-        }
-        Event::TurnStarted { turn } => json!({"turn": turn}),
-        Event::TextDelta { text } | Event::ThinkingDelta { text } => json!({"text": text}),
-        Event::AssistantMessage {
-            turn,
-            text,
-            thinking,
-            tool_calls,
-            stop_reason,
-            folds,
-        } => json!({
-            "turn": turn,
-            "text": text,
-            "thinking": thinking,
-            "tool_calls": tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "args": args_json(&c.args)})).collect::<Vec<_>>(),
-            "stop_reason": stop_reason.as_str(),
-            "folds": folds.map(|(first, last)| json!([first, last])),
-        }),
-        Event::ToolCall(call) => {
-            json!({"id": call.id, "name": call.name, "args": args_json(&call.args)})
-        }
-        Event::ToolResult {
-            id,
-            name,
-            is_error,
-            output,
-            duration_ms,
-        } => json!({
-            "id": id, "name": name, "is_error": is_error, "output": output, "duration_ms": duration_ms,
-        }),
-        Event::PermissionRequested {
-            request,
-            tool,
-            args,
-            summary,
-        } => json!({
-            "request": request.0, "tool": tool, "args": args_json(args), "summary": summary,
-        }),
-        Event::PermissionResolved {
-            request,
-            decision,
-            by_client,
-        } => json!({
-            "request": request.0, "decision": decision.as_str(), "by_client": by_client,
-        }),
-        Event::QueueChanged { steer, follow_up } => json!({"steer": steer, "follow_up": follow_up}),
-        Event::Usage { turn, cumulative } => {
-            json!({"turn": usage_json(turn), "cumulative": usage_json(cumulative)})
-        }
-        Event::Retrying {
-            attempt,
-            wait_ms,
-            reason,
-        } => json!({"attempt": attempt, "wait_ms": wait_ms, "reason": reason}),
-        Event::Compacted {
-            before_tokens,
-            after_tokens,
-        } => {
-            json!({"before_tokens": before_tokens, "after_tokens": after_tokens})
-        }
-        Event::Health { kind, detail } => json!({"kind": kind.as_str(), "detail": detail}),
-        Event::FileChanged { path } => json!({"path": path}),
-        Event::ModeChanged { mode } => json!({"mode": mode.as_str()}),
-        Event::RunFinished {
-            run,
-            stop_reason,
-            turns,
-            truncated,
-            usage,
-            returned_messages,
-            error,
-        } => json!({
-            "run": run.0,
-            "stop_reason": stop_reason.as_str(),
-            "turns": turns,
-            "truncated": truncated,
-            "usage": usage_json(usage),
-            "returned_messages": returned_messages.iter().map(|m| json!({"text": m.text, "delivery": m.delivery.as_str()})).collect::<Vec<_>>(),
-            "error": error,
-        }),
-        Event::Error { message } => json!({"message": message}),
-        Event::SessionDeleted => json!({}),
-    };
-    value["type"] = json!(event.event.kind());
-    value["seq"] = json!(event.seq);
-    value["session"] = json!(event.session.as_str());
-    value["time_ms"] = json!(event.time_ms);
-    value
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,20 +492,5 @@ mod tests {
     fn numbers_get_thousands_separators() {
         assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(thousands(999), "999");
-    }
-
-    #[test]
-    fn json_events_carry_type_and_seq() {
-        let event = SessionEvent {
-            session: protocol::SessionId("s1".into()),
-            seq: 4,
-            time_ms: 9,
-            event: Event::TextDelta { text: "hi".into() },
-        };
-        let value = event_json(&event);
-        assert_eq!(
-            value,
-            json!({"type": "text_delta", "seq": 4, "session": "s1", "time_ms": 9, "text": "hi"})
-        );
     }
 }

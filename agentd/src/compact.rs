@@ -131,7 +131,7 @@ pub fn calls_answered(messages: &[Message]) -> bool {
                 }
                 open.clear();
             }
-            Message::User { .. } | Message::Summary { .. } => {}
+            Message::User { .. } | Message::Summary { .. } | Message::Notice { .. } => {}
         }
     }
     true

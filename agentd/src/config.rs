@@ -110,6 +110,8 @@ pub struct Config {
     pub mcp: McpServers,
     /// The sandbox of `auto` mode.
     pub sandbox: SandboxConfig,
+    /// The work-tree checkpoints of runs (SPEC §13).
+    pub checkpoints: crate::checkpoint::CheckpointConfig,
 }
 
 /// `[sandbox]`: what commands in `auto` mode may reach besides the session directory and the
@@ -190,6 +192,7 @@ impl Default for Config {
             mcp_servers: BTreeMap::new(),
             mcp: McpServers::default(),
             sandbox: SandboxConfig::default(),
+            checkpoints: crate::checkpoint::CheckpointConfig::default(),
         }
     }
 }

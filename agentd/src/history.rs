@@ -27,6 +27,11 @@ pub enum Message {
         /// The summary text.
         text: String,
     },
+    /// Something the daemon tells the model about (a rewind of the work tree), as user text.
+    Notice {
+        /// The text.
+        text: String,
+    },
 }
 
 /// A model reply received whole.

@@ -5,6 +5,7 @@
 // raw byte index: a byte index inside a character panics.
 #![deny(clippy::string_slice)]
 
+pub mod checkpoint;
 pub mod compact;
 pub mod config;
 pub mod connection;
@@ -23,6 +24,7 @@ pub mod shell_env;
 pub mod store;
 pub mod supervisor;
 pub mod tools;
+pub mod worktree;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::changes::{RewindReport, RunDiff};
 use crate::types::{
     DaemonStatus, Decision, Delivery, HealthKind, ListCursor, McpServerInfo, Mode, ModelStopReason,
     PermissionRequestId, QueuedMessage, RequestId, RunId, SessionId, SessionInfo, StopReason,
@@ -82,6 +83,15 @@ pub enum Reply {
     Status(DaemonStatus),
     /// The configured MCP servers and their instances.
     McpServers(Vec<McpServerInfo>),
+    /// What a run changed.
+    Diff(RunDiff),
+    /// What a rewind did.
+    Rewound(RewindReport),
+    /// The session is deleted; what was kept of its worktree, if anything, and why.
+    Deleted {
+        /// Lines for the user (a dirty worktree kept, a branch with unmerged commits kept).
+        notes: Vec<String>,
+    },
 }
 
 /// Why a request or connection failed.
@@ -276,6 +286,17 @@ pub enum Event {
         /// The new mode.
         mode: Mode,
     },
+    /// The session directory was put back as it was before `run` (SPEC §13).
+    Rewound {
+        /// The run.
+        run: RunId,
+        /// Files restored.
+        restored: Vec<String>,
+        /// Files removed.
+        removed: Vec<String>,
+        /// Files changed outside the agent, left alone.
+        kept: Vec<String>,
+    },
     /// A run ended.
     RunFinished {
         /// The run.
@@ -323,6 +344,7 @@ impl Event {
             Event::Health { .. } => "health",
             Event::FileChanged { .. } => "file_changed",
             Event::ModeChanged { .. } => "mode_changed",
+            Event::Rewound { .. } => "rewound",
             Event::RunFinished { .. } => "run_finished",
             Event::Error { .. } => "error",
             Event::SessionDeleted => "session_deleted",

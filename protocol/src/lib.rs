@@ -5,6 +5,7 @@
 //! [`ServerFrame::Welcome`], then sends requests that each get one reply with the same
 //! [`RequestId`]. Events of subscribed sessions arrive in between.
 
+pub mod changes;
 pub mod client;
 pub mod event;
 pub mod frame;
@@ -13,6 +14,7 @@ pub mod request;
 pub mod trust;
 pub mod types;
 
+pub use changes::{ChangeKind, FileChange, RewindReport, RunDiff};
 pub use event::{ErrorCode, ErrorInfo, Event, Reply, ServerFrame, SessionEvent, Welcome};
 pub use request::{ClientFrame, CreateSession, Hello, Request};
 pub use types::*;

@@ -77,6 +77,11 @@ impl Paths {
         self.data_dir.join("plans")
     }
 
+    /// Where sessions started with `--worktree` have their git worktree.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.data_dir.join("worktrees")
+    }
+
     /// The log directory.
     pub fn logs_dir(&self) -> PathBuf {
         self.data_dir.join("logs")

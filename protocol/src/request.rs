@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::types::{
-    Decision, Delivery, ListCursor, McpServerSpec, Mode, PermissionRequestId, RequestId,
+    Decision, Delivery, ListCursor, McpServerSpec, Mode, PermissionRequestId, RequestId, RunId,
     RunOptions, SessionId,
 };
 
@@ -100,7 +100,7 @@ pub enum Request {
         session: SessionId,
     },
     /// Delete a session and its stored history; refused while a run is going unless `force`,
-    /// which cancels the run first. Replies `Done`.
+    /// which cancels the run first. Replies `Deleted`.
     DeleteSession {
         /// The session.
         session: SessionId,
@@ -118,6 +118,35 @@ pub enum Request {
         session: SessionId,
         /// The servers.
         servers: Vec<McpServerSpec>,
+    },
+    /// What a run changed in the session directory (the last run that changed anything, when
+    /// `run` is `None`); replies `Diff`.
+    Diff {
+        /// The session.
+        session: SessionId,
+        /// The run.
+        run: Option<RunId>,
+    },
+    /// Put the session directory back as it was before `run` (the last run that changed
+    /// anything, when `None`), undoing that run and every later one; refused while a run is
+    /// going. Replies `Rewound`.
+    Rewind {
+        /// The session.
+        session: SessionId,
+        /// The run.
+        run: Option<RunId>,
+        /// Also restore files changed outside the agent since the runs.
+        force: bool,
+        /// Only say what would be done.
+        dry_run: bool,
+    },
+    /// A new session whose history is a copy of this one's up to turn `turn` (all of it when
+    /// `None`), never cutting a tool call from its result; replies `SessionCreated`.
+    Fork {
+        /// The session.
+        session: SessionId,
+        /// The last turn (model reply, counted over the whole session from 1) to copy.
+        turn: Option<u64>,
     },
     /// Stop the daemon cleanly; replies `Done` before it goes.
     Shutdown,
@@ -142,4 +171,7 @@ pub struct CreateSession {
     /// The client's environment, for the session's commands: the daemon keeps it without
     /// secrets (SPEC §5). Empty for the daemon's own environment.
     pub env: Vec<(String, String)>,
+    /// Give the session its own git worktree of the repository `cwd` is in, on a new branch
+    /// `agentd/<id>` (SPEC §13).
+    pub worktree: bool,
 }

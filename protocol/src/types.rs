@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Identifies a session: short lowercase hex, safe in paths and shells.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -374,6 +374,8 @@ pub struct SessionInfo {
     pub last_activity_ms: u64,
     /// The `seq` of the newest event the session holds.
     pub last_seq: u64,
+    /// The git branch of the session's own worktree, for a session started with `--worktree`.
+    pub branch: Option<String>,
 }
 
 /// What `Status` tells about the daemon.

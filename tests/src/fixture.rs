@@ -191,6 +191,23 @@ impl Daemon {
         self.child = spawn_ready(&self.home, &self.env);
     }
 
+    /// Whether the daemon found a sandbox; says why the test skips when not.
+    pub fn sandbox_or_skip(&self) -> bool {
+        let status = self.home.run_agentctl(&["daemon", "status"]);
+        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("sandbox"))
+            .unwrap_or("sandbox   (not shown)")
+            .to_string();
+        if line.contains("unavailable") {
+            eprintln!("SKIPPED: this machine has no sandbox for auto mode: {line}");
+            return false;
+        }
+        assert!(line.contains("Landlock ABI"), "{line}");
+        true
+    }
+
     /// The daemon's pid.
     pub fn pid(&self) -> u32 {
         self.child.id()

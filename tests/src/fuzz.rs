@@ -106,6 +106,7 @@ fn frame_input(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
             max_turns: u.arbitrary()?,
             title: u.arbitrary()?,
             env: vec![(u.arbitrary()?, u.arbitrary()?)],
+            worktree: false,
         }),
         4 => Request::Subscribe {
             session: SessionId(text),

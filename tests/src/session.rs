@@ -21,6 +21,7 @@ pub async fn create_session(client: &Client, cwd: &Path) -> SessionInfo {
             max_turns: None,
             title: None,
             env: Vec::new(),
+            worktree: false,
         }))
         .await
         .expect("session created");
@@ -47,6 +48,7 @@ pub async fn session_with_mode(
             max_turns: None,
             title: None,
             env: Vec::new(),
+            worktree: false,
         }))
         .await
         .expect("session created");

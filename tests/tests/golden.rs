@@ -26,6 +26,7 @@ fn info() -> SessionInfo {
         created_ms: 1_700_000_000_000,
         last_activity_ms: 1_700_000_001_000,
         last_seq: 42,
+        branch: Some("agentd/0a1b2c3d".into()),
     }
 }
 
@@ -56,6 +57,7 @@ fn requests() -> Vec<Request> {
             max_turns: Some(100),
             title: None,
             env: vec![("PATH".into(), "/usr/bin".into())],
+            worktree: false,
         }),
         Request::ListSessions {
             after: Some(ListCursor {
@@ -112,6 +114,20 @@ fn requests() -> Vec<Request> {
                 url: None,
                 headers: vec![],
             }],
+        },
+        Request::Diff {
+            session: session(),
+            run: Some(RunId(2)),
+        },
+        Request::Rewind {
+            session: session(),
+            run: None,
+            force: true,
+            dry_run: false,
+        },
+        Request::Fork {
+            session: session(),
+            turn: Some(4),
         },
         Request::Shutdown,
     ]
@@ -183,6 +199,12 @@ fn events() -> Vec<Event> {
             path: "src/lib.rs".into(),
         },
         Event::ModeChanged { mode: Mode::Plan },
+        Event::Rewound {
+            run: RunId(2),
+            restored: vec!["src/lib.rs".into()],
+            removed: vec!["a/b/c".into()],
+            kept: vec!["notes.md".into()],
+        },
         Event::RunFinished {
             run: RunId(1),
             stop_reason: StopReason::Aborted,
@@ -245,6 +267,31 @@ fn replies() -> Vec<Reply> {
                 .into(),
         }),
         Reply::McpServers(vec![mcp_server()]),
+        Reply::Diff(RunDiff {
+            run: RunId(2),
+            files: vec![FileChange {
+                path: "src/lib.rs".into(),
+                kind: ChangeKind::Modified,
+                added: 1,
+                removed: 1,
+                binary: false,
+            }],
+            patch: "@@ -1 +1 @@\n-a\n+b\n".into(),
+            truncated: false,
+            not_stored: vec!["big.bin".into()],
+            open: false,
+        }),
+        Reply::Rewound(RewindReport {
+            run: RunId(2),
+            restored: vec!["src/lib.rs".into()],
+            removed: vec!["a/b/c".into()],
+            kept: vec![],
+            failed: vec!["big.bin: not stored".into()],
+            dry_run: true,
+        }),
+        Reply::Deleted {
+            notes: vec!["worktree kept".into()],
+        },
     ]
 }
 
@@ -277,6 +324,9 @@ fn request_name(request: &Request) -> &'static str {
         Request::Status => "Status",
         Request::McpList => "McpList",
         Request::SetSessionMcpServers { .. } => "SetSessionMcpServers",
+        Request::Diff { .. } => "Diff",
+        Request::Rewind { .. } => "Rewind",
+        Request::Fork { .. } => "Fork",
         Request::Shutdown => "Shutdown",
     }
 }
@@ -291,6 +341,9 @@ fn reply_name(reply: &Reply) -> &'static str {
         Reply::Sent { .. } => "Sent",
         Reply::Status(_) => "Status",
         Reply::McpServers(_) => "McpServers",
+        Reply::Diff(_) => "Diff",
+        Reply::Rewound(_) => "Rewound",
+        Reply::Deleted { .. } => "Deleted",
     }
 }
 
@@ -390,9 +443,9 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 15);
-    assert_eq!(replies.len(), 8);
-    assert_eq!(events.len(), 20);
+    assert_eq!(requests.len(), 18);
+    assert_eq!(replies.len(), 11);
+    assert_eq!(events.len(), 21);
 }
 
 #[test]

@@ -73,6 +73,7 @@ async fn session_scope_servers_are_one_per_session_and_go_with_their_session() {
                     ("CLIENT_VAR".into(), format!("client {i}")),
                     ("CLIENT_TOKEN".into(), "secret".into()),
                 ],
+                worktree: false,
             }))
             .await
             .unwrap();

@@ -135,6 +135,7 @@ async fn run_table(
             max_turns: None,
             title: None,
             env: vec![("PATH".into(), path)],
+            worktree: false,
         }))
         .await
         .unwrap();

@@ -44,23 +44,6 @@ fn daemon(config: &str, dirs: &Dirs) -> Daemon {
     )
 }
 
-/// Whether the daemon found a sandbox; says why the test skips when not.
-fn sandbox_or_skip(daemon: &Daemon) -> bool {
-    let status = daemon.home.run_agentctl(&["daemon", "status"]);
-    let status = String::from_utf8_lossy(&status.stdout).into_owned();
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("sandbox"))
-        .unwrap_or("sandbox   (not shown)")
-        .to_string();
-    if line.contains("unavailable") {
-        eprintln!("SKIPPED: this machine has no sandbox for auto mode: {line}");
-        return false;
-    }
-    assert!(line.contains("Landlock ABI"), "{line}");
-    true
-}
-
 /// Options with nothing granted and nobody to ask: only what the mode allows runs.
 fn unattended(model: &ModelServer) -> RunOptions {
     RunOptions {
@@ -101,7 +84,7 @@ async fn auto_mode_runs_commands_confined_without_asking() {
         ),
         &d,
     );
-    if !sandbox_or_skip(&daemon) {
+    if !daemon.sandbox_or_skip() {
         return;
     }
     let (client, id, mut incoming) =
@@ -168,7 +151,7 @@ async fn the_network_can_be_allowed() {
     ])
     .await;
     let daemon = daemon("[sandbox]\nnetwork = true\n", &d);
-    if !sandbox_or_skip(&daemon) {
+    if !daemon.sandbox_or_skip() {
         return;
     }
     let (client, id, mut incoming) =
@@ -195,7 +178,7 @@ async fn leaving_the_sandbox_asks_and_default_mode_is_unchanged() {
     ])
     .await;
     let daemon = daemon("", &d);
-    if !sandbox_or_skip(&daemon) {
+    if !daemon.sandbox_or_skip() {
         return;
     }
     let (client, id, mut incoming) =

@@ -90,6 +90,7 @@ async fn a_session_needs_an_existing_absolute_directory() {
                 max_turns: None,
                 title: None,
                 env: Vec::new(),
+                worktree: false,
             }))
             .await
             .unwrap_err();

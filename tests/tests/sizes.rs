@@ -98,6 +98,7 @@ async fn a_listing_over_16_mib_is_paged_and_an_overlong_title_is_refused() {
             max_turns: None,
             title: Some(title),
             env: Vec::new(),
+            worktree: false,
         })
     };
     let too_long = client.request(create("t".repeat(501))).await.unwrap_err();

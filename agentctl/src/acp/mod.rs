@@ -354,6 +354,7 @@ async fn new_session(
         max_turns: None,
         title: None,
         env: crate::commands::client_env(),
+        worktree: false,
     };
     let info = match bridge.daemon.request(Request::CreateSession(create)).await {
         Ok(Reply::SessionCreated(info)) => info,

@@ -1,5 +1,6 @@
 //! One module per group of commands.
 
+pub mod changes;
 pub mod chat;
 pub mod daemon;
 pub mod mcp;

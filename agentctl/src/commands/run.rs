@@ -13,7 +13,8 @@ use protocol::{
 use super::{request, unexpected};
 use crate::Failure;
 use crate::connect;
-use crate::view::{HumanView, Style, event_json};
+use crate::json::event_json;
+use crate::view::{HumanView, Style};
 
 /// What `run` was asked to do.
 pub struct RunArgs {
@@ -37,6 +38,8 @@ pub struct RunArgs {
     pub detach: bool,
     /// Use the latest session of this directory.
     pub continue_latest: bool,
+    /// Give a new session its own git worktree.
+    pub worktree: bool,
 }
 
 /// Runs the prompt and returns the exit code of the run's stop reason.
@@ -63,11 +66,17 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                     max_turns: None,
                     title: Some(title_of(&prompt)),
                     env: super::client_env(),
+                    worktree: args.worktree,
                 }),
             )
             .await?;
             match reply {
-                Reply::SessionCreated(info) => info.id,
+                Reply::SessionCreated(info) => {
+                    if let (Some(branch), false) = (&info.branch, args.json) {
+                        eprintln!("agentctl: working in {} on branch {branch}", info.cwd);
+                    }
+                    info.id
+                }
                 other => return Err(unexpected(other)),
             }
         }

@@ -37,6 +37,7 @@ fn session_json(s: &SessionInfo) -> serde_json::Value {
         "follow_up_queued": s.follow_up_queued,
         "title": s.title,
         "model": s.model,
+        "branch": s.branch,
         "created_ms": s.created_ms,
         "last_activity_ms": s.last_activity_ms,
     })
@@ -53,6 +54,7 @@ fn print_table(sessions: &[SessionInfo]) {
                 s.turns.to_string(),
                 format!("{}/{}", s.steer_queued, s.follow_up_queued),
                 format::ago(s.last_activity_ms, now),
+                s.branch.clone().unwrap_or_default(),
                 match &s.title {
                     Some(title) => format!("{}  {title}", s.cwd),
                     None => s.cwd.clone(),
@@ -67,6 +69,7 @@ fn print_table(sessions: &[SessionInfo]) {
         "TURNS",
         "QUEUED",
         "ACTIVE",
+        "BRANCH",
         "DIRECTORY / TITLE",
     ];
     print!("{}", format::table(&header, &rows));
@@ -78,6 +81,7 @@ pub async fn new(
     mode: Option<Mode>,
     model: Option<String>,
     title: Option<String>,
+    worktree: bool,
 ) -> Result<u8, Failure> {
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
@@ -92,6 +96,7 @@ pub async fn new(
             max_turns: None,
             title,
             env: super::client_env(),
+            worktree,
         }),
     )
     .await?;
@@ -107,7 +112,7 @@ pub async fn new(
 /// Deletes a session.
 pub async fn remove(paths: &Paths, id: String, force: bool) -> Result<u8, Failure> {
     let client = connect::connect(paths, "rm").await?;
-    request(
+    let reply = request(
         &client,
         Request::DeleteSession {
             session: SessionId(id.clone()),
@@ -116,5 +121,10 @@ pub async fn remove(paths: &Paths, id: String, force: bool) -> Result<u8, Failur
     )
     .await?;
     println!("deleted {id}");
+    if let Reply::Deleted { notes } = reply {
+        for note in notes {
+            println!("{note}");
+        }
+    }
     Ok(0)
 }

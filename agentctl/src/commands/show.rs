@@ -4,7 +4,8 @@ use protocol::paths::Paths;
 use protocol::{Reply, Request, SessionId};
 
 use super::{request, unexpected};
-use crate::view::{HumanView, Style, event_json};
+use crate::json::event_json;
+use crate::view::{HumanView, Style};
 use crate::{Failure, connect, format};
 
 /// Prints the history as the human view renders it, or one JSON event per line, a page at a

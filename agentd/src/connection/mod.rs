@@ -28,10 +28,11 @@ use crate::ConnectionId;
 use crate::daemon::Shared;
 use crate::session::SessionActor;
 use crate::session::actor::{
-    Answer, Cancel, CompactNow, GetHistory, SendMessage, SetMode, Subscribe, Unsubscribe,
+    Answer, Cancel, CompactNow, Diff, GetHistory, Rewind, SendMessage, SetMode, Subscribe,
+    Unsubscribe,
 };
 use crate::session::events::Subscription;
-use crate::supervisor::{Create, Delete, List, Lookup, Status};
+use crate::supervisor::{Create, Delete, Fork, List, Lookup, Status};
 
 /// Frames that may wait for a slow client before its forwarders pause.
 const OUTGOING_QUEUE: usize = 256;
@@ -327,8 +328,8 @@ impl Connection {
                 Ok(Reply::Done)
             }
             Request::DeleteSession { session, force } => {
-                ask(supervisor, Delete { id: session, force }).await?;
-                Ok(Reply::Done)
+                let notes = ask(supervisor, Delete { id: session, force }).await?;
+                Ok(Reply::Deleted { notes })
             }
             Request::GetHistory { session, from_seq } => {
                 let source = self.ask_session(&session, GetHistory { from_seq }).await?;
@@ -390,6 +391,25 @@ impl Connection {
                 self.ask_session(&session, CompactNow).await?;
                 Ok(Reply::Done)
             }
+            Request::Diff { session, run } => {
+                Ok(Reply::Diff(self.ask_session(&session, Diff(run)).await?))
+            }
+            Request::Rewind {
+                session,
+                run,
+                force,
+                dry_run,
+            } => {
+                let rewind = Rewind {
+                    run,
+                    force,
+                    dry_run,
+                };
+                Ok(Reply::Rewound(self.ask_session(&session, rewind).await?))
+            }
+            Request::Fork { session, turn } => Ok(Reply::SessionCreated(
+                ask(supervisor, Fork { id: session, turn }).await?,
+            )),
         }
     }
 

@@ -127,7 +127,9 @@ fn messages_json(history: &[Message]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for message in history {
         let (role, blocks) = match message {
-            Message::User { text, .. } => ("user", vec![json!({"type": "text", "text": text})]),
+            Message::User { text, .. } | Message::Notice { text } => {
+                ("user", vec![json!({"type": "text", "text": text})])
+            }
             Message::Summary { text } => (
                 "user",
                 vec![json!({"type": "text", "text": format!("Summary of the earlier conversation:\n\n{text}")})],

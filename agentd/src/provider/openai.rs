@@ -122,7 +122,9 @@ fn messages_json(history: &[Message]) -> Vec<Value> {
     let mut out = Vec::new();
     for message in history {
         match message {
-            Message::User { text, .. } => out.push(json!({"role": "user", "content": text})),
+            Message::User { text, .. } | Message::Notice { text } => {
+                out.push(json!({"role": "user", "content": text}))
+            }
             Message::Summary { text } => out.push(json!({
                 "role": "user",
                 "content": format!("Summary of the earlier conversation:\n\n{text}"),

@@ -27,12 +27,14 @@ use crate::store::{Meta, Record, SessionStore};
 use crate::supervisor::{SessionChanged, Supervisor};
 
 mod asks;
+mod changes;
 mod durable;
 mod loop_messages;
 mod recovery;
 
 use asks::PendingAsk;
 pub use asks::{Answer, Authorization, Authorize, Expire};
+pub use changes::{Diff, Rewind};
 pub use durable::Flush;
 pub use loop_messages::{
     ApplyCompaction, BeginTurn, CompactNow, Emit, NextQueued, Push, RunDone, TurnInput,
@@ -106,6 +108,8 @@ pub struct SessionActor {
     compaction: Option<CancellationToken>,
     /// Whether the session was told that auto mode has no sandbox here.
     sandbox_warned: bool,
+    /// The checkpoints of the session's runs.
+    checkpoints: Arc<crate::checkpoint::Checkpoints>,
 }
 
 impl Actor for SessionActor {
@@ -123,6 +127,10 @@ impl Actor for SessionActor {
         };
         let store = SessionStore::open(&dir).map_err(|e| failed(e.to_string()))?;
         let env_files = args.env.files.clone();
+        let checkpoints = crate::checkpoint::Checkpoints::new(
+            dir.join("checkpoints"),
+            PathBuf::from(&args.meta.cwd),
+        );
         static OWNERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let watch_owner = OWNERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut actor = SessionActor {
@@ -153,6 +161,7 @@ impl Actor for SessionActor {
             meta_dirty: false,
             compaction: None,
             sandbox_warned: false,
+            checkpoints: Arc::new(checkpoints),
         };
         actor.info.turns = 0;
         // A large log takes a while to read: not on the runtime's threads, and a record at a

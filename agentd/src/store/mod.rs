@@ -4,6 +4,7 @@
 //! are synced first. A daemon killed at any point leaves at worst a torn last line, which
 //! loading drops.
 
+mod fork;
 mod log;
 mod replay;
 
@@ -22,6 +23,7 @@ const META: &str = "meta.json";
 const LOG: &str = "log.jsonl";
 const ENV: &str = "env.json";
 
+pub use fork::fork;
 pub use log::{LogRead, SessionStore, read_log};
 pub use replay::{Page, read_page};
 
@@ -112,6 +114,9 @@ pub struct Meta {
     pub last_activity_ms: u64,
     /// Model replies so far.
     pub turns: u64,
+    /// The session's own git worktree, if it was started with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<crate::worktree::Worktree>,
 }
 
 impl Meta {
@@ -131,6 +136,7 @@ impl Meta {
             created_ms: self.created_ms,
             last_activity_ms: self.last_activity_ms,
             last_seq: 0,
+            branch: self.worktree.as_ref().map(|w| w.branch.clone()),
         }
     }
 
@@ -149,6 +155,7 @@ impl Meta {
             created_ms: 1,
             last_activity_ms: 1,
             turns: 0,
+            worktree: None,
         }
     }
 
@@ -166,6 +173,7 @@ impl Meta {
             created_ms: info.created_ms,
             last_activity_ms: info.last_activity_ms,
             turns: info.turns,
+            worktree: None,
         }
     }
 }

@@ -2,11 +2,11 @@
 //! keeps their listing, owns the tool pool and answers `Status`. It never waits on a disk:
 //! sessions load in their own actors ([`loading`]), and files are created off its thread.
 
+mod create;
 mod loading;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -14,16 +14,17 @@ use std::time::Instant;
 use kameo::prelude::*;
 use protocol::paths::Paths;
 use protocol::{
-    CreateSession, DaemonStatus, ErrorCode, ErrorInfo, ListCursor, PROTOCOL_VERSION, SessionId,
-    SessionInfo, SessionState,
+    DaemonStatus, ErrorCode, ErrorInfo, ListCursor, PROTOCOL_VERSION, SessionId, SessionInfo,
+    SessionState,
 };
 
-use crate::config::{ConfigState, DurabilityMode};
+use crate::config::ConfigState;
+use crate::resident_memory;
 use crate::session::actor::Close;
 use crate::session::{SessionActor, SessionEnv};
-use crate::store::{self, Meta, SessionStore};
+use crate::store::{self, Meta};
 use crate::tools::pool::ToolPool;
-use crate::{now_ms, resident_memory};
+pub use create::{Create, Fork};
 pub use loading::{Lookup, Sweep};
 
 /// The most characters of a title.
@@ -187,134 +188,6 @@ pub fn unknown_session(id: &SessionId) -> ErrorInfo {
     )
 }
 
-/// Validates a session directory: it must be an absolute path to an existing directory.
-fn session_dir(cwd: &str) -> Result<String, ErrorInfo> {
-    let invalid = |message: String| ErrorInfo::new(ErrorCode::InvalidRequest, message);
-    if cwd.len() > MAX_CWD_BYTES {
-        return Err(invalid(format!(
-            "the session directory's path is {} bytes long; at most {MAX_CWD_BYTES}",
-            cwd.len()
-        )));
-    }
-    let path = Path::new(cwd);
-    if !path.is_absolute() {
-        return Err(invalid(format!(
-            "session directory `{cwd}` is not an absolute path"
-        )));
-    }
-    let canonical = path
-        .canonicalize()
-        .map_err(|e| invalid(format!("session directory `{cwd}` cannot be used: {e}")))?;
-    if !canonical.is_dir() {
-        return Err(invalid(format!(
-            "session directory `{cwd}` is not a directory"
-        )));
-    }
-    Ok(canonical.to_string_lossy().into_owned())
-}
-
-/// Refuses a string a client set that is longer than `max` characters.
-fn bounded(what: &str, value: Option<String>, max: usize) -> Result<Option<String>, ErrorInfo> {
-    match value {
-        Some(text) if text.chars().count() > max => Err(ErrorInfo::new(
-            ErrorCode::InvalidRequest,
-            format!(
-                "the {what} is {} characters long; at most {max} are accepted",
-                text.chars().count()
-            ),
-        )),
-        other => Ok(other),
-    }
-}
-
-/// Create a session.
-pub struct Create(pub CreateSession);
-
-impl Message<Create> for Supervisor {
-    type Reply = DelegatedReply<Result<SessionInfo, ErrorInfo>>;
-
-    async fn handle(&mut self, msg: Create, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let request = msg.0;
-        let checked = (|| {
-            Ok::<_, ErrorInfo>((
-                session_dir(&request.cwd)?,
-                bounded("title", request.title.clone(), MAX_TITLE_CHARS)?,
-                bounded("model name", request.model.clone(), MAX_NAME_CHARS)?,
-                bounded("provider name", request.provider.clone(), MAX_NAME_CHARS)?,
-            ))
-        })();
-        let (cwd, title, model, provider) = match checked {
-            Ok(checked) => checked,
-            Err(err) => return ctx.reply(Err(err)),
-        };
-        let now = now_ms();
-        let config = self.env.config();
-        let info = SessionInfo {
-            id: self.new_id(),
-            cwd,
-            title: title.filter(|t| !t.trim().is_empty()),
-            model,
-            provider,
-            mode: request.mode.unwrap_or(config.default_mode.0),
-            state: SessionState::Idle,
-            turns: 0,
-            steer_queued: 0,
-            follow_up_queued: 0,
-            created_ms: now,
-            last_activity_ms: now,
-            last_seq: 0,
-        };
-        // Secrets never reach the disk: the environment is filtered before it is stored.
-        let env = config.shell_env.filter(request.env);
-        let meta = Meta::of(&info, request.max_turns);
-        self.sessions.insert(
-            info.id.clone(),
-            Entry {
-                info: info.clone(),
-                meta: meta.clone(),
-                actor: None,
-                last_used: Instant::now(),
-            },
-        );
-        // The files are written (and synced) off the supervisor's thread.
-        let sessions_dir = self.paths.sessions_dir();
-        let sync = config.durability == DurabilityMode::Fsync;
-        let me = self.me.clone();
-        ctx.spawn(async move {
-            let created = tokio::task::spawn_blocking(move || {
-                SessionStore::create(&sessions_dir, &meta, &env, sync)
-            })
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|created| created.map_err(|e| e.to_string()));
-            match created {
-                Ok(()) => {
-                    tracing::info!(session = %info.id, cwd = %info.cwd, "session created");
-                    Ok(info)
-                }
-                Err(err) => {
-                    let _ = me.tell(Forget(info.id.clone())).await;
-                    Err(ErrorInfo::new(
-                        ErrorCode::Internal,
-                        format!("cannot create the session: {err}"),
-                    ))
-                }
-            }
-        })
-    }
-}
-
-/// Forget a session whose files could not be created.
-struct Forget(SessionId);
-
-impl Message<Forget> for Supervisor {
-    type Reply = ();
-
-    async fn handle(&mut self, msg: Forget, _: &mut Context<Self, Self::Reply>) {
-        self.sessions.remove(&msg.0);
-    }
-}
-
 /// A page of the listing, newest first.
 pub struct List {
     /// Where the previous page ended.
@@ -397,25 +270,43 @@ pub struct Delete {
 }
 
 impl Message<Delete> for Supervisor {
-    type Reply = Result<(), ErrorInfo>;
+    /// What was kept of the session's worktree, and why.
+    type Reply = DelegatedReply<Result<Vec<String>, ErrorInfo>>;
 
-    async fn handle(&mut self, msg: Delete, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let entry = self.resolve(&msg.id)?;
-        let id = entry.info.id.clone();
-        if let Some(actor) = &entry.actor {
+    async fn handle(&mut self, msg: Delete, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let (id, actor, worktree) = match self.resolve(&msg.id) {
+            Ok(entry) => (
+                entry.info.id.clone(),
+                entry.actor.clone(),
+                entry.meta.worktree.clone(),
+            ),
+            Err(err) => return ctx.reply(Err(err)),
+        };
+        if let Some(actor) = actor {
             match actor.ask(Close { force: msg.force }).await {
                 Ok(()) => {}
-                Err(SendError::HandlerError(err)) => return Err(err),
+                Err(SendError::HandlerError(err)) => return ctx.reply(Err(err)),
                 // An actor that is already gone has nothing left to close.
                 Err(err) => tracing::warn!(session = %id, "closing session actor: {err}"),
             }
         }
         self.sessions.remove(&id);
-        if let Err(err) = store::delete(&self.paths.sessions_dir(), &id) {
-            tracing::error!(session = %id, "cannot delete the session's files: {err}");
-        }
-        tracing::info!(session = %id, "session deleted");
-        Ok(())
+        let sessions_dir = self.paths.sessions_dir();
+        // The files go off the supervisor's thread: a worktree may be large.
+        ctx.spawn(async move {
+            let notes = tokio::task::spawn_blocking(move || {
+                if let Err(err) = store::delete(&sessions_dir, &id) {
+                    tracing::error!(session = %id, "cannot delete the session's files: {err}");
+                }
+                tracing::info!(session = %id, "session deleted");
+                worktree
+                    .map(|w| crate::worktree::remove(&w))
+                    .unwrap_or_default()
+            })
+            .await
+            .unwrap_or_default();
+            Ok(notes)
+        })
     }
 }
 

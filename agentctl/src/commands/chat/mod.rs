@@ -19,6 +19,7 @@ use protocol::{
 };
 use tokio::sync::mpsc;
 
+mod changes;
 mod input;
 mod status;
 
@@ -43,6 +44,8 @@ pub struct ChatArgs {
     pub max_turns: Option<u32>,
     /// Whether this is `attach` (for the client's name).
     pub attach: bool,
+    /// Give a new session its own git worktree.
+    pub worktree: bool,
 }
 
 const HELP: &str = "Enter sends a message (queued as a follow-up while a run is going).
@@ -52,6 +55,8 @@ Esc or /cancel              cancel the run; queued messages come back into the i
 y / n / a                   allow, deny or always allow the pending permission request
 /allow /deny /always [N]    the same, for request N
 /mode [MODE]                show or set the mode: default, accept-edits, auto, plan, bypass
+/diff [N] [--stat]          what the last run (or run N) changed in the directory
+/rewind [N] [yes]           show, then with `yes` do, the undo of the last run (or run N on)
 /sessions                   list sessions
 /detach, Ctrl+D, Ctrl+C ×2  leave; the session and its run go on";
 
@@ -75,6 +80,7 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
                 max_turns: None,
                 title: None,
                 env: super::client_env(),
+                worktree: args.worktree,
             };
             match request(&client, Request::CreateSession(create)).await? {
                 Reply::SessionCreated(info) => info.id,
@@ -376,6 +382,8 @@ impl Chat {
                 )
                 .await?;
             }
+            "/diff" => self.diff(rest).await?,
+            "/rewind" => self.rewind(rest).await?,
             "/sessions" => {
                 let list = self.client.list_sessions().await.map_err(Failure::new)?;
                 for s in list.sessions {

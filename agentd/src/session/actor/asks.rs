@@ -160,6 +160,9 @@ impl SessionActor {
                 .iter()
                 .map(|p| crate::tools::resolve(&cwd, &p.to_string_lossy())),
         );
+        if let Some(worktree) = &self.meta.worktree {
+            writable.extend(worktree.sandbox_writable());
+        }
         crate::sandbox::Policy {
             writable,
             network: config.sandbox.network,

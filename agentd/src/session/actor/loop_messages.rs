@@ -97,6 +97,8 @@ impl SessionActor {
             env: Arc::new(self.command_env(&config)),
             mcp: self.env.mcp.clone(),
             id: self.info.id.clone(),
+            checkpoints: config.checkpoints.enabled.then(|| self.checkpoints.clone()),
+            checkpoint_limits: config.checkpoints,
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))

@@ -51,6 +51,8 @@ impl Run {
             if self.cancel().is_cancelled() {
                 break;
             }
+            self.checkpoint_before(batch.calls.iter().map(|&i| calls[i].name.as_str()))
+                .await;
             // A batch's calls are announced together, before any of them runs.
             for &i in &batch.calls {
                 self.emit(Event::ToolCall(calls[i].info()));

@@ -15,6 +15,7 @@ use protocol::{Delivery, Event, ModelStopReason, RunId, StopReason, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
 mod calls;
+mod checkpoints;
 
 use super::actor::{ApplyCompaction, BeginTurn, Emit, NextQueued, Push, SessionActor, TurnInput};
 use crate::compact;
@@ -70,6 +71,10 @@ pub struct RunSetup {
     pub mcp: McpHub,
     /// The session's id.
     pub id: protocol::SessionId,
+    /// Where the run's checkpoints go; `None` when they are off.
+    pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
+    /// What a checkpoint may hold.
+    pub checkpoint_limits: crate::checkpoint::CheckpointConfig,
 }
 
 /// How a run ended.
@@ -141,6 +146,8 @@ struct Run {
     toolset: Toolset,
     /// What the session brings to its MCP servers.
     side: SessionSide,
+    /// The run's checkpoints.
+    checkpoints: checkpoints::RunCheckpoints,
 }
 
 /// Runs the loop to its end.
@@ -157,6 +164,11 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
             };
         }
     };
+    let checkpoints = checkpoints::RunCheckpoints::start(
+        setup.checkpoints.clone(),
+        setup.run,
+        setup.checkpoint_limits,
+    );
     let side = SessionSide {
         id: setup.id.clone(),
         cwd: setup.cwd.clone(),
@@ -169,9 +181,10 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         health: HealthMonitor::new(),
         specs: Arc::new(tools::specs()),
         toolset: Toolset::default(),
+        checkpoints,
         side,
     };
-    match run.drive(&provider, &model).await {
+    let outcome = match run.drive(&provider, &model).await {
         Ok(outcome) => outcome,
         // The session actor is gone (the session was deleted): the run ends with it.
         Err(Gone) => run.finish(
@@ -179,7 +192,9 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
             false,
             Some("the session was closed".to_string()),
         ),
-    }
+    };
+    run.checkpoint_end().await;
+    outcome
 }
 
 /// The session actor stopped answering.
