@@ -98,3 +98,32 @@ async fn attach_replays_the_session_and_answers_a_pending_request() {
     pty.expect("detached");
     assert_eq!(pty.wait(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_key_answers_a_permission_request_and_other_keys_get_a_hint() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", serde_json::json!({"command": "echo one-key-ok"})),
+        anthropic::text("Ran it."),
+        anthropic::text("Second message."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["chat"]);
+    pty.expect("[idle");
+    pty.send("run something\r");
+    pty.expect("approve 1");
+    pty.send("x");
+    pty.expect("press y (allow), n (deny) or a (always allow); Esc cancels the run");
+    // `y` alone answers: no Enter.
+    pty.send("y");
+    pty.expect("permission 1: allow by agentctl");
+    pty.expect("Ran it.");
+    pty.expect("completed");
+    // Without a pending request, the same keys are text again.
+    pty.send("yes and more\r");
+    pty.expect("you › yes and more");
+    pty.expect("Second message.");
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}

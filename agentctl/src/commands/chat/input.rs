@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reedline::{
-    EditCommand, Emacs, ExternalPrinter, KeyCode, KeyModifiers, Reedline, ReedlineEvent, Signal,
-    default_emacs_keybindings,
+    EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode, KeyModifiers,
+    PromptEditMode, Reedline, ReedlineEvent, ReedlineRawEvent, Signal, default_emacs_keybindings,
 };
 use tokio::sync::mpsc;
 
@@ -18,6 +18,8 @@ use crate::Failure;
 #[derive(Debug)]
 pub(super) enum Input {
     Line(String),
+    /// A key pressed while a permission request was shown (no Enter needed).
+    Key(char),
     CtrlC,
     CtrlD,
     Eof,
@@ -83,8 +85,12 @@ impl TerminalLine {
                         ReedlineEvent::Submit,
                     ]),
                 );
+                let keys = ApprovalKeys {
+                    inner: Emacs::new(keys),
+                    status: status.clone(),
+                };
                 let mut editor = Reedline::create()
-                    .with_edit_mode(Box::new(Emacs::new(keys)))
+                    .with_edit_mode(Box::new(keys))
                     .with_external_printer(printer)
                     .with_break_signal(interrupt.clone())
                     .with_poll_interval(std::time::Duration::from_millis(10));
@@ -98,6 +104,12 @@ impl TerminalLine {
                         Ok(Signal::Success(line)) => Input::Line(line),
                         Ok(Signal::CtrlC) => Input::CtrlC,
                         Ok(Signal::CtrlD) => Input::CtrlD,
+                        Ok(Signal::HostCommand(command)) => {
+                            match command.strip_prefix(KEY).and_then(|k| k.chars().next()) {
+                                Some(key) => Input::Key(key),
+                                None => continue,
+                            }
+                        }
                         Ok(Signal::ExternalBreak(typed)) => {
                             if quit.load(Ordering::Relaxed) {
                                 break;
@@ -159,6 +171,43 @@ impl InputLine for TerminalLine {
         if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// Marks a key pressed while a permission request was shown, in reedline's host command.
+const KEY: &str = "agentctl-key:";
+
+/// Emacs keys, except that while a permission request is shown a plain key press goes to the
+/// chat at once (y, n or a answers; the rest gets a hint) instead of into the input line.
+struct ApprovalKeys {
+    inner: Emacs,
+    status: Arc<Mutex<Status>>,
+}
+
+impl EditMode for ApprovalKeys {
+    fn parse_event(&mut self, event: ReedlineRawEvent) -> ReedlineEvent {
+        let event: crossterm::event::Event = event.into();
+        let asking = self
+            .status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ask()
+            .is_some();
+        if asking
+            && let crossterm::event::Event::Key(key) = &event
+            && let crossterm::event::KeyCode::Char(c) = key.code
+            && (key.modifiers - crossterm::event::KeyModifiers::SHIFT).is_empty()
+        {
+            return ReedlineEvent::ExecuteHostCommand(format!("{KEY}{c}"));
+        }
+        match ReedlineRawEvent::try_from(event) {
+            Ok(event) => self.inner.parse_event(event),
+            Err(()) => ReedlineEvent::None,
+        }
+    }
+
+    fn edit_mode(&self) -> PromptEditMode {
+        self.inner.edit_mode()
     }
 }
 

@@ -52,7 +52,7 @@ const HELP: &str = "Enter sends a message (queued as a follow-up while a run is 
 /steer TEXT (or Alt+Enter)  steer the running run at its next turn
 /queue TEXT                 queue a follow-up
 Esc or /cancel              cancel the run; queued messages come back into the input
-y / n / a                   allow, deny or always allow the pending permission request
+y / n / a                   allow, deny or always allow the pending permission request (one key)
 /allow /deny /always [N]    the same, for request N
 /mode [MODE]                show or set the mode: default, accept-edits, auto, plan, bypass
 /diff [N] [--stat]          what the last run (or run N) changed in the directory
@@ -243,20 +243,23 @@ impl Chat {
                 Event::PermissionRequested {
                     request, summary, ..
                 } => {
-                    status.ask = Some((*request, summary.clone()));
+                    if !status.asks.iter().any(|(r, _)| r == request) {
+                        status.asks.push((*request, summary.clone()));
+                    }
                     status.state = Some(SessionState::AwaitingApproval);
                 }
-                Event::PermissionResolved { request, .. }
-                    if status.ask.as_ref().is_some_and(|(r, _)| r == request) =>
-                {
-                    status.ask = None;
-                    status.state = Some(SessionState::Running);
+                Event::PermissionResolved { request, .. } => {
+                    status.asks.retain(|(r, _)| r != request);
+                    if status.asks.is_empty() && status.state == Some(SessionState::AwaitingApproval)
+                    {
+                        status.state = Some(SessionState::Running);
+                    }
                 }
                 Event::ModeChanged { mode } => status.mode = *mode,
                 Event::RunFinished { usage, .. } => {
                     status.state = Some(SessionState::Idle);
                     status.tokens = *usage;
-                    status.ask = None;
+                    status.asks.clear();
                 }
                 _ => {}
             }
@@ -264,7 +267,7 @@ impl Chat {
         self.view.show(event);
         if let Event::PermissionRequested { .. } = &event.event {
             self.view
-                .note("  answer y (allow), n (deny) or a (always allow)");
+                .note("  press y (allow), n (deny) or a (always allow)");
         }
         if let Event::RunFinished {
             returned_messages, ..
@@ -302,6 +305,7 @@ impl Chat {
             Input::Failed(message) => {
                 return Err(Failure::new(format!("the input line failed: {message}")));
             }
+            Input::Key(key) => return self.on_key(key).await,
             Input::Line(line) => line,
         };
         self.ctrl_c = 0;
@@ -316,8 +320,8 @@ impl Chat {
             .status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .ask
-            .clone();
+            .ask()
+            .cloned();
         if let Some((request, _)) = pending {
             let decision = match trimmed.to_ascii_lowercase().as_str() {
                 "y" | "yes" => Some(Decision::Allow),
@@ -402,6 +406,32 @@ impl Chat {
             }
             _ => self.send(trimmed, Delivery::FollowUp).await?,
         }
+        Ok(true)
+    }
+
+    /// A key pressed while a permission request was shown: y, n or a answers the oldest one,
+    /// any other key is ignored with a hint.
+    async fn on_key(&mut self, key: char) -> Result<bool, Failure> {
+        self.ctrl_c = 0;
+        let pending = self
+            .status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ask()
+            .map(|(request, _)| *request);
+        let Some(request) = pending else {
+            return Ok(true);
+        };
+        let decision = match key.to_ascii_lowercase() {
+            'y' => Decision::Allow,
+            'n' => Decision::Deny,
+            'a' => Decision::AllowAlways,
+            _ => {
+                self.say("press y (allow), n (deny) or a (always allow); Esc cancels the run");
+                return Ok(true);
+            }
+        };
+        self.answer(request, decision).await?;
         Ok(true)
     }
 

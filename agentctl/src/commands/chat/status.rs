@@ -18,12 +18,18 @@ pub(super) struct Status {
     pub(super) steer: usize,
     pub(super) follow_up: usize,
     pub(super) tokens: TokenUsage,
-    pub(super) ask: Option<(PermissionRequestId, String)>,
+    /// Permission requests waiting for an answer, oldest first: they are answered in order.
+    pub(super) asks: Vec<(PermissionRequestId, String)>,
 }
 
 impl Status {
+    /// The permission request a key answers now.
+    pub(super) fn ask(&self) -> Option<&(PermissionRequestId, String)> {
+        self.asks.first()
+    }
+
     pub(super) fn line(&self) -> String {
-        if let Some((request, summary)) = &self.ask {
+        if let Some((request, summary)) = self.ask() {
             return format!("[approve {request}: {summary}? y/n/a] ");
         }
         let state = self.state.map_or("idle", |s| s.as_str());
