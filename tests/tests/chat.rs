@@ -127,3 +127,26 @@ async fn one_key_answers_a_permission_request_and_other_keys_get_a_hint() {
     pty.send("\x04");
     assert_eq!(pty.wait(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_on_a_terminal_takes_one_key_per_permission_request() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", serde_json::json!({"command": "echo first-ran"})),
+        anthropic::tool("bash", serde_json::json!({"command": "echo second-ran"})),
+        anthropic::text("Both asked."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["run", "two commands"]);
+    pty.expect("allow? [y]es / [n]o / [a]lways: ");
+    pty.send("q");
+    pty.expect("press y (allow), n (deny) or a (always allow): ");
+    pty.send("y");
+    pty.expect("first-ran");
+    pty.expect("permission needed (2)");
+    pty.send("n");
+    pty.expect("permission 2: deny by");
+    pty.expect("Both asked.");
+    assert_eq!(pty.wait(), Some(0));
+}
