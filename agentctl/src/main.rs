@@ -6,6 +6,7 @@ mod commands;
 mod connect;
 mod format;
 mod json;
+mod patch;
 mod view;
 
 use std::process::ExitCode;
@@ -19,6 +20,9 @@ use protocol::{Decision, Delivery, Mode, PermissionClass};
 #[derive(Parser)]
 #[command(version, about, propagate_version = true)]
 struct Cli {
+    /// Colors: auto (on a terminal without NO_COLOR), always or never.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    color: view::ColorChoice,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -384,6 +388,7 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
     let paths = protocol::paths::Paths::from_env()?;
+    view::set_color_choice(cli.color);
     let Some(command) = cli.command else {
         return without_command(&paths).await;
     };

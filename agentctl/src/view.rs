@@ -13,12 +13,41 @@ pub struct Style {
     color: bool,
 }
 
+/// What `--color` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colors on a terminal, unless `NO_COLOR` is set.
+    Auto,
+    /// Colors everywhere.
+    Always,
+    /// No colors.
+    Never,
+}
+
+static COLOR: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
+
+/// Sets what `--color` asked for, once, before anything is shown.
+pub fn set_color_choice(choice: ColorChoice) {
+    let _ = COLOR.set(choice);
+}
+
 impl Style {
-    /// Decides from the environment.
+    /// Decides from `--color`, `NO_COLOR` and whether stdout is a terminal.
     pub fn detect() -> Style {
-        Style {
-            color: std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
-        }
+        let color = match COLOR.get().copied().unwrap_or(ColorChoice::Auto) {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
+            }
+        };
+        Style { color }
+    }
+
+    /// No colors.
+    #[cfg(test)]
+    pub fn plain() -> Style {
+        Style { color: false }
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
@@ -167,7 +196,8 @@ pub struct HumanView {
     at_line_start: bool,
     /// Whether text deltas of the current reply were shown (so the full message is not).
     streamed: bool,
-    calls: Vec<(String, String)>,
+    /// The calls of the run: id, one-line summary, tool and arguments.
+    calls: Vec<(String, String, String, String)>,
     /// Tokens of each reply of the current run.
     turns: Vec<TokenUsage>,
     /// Whether to echo user messages (off for the prompt `run` itself sent).
@@ -246,8 +276,8 @@ impl HumanView {
     fn summary_of(&self, id: &str, name: &str) -> String {
         self.calls
             .iter()
-            .find(|(call, _)| call == id)
-            .map(|(_, s)| s.clone())
+            .find(|(call, ..)| call == id)
+            .map(|(_, summary, ..)| summary.clone())
             .unwrap_or_else(|| tool_label(name))
     }
 
@@ -310,7 +340,12 @@ impl HumanView {
             }
             Event::ToolCall(call) => {
                 let summary = tool_summary(&call.name, &call.args);
-                self.calls.push((call.id.clone(), summary.clone()));
+                self.calls.push((
+                    call.id.clone(),
+                    summary.clone(),
+                    call.name.clone(),
+                    call.args.clone(),
+                ));
                 self.close_call();
                 if !self.at_line_start {
                     self.out("\n");
@@ -349,6 +384,16 @@ impl HumanView {
                         .find(|l| !l.trim().is_empty())
                         .unwrap_or_default();
                     self.line(&style.dim(&format!("  {first}")));
+                } else if name == "edit" || name == "write" {
+                    let args = self
+                        .calls
+                        .iter()
+                        .find(|(call, ..)| call == id)
+                        .map(|(.., args)| args.as_str())
+                        .unwrap_or("{}");
+                    for line in crate::patch::tool_change(name, args, output, style) {
+                        self.line(&line);
+                    }
                 }
             }
             Event::PermissionRequested {

@@ -129,6 +129,12 @@ impl Pty {
         }
     }
 
+    /// Everything the child wrote so far, escape sequences included.
+    pub fn raw(&self) -> Vec<u8> {
+        let (lock, _) = &*self.screen;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Waits for the child to close the terminal and exit; returns its exit code.
     pub fn wait(&self) -> Option<i32> {
         let (lock, ready) = &*self.screen;

@@ -117,7 +117,11 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
         println!("{session}");
         return Ok(0);
     }
-    let mut answers = if ask_here { Some(AskKeys::start()) } else { None };
+    let mut answers = if ask_here {
+        Some(AskKeys::start())
+    } else {
+        None
+    };
     let mut asks: Vec<PermissionRequestId> = Vec::new();
 
     let mut view = HumanView::new(Style::detect());
@@ -280,7 +284,8 @@ impl AskKeys {
 
 impl Drop for AskKeys {
     fn drop(&mut self) {
-        self.asking.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.asking
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         let _ = crossterm::terminal::disable_raw_mode();
     }
 }

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reedline::{
-    EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode, KeyModifiers,
-    PromptEditMode, Reedline, ReedlineEvent, ReedlineRawEvent, Signal, default_emacs_keybindings,
+    EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode, KeyModifiers, PromptEditMode, Reedline,
+    ReedlineEvent, ReedlineRawEvent, Signal, default_emacs_keybindings,
 };
 use tokio::sync::mpsc;
 

@@ -250,7 +250,8 @@ impl Chat {
                 }
                 Event::PermissionResolved { request, .. } => {
                     status.asks.retain(|(r, _)| r != request);
-                    if status.asks.is_empty() && status.state == Some(SessionState::AwaitingApproval)
+                    if status.asks.is_empty()
+                        && status.state == Some(SessionState::AwaitingApproval)
                     {
                         status.state = Some(SessionState::Running);
                     }
