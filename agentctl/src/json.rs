@@ -50,6 +50,9 @@ pub fn event_json(event: &SessionEvent) -> Value {
         Event::ToolCall(call) => {
             json!({"id": call.id, "name": call.name, "args": args_json(&call.args)})
         }
+        Event::ToolOutput { id, text, omitted } => {
+            json!({"id": id, "text": text, "omitted": omitted})
+        }
         Event::ToolResult {
             id,
             name,

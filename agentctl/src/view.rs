@@ -45,7 +45,6 @@ impl Style {
     }
 
     /// No colors.
-    #[cfg(test)]
     pub fn plain() -> Style {
         Style { color: false }
     }
@@ -186,12 +185,77 @@ pub enum Output {
     },
 }
 
+/// A tool call under way, as its line shows it.
+#[derive(Debug, Clone)]
+pub struct Running {
+    summary: String,
+    started: std::time::Instant,
+    /// The end of its output: the last complete line and what came after it.
+    tail: String,
+    drawn: bool,
+}
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+impl Running {
+    /// A call that starts now.
+    pub fn new(summary: &str) -> Running {
+        Running {
+            summary: summary.to_string(),
+            started: std::time::Instant::now(),
+            tail: String::new(),
+            drawn: false,
+        }
+    }
+
+    /// Takes a piece of output, keeping only its last lines.
+    pub fn seen(&mut self, text: &str) {
+        self.tail.push_str(text);
+        if self.tail.len() > 8192 {
+            let mut cut = self.tail.len() - 4096;
+            while !self.tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.tail.drain(..cut);
+        }
+    }
+
+    /// `● bash cargo test ⠹ 2.3s  Compiling foo`, within `width` columns.
+    pub fn line(&self, style: Style, width: usize) -> String {
+        let elapsed = self.started.elapsed();
+        let frame = SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()];
+        let last = self
+            .tail
+            .lines()
+            .rev()
+            .map(|l| l.trim_end_matches('\r').trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or_default();
+        let head = format!("● {} {frame} {:.1}s", self.summary, elapsed.as_secs_f64());
+        let room = width.saturating_sub(head.chars().count() + 3);
+        let last: String = last
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(room)
+            .collect();
+        if last.is_empty() {
+            style.dim(&head)
+        } else {
+            format!("{}  {}", style.dim(&head), style.dim(&last))
+        }
+    }
+}
+
 /// The human view of a session's events.
 pub struct HumanView {
     style: Style,
     output: Output,
     /// The id of the tool call whose line is open (printed without its result yet).
     open_call: Option<String>,
+    /// The open call's progress, redrawn in place on a terminal.
+    running: Option<Running>,
+    /// Whether lines may be redrawn in place (stdout is a terminal).
+    live: bool,
     /// Whether the cursor is at the start of a line.
     at_line_start: bool,
     /// Whether text deltas of the current reply were shown (so the full message is not).
@@ -212,10 +276,13 @@ impl HumanView {
 
     /// A view with `style` writing to `output`.
     pub fn with_output(style: Style, output: Output) -> Self {
+        let live = matches!(output, Output::Stdout) && std::io::stdout().is_terminal();
         HumanView {
             style,
             output,
             open_call: None,
+            running: None,
+            live,
             at_line_start: true,
             streamed: false,
             calls: Vec::new(),
@@ -279,6 +346,22 @@ impl HumanView {
             .find(|(call, ..)| call == id)
             .map(|(_, summary, ..)| summary.clone())
             .unwrap_or_else(|| tool_label(name))
+    }
+
+    /// Redraws the running call's line in place: a spinner, the time it has run and the last
+    /// line of its output (about ten times a second, on a terminal only).
+    pub fn tick(&mut self) {
+        if !self.live || self.open_call.is_none() {
+            return;
+        }
+        let style = self.style;
+        let Some(running) = &mut self.running else {
+            return;
+        };
+        let width = crossterm::terminal::size().map_or(80, |(cols, _)| cols as usize);
+        let line = running.line(style, width);
+        running.drawn = true;
+        self.out(&format!("\r\x1b[K{line}"));
     }
 
     /// Shows lines of the client's own as they are (already styled).
@@ -356,6 +439,14 @@ impl HumanView {
                     self.out("\n");
                 } else {
                     self.open_call = Some(call.id.clone());
+                    self.running = Some(Running::new(&summary));
+                }
+            }
+            Event::ToolOutput { id, text, .. } => {
+                if let Some(running) = &mut self.running
+                    && self.open_call.as_deref() == Some(id.as_str())
+                {
+                    running.seen(text);
                 }
             }
             Event::ToolResult {
@@ -373,6 +464,12 @@ impl HumanView {
                 let took = style.dim(&duration(*duration_ms));
                 if self.open_call.as_deref() == Some(id.as_str()) {
                     self.open_call = None;
+                    if let Some(running) = self.running.take()
+                        && running.drawn
+                    {
+                        // The progress drawn in place gives way to the call's line.
+                        self.out(&format!("\r\x1b[K{} {}", style.dim("●"), running.summary));
+                    }
                     self.out(&format!(" {mark} {took}\n"));
                 } else {
                     let summary = self.summary_of(id, name);

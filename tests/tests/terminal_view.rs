@@ -91,3 +91,94 @@ async fn color_always_colors_added_and_removed_lines() {
     let out = daemon.home.run_agentctl(&["--color", "never", "sessions"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
 }
+
+/// A command that prints a line, then waits for `go` to appear, then prints another.
+fn waiting_command() -> serde_json::Value {
+    json!({"command": "printf 'step-%s\\n' one; while [ ! -e go ]; do sleep 0.02; done; echo step-two"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_command_shows_its_time_and_last_output_line() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", waiting_command()),
+        anthropic::text("Built."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let pty = run_on_pty(&daemon, &server, project.path(), &["run", "--yes", "build"]);
+    // The spinner line: elapsed seconds, then the output's last line, while the command runs.
+    pty.expect("s  step-one");
+    assert!(!project.path().join("go").exists());
+    std::fs::write(project.path().join("go"), "").unwrap();
+    pty.expect("✓");
+    pty.expect("Built.");
+    assert_eq!(pty.wait(), Some(0));
+}
+
+#[tokio::test]
+async fn command_output_streams_as_events_that_the_result_folds() {
+    use protocol::{Event, Request};
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", waiting_command()),
+        anthropic::text("Done."),
+    ])
+    .await;
+    let mut daemon = Daemon::start();
+    let (client, session, mut incoming) =
+        tests::session_with_mode(&daemon, project.path(), protocol::Mode::Bypass).await;
+    tests::start_run(&client, &session, "go", tests::run_options(&server)).await;
+    let events = tests::events_until(
+        &mut incoming,
+        |e| matches!(e, Event::ToolOutput { text, .. } if text.contains("step-one")),
+    )
+    .await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.event, Event::ToolResult { .. }))
+    );
+    std::fs::write(project.path().join("go"), "").unwrap();
+    let rest = tests::until_finished(&mut incoming).await;
+    let result = rest
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        result.contains("step-one") && result.contains("step-two"),
+        "{result}"
+    );
+    // A replay, also after a restart, has the result and not the pieces; no seq is used twice.
+    daemon.kill();
+    daemon.restart();
+    let client = daemon.client().await;
+    let history = match client
+        .request(Request::GetHistory {
+            session: session.clone(),
+            from_seq: 0,
+        })
+        .await
+        .unwrap()
+    {
+        protocol::Reply::History { events, .. } => events,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        !history
+            .iter()
+            .any(|e| matches!(e.event, Event::ToolOutput { .. }))
+    );
+    assert!(
+        history
+            .iter()
+            .any(|e| matches!(e.event, Event::ToolResult { .. }))
+    );
+    let seqs: Vec<u64> = history.iter().map(|e| e.seq).collect();
+    let mut sorted = seqs.clone();
+    sorted.dedup();
+    assert_eq!(seqs, sorted, "seqs strictly increase");
+}

@@ -127,9 +127,16 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     let mut view = HumanView::new(Style::detect());
     view.echo_user = false;
     let mut cancels = 0;
+    // A running tool's line is redrawn ten times a second (on a terminal; see `tick`).
+    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         let next = tokio::select! {
             next = incoming.recv() => next,
+            _ = ticks.tick(), if !args.json => {
+                view.tick();
+                continue;
+            }
             Some(key) = next_key(&mut answers) => {
                 let decision = match key.to_ascii_lowercase() {
                     'y' => Decision::Allow,

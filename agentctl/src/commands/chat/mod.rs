@@ -25,7 +25,7 @@ mod status;
 
 use super::run::provider_env;
 use super::{request, unexpected};
-use crate::view::{HumanView, Output, Style};
+use crate::view::{HumanView, Output, Running, Style, tool_summary};
 use crate::{Failure, connect};
 use input::{Input, InputLine, StdinLine, TerminalLine};
 use status::Status;
@@ -177,8 +177,17 @@ impl Chat {
         mut incoming: mpsc::UnboundedReceiver<Incoming>,
         mut input: mpsc::UnboundedReceiver<Input>,
     ) -> Result<u8, Failure> {
+        // The running tool's time and output in the status line, ten times a second.
+        let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tokio::select! {
+                _ = ticks.tick() => {
+                    let running = self.status.lock().unwrap_or_else(|e| e.into_inner()).tool.is_some();
+                    if running {
+                        self.line.refresh();
+                    }
+                }
                 event = incoming.recv() => match event {
                     Some(Incoming::Event(event)) => {
                         if event.seq > self.last_seq {
@@ -257,10 +266,20 @@ impl Chat {
                     }
                 }
                 Event::ModeChanged { mode } => status.mode = *mode,
+                Event::ToolCall(call) if live => {
+                    status.tool = Some(Running::new(&tool_summary(&call.name, &call.args)));
+                }
+                Event::ToolOutput { text, .. } => {
+                    if let Some(tool) = &mut status.tool {
+                        tool.seen(text);
+                    }
+                }
+                Event::ToolResult { .. } => status.tool = None,
                 Event::RunFinished { usage, .. } => {
                     status.state = Some(SessionState::Idle);
                     status.tokens = *usage;
                     status.asks.clear();
+                    status.tool = None;
                 }
                 _ => {}
             }

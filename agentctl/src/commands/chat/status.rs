@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use protocol::{Mode, PermissionRequestId, SessionState, TokenUsage};
 use reedline::{Prompt, PromptEditMode, PromptHistorySearch};
 
-use crate::view::thousands;
+use crate::view::{Running, Style, thousands};
 
 /// What the status line shows.
 #[derive(Debug, Clone, Default)]
@@ -20,6 +20,8 @@ pub(super) struct Status {
     pub(super) tokens: TokenUsage,
     /// Permission requests waiting for an answer, oldest first: they are answered in order.
     pub(super) asks: Vec<(PermissionRequestId, String)>,
+    /// The tool call under way, with its output's last line.
+    pub(super) tool: Option<Running>,
 }
 
 impl Status {
@@ -41,13 +43,21 @@ impl Status {
             parts.push(format!("queued {}/{}", self.steer, self.follow_up));
         }
         parts.push(format!(
-            "{} tok",
-            thousands(self.tokens.total_input() + self.tokens.output)
+            "in {} / out {} tok",
+            thousands(self.tokens.total_input()),
+            thousands(self.tokens.output)
         ));
         if self.mode != Mode::Default {
             parts.push(self.mode.to_string());
         }
-        format!("[{}] ", parts.join(" · "))
+        match &self.tool {
+            Some(tool) => {
+                let width = crossterm::terminal::size().map_or(80, |(cols, _)| cols as usize);
+                let tool = tool.line(Style::plain(), width.saturating_sub(40).max(20));
+                format!("[{}] {tool} ", parts.join(" · "))
+            }
+            None => format!("[{}] ", parts.join(" · ")),
+        }
     }
 }
 
