@@ -180,8 +180,9 @@ pub enum Output {
     Lines {
         /// The printer.
         printer: std::sync::mpsc::SyncSender<String>,
-        /// The unfinished last line.
-        partial: String,
+        /// The unfinished last line, shown by the line editor above its input line as it
+        /// streams.
+        partial: std::sync::Arc<std::sync::Mutex<String>>,
     },
 }
 
@@ -299,12 +300,13 @@ impl HumanView {
                 let _ = stdout.flush();
             }
             Output::Lines { printer, partial } => {
+                let mut partial = partial.lock().unwrap_or_else(|e| e.into_inner());
                 partial.push_str(text);
                 while let Some(end) = partial.find('\n') {
                     let line: String = partial.drain(..=end).collect();
                     let _ = printer.send(line.trim_end_matches('\n').to_string());
                 }
-                // A long paragraph is shown as it streams, wrapped at the terminal's width.
+                // A long paragraph is printed as it streams, wrapped at the terminal's width.
                 let width = crossterm::terminal::size()
                     .map_or(80, |(cols, _)| cols as usize)
                     .max(20);

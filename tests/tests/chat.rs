@@ -150,3 +150,26 @@ async fn run_on_a_terminal_takes_one_key_per_permission_request() {
     pty.expect("Both asked.");
     assert_eq!(pty.wait(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_shows_a_reply_while_its_first_line_is_still_streaming() {
+    let project = tempfile::tempdir().unwrap();
+    let pace = tests::model_server::Pace::new();
+    let server = ModelServer::start(vec![
+        anthropic::many_deltas(3, "streamed-piece ").paced(&pace),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["chat"]);
+    pty.expect("[idle");
+    pty.send("talk slowly\r");
+    // The stream start, the block start, and the first piece: no newline has come yet.
+    pace.allow(3);
+    pty.expect("streamed-piece");
+    let screen = tests::pty::strip_ansi(&pty.raw());
+    assert!(!screen.contains("completed"), "{screen}");
+    pace.allow(100);
+    pty.expect("completed");
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}

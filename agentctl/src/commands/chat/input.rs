@@ -48,6 +48,7 @@ pub(super) struct TerminalLine {
 impl TerminalLine {
     pub(super) fn start(
         status: Arc<Mutex<Status>>,
+        partial: Arc<Mutex<String>>,
         input: mpsc::UnboundedSender<Input>,
     ) -> Result<(TerminalLine, std::sync::mpsc::SyncSender<String>), Failure> {
         let printer = ExternalPrinter::new(4096);
@@ -98,7 +99,7 @@ impl TerminalLine {
                 let repaint: Box<dyn Fn() + Send + Sync> =
                     Box::new(move || signal.request_repaint());
                 let _ = repaint_tx.send(repaint);
-                let prompt = StatusPrompt(status);
+                let prompt = StatusPrompt { status, partial };
                 while !quit.load(Ordering::Relaxed) {
                     let input = match editor.read_line(&prompt) {
                         Ok(Signal::Success(line)) => Input::Line(line),

@@ -117,11 +117,9 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let style = Style::detect();
     let (view, line): (HumanView, Box<dyn InputLine>) = if terminal {
-        let (editor, printer) = TerminalLine::start(status.clone(), input_tx)?;
-        let output = Output::Lines {
-            printer,
-            partial: String::new(),
-        };
+        let partial: Arc<Mutex<String>> = Arc::default();
+        let (editor, printer) = TerminalLine::start(status.clone(), partial.clone(), input_tx)?;
+        let output = Output::Lines { printer, partial };
         (HumanView::with_output(style, output), Box::new(editor))
     } else {
         (HumanView::new(style), Box::new(StdinLine::start(input_tx)))

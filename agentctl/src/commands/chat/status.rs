@@ -61,12 +61,22 @@ impl Status {
     }
 }
 
-/// The status line as reedline's prompt.
-pub(super) struct StatusPrompt(pub(super) Arc<Mutex<Status>>);
+/// reedline's prompt: the reply's unfinished line as it streams (reedline prints only whole
+/// lines above the input), then the status line.
+pub(super) struct StatusPrompt {
+    pub(super) status: Arc<Mutex<Status>>,
+    pub(super) partial: Arc<Mutex<String>>,
+}
 
 impl Prompt for StatusPrompt {
     fn render_prompt_left(&self) -> Cow<'_, str> {
-        Cow::Owned(self.0.lock().unwrap_or_else(|e| e.into_inner()).line())
+        let status = self.status.lock().unwrap_or_else(|e| e.into_inner()).line();
+        let partial = self.partial.lock().unwrap_or_else(|e| e.into_inner());
+        if partial.is_empty() {
+            Cow::Owned(status)
+        } else {
+            Cow::Owned(format!("{partial}\n{status}"))
+        }
     }
 
     fn render_prompt_right(&self) -> Cow<'_, str> {
