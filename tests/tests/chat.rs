@@ -173,3 +173,25 @@ async fn chat_shows_a_reply_while_its_first_line_is_still_streaming() {
     pty.send("\x04");
     assert_eq!(pty.wait(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tab_completes_slash_commands_and_a_trailing_backslash_continues_the_line() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![anthropic::text("Two lines read.")]).await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["chat"]);
+    pty.expect("[idle");
+    pty.send("/rew\t");
+    pty.expect("/rewind");
+    // The first Enter takes the completion from the menu, the second sends.
+    pty.send("\r");
+    pty.send("\r");
+    pty.expect("no run of this session has changed files yet");
+    pty.send("first line\\\r");
+    pty.send("second line\r");
+    pty.expect("Two lines read.");
+    let sent = server.received()[0].body["messages"][0]["content"].to_string();
+    assert!(sent.contains("first line\\nsecond line"), "{sent}");
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}

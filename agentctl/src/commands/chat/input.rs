@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reedline::{
-    EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode, KeyModifiers, PromptEditMode, Reedline,
-    ReedlineEvent, ReedlineRawEvent, Signal, default_emacs_keybindings,
+    ColumnarMenu, DefaultCompleter, EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode,
+    KeyModifiers, MenuBuilder, PromptEditMode, Reedline, ReedlineEvent, ReedlineMenu,
+    ReedlineRawEvent, Signal, ValidationResult, Validator, default_emacs_keybindings,
 };
 use tokio::sync::mpsc;
 
@@ -86,6 +87,29 @@ impl TerminalLine {
                         ReedlineEvent::Submit,
                     ]),
                 );
+                // Tab completes slash commands.
+                keys.add_binding(
+                    KeyModifiers::NONE,
+                    KeyCode::Tab,
+                    ReedlineEvent::UntilFound(vec![
+                        ReedlineEvent::Menu("commands".to_string()),
+                        ReedlineEvent::MenuNext,
+                    ]),
+                );
+                // Shift+Enter (where the terminal reports it) starts a new line; so does a `\`
+                // at the end of a line (see `Continuation`).
+                keys.add_binding(
+                    KeyModifiers::SHIFT,
+                    KeyCode::Enter,
+                    ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
+                );
+                let mut commands = DefaultCompleter::with_inclusions(&['/', '-']);
+                commands.insert(
+                    super::SLASH_COMMANDS
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect(),
+                );
                 let keys = ApprovalKeys {
                     inner: Emacs::new(keys),
                     status: status.clone(),
@@ -93,6 +117,11 @@ impl TerminalLine {
                 let mut editor = Reedline::create()
                     .with_edit_mode(Box::new(keys))
                     .with_external_printer(printer)
+                    .with_completer(Box::new(commands))
+                    .with_menu(ReedlineMenu::EngineCompleter(Box::new(
+                        ColumnarMenu::default().with_name("commands"),
+                    )))
+                    .with_validator(Box::new(Continuation))
                     .with_break_signal(interrupt.clone())
                     .with_poll_interval(std::time::Duration::from_millis(10));
                 let signal = editor.repaint_signal();
@@ -102,7 +131,7 @@ impl TerminalLine {
                 let prompt = StatusPrompt { status, partial };
                 while !quit.load(Ordering::Relaxed) {
                     let input = match editor.read_line(&prompt) {
-                        Ok(Signal::Success(line)) => Input::Line(line),
+                        Ok(Signal::Success(line)) => Input::Line(line.replace("\\\n", "\n")),
                         Ok(Signal::CtrlC) => Input::CtrlC,
                         Ok(Signal::CtrlD) => Input::CtrlD,
                         Ok(Signal::HostCommand(command)) => {
@@ -171,6 +200,20 @@ impl InputLine for TerminalLine {
         self.interrupt.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = thread.join();
+        }
+    }
+}
+
+/// A line that ends with `\` goes on on the next line (Enter inserts a newline); the `\` is
+/// dropped when the message is sent.
+struct Continuation;
+
+impl Validator for Continuation {
+    fn validate(&self, line: &str) -> ValidationResult {
+        if line.ends_with('\\') {
+            ValidationResult::Incomplete
+        } else {
+            ValidationResult::Complete
         }
     }
 }

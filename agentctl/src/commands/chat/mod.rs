@@ -48,8 +48,29 @@ pub struct ChatArgs {
     pub worktree: bool,
 }
 
+/// The slash commands, for Tab completion.
+pub(super) const SLASH_COMMANDS: &[&str] = &[
+    "/help",
+    "/steer",
+    "/queue",
+    "/cancel",
+    "/allow",
+    "/deny",
+    "/always",
+    "/mode",
+    "/compact",
+    "/diff",
+    "/rewind",
+    "/sessions",
+    "/detach",
+    "/quit",
+    "/exit",
+];
+
 const HELP: &str = "Enter sends a message (queued as a follow-up while a run is going).
 /steer TEXT (or Alt+Enter)  steer the running run at its next turn
+\\ at the end of a line      go on on the next line (so does Shift+Enter where the terminal tells it)
+Tab                         complete a slash command
 /queue TEXT                 queue a follow-up
 Esc or /cancel              cancel the run; queued messages come back into the input
 y / n / a                   allow, deny or always allow the pending permission request (one key)
