@@ -6,7 +6,9 @@ mod commands;
 mod connect;
 mod format;
 mod json;
+mod markdown;
 mod patch;
+mod reply_text;
 mod view;
 
 use std::process::ExitCode;

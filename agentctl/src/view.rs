@@ -186,6 +186,13 @@ pub enum Output {
     },
 }
 
+/// The terminal's width in columns (80 when it cannot be told).
+fn terminal_width() -> usize {
+    crossterm::terminal::size()
+        .map_or(80, |(cols, _)| cols as usize)
+        .max(20)
+}
+
 /// A tool call under way, as its line shows it.
 #[derive(Debug, Clone)]
 pub struct Running {
@@ -257,6 +264,8 @@ pub struct HumanView {
     running: Option<Running>,
     /// Whether lines may be redrawn in place (stdout is a terminal).
     live: bool,
+    /// The reply's text, rendered as markdown line by line when colors are on.
+    reply: crate::reply_text::ReplyText,
     /// Whether the cursor is at the start of a line.
     at_line_start: bool,
     /// Whether text deltas of the current reply were shown (so the full message is not).
@@ -284,6 +293,7 @@ impl HumanView {
             open_call: None,
             running: None,
             live,
+            reply: crate::reply_text::ReplyText::new(style.color),
             at_line_start: true,
             streamed: false,
             calls: Vec::new(),
@@ -293,10 +303,46 @@ impl HumanView {
     }
 
     fn out(&mut self, text: &str) {
+        self.write(text, false);
+    }
+
+    /// Writes reply text: rendered as markdown once each line is whole.
+    fn reply_text(&mut self, text: &str) {
+        self.write(text, true);
+    }
+
+    /// Ends the reply's open line.
+    fn finish_reply(&mut self) {
+        if matches!(self.output, Output::Stdout) && self.reply.is_open() {
+            let out = self.reply.finish(terminal_width());
+            self.write_raw(&out);
+            self.at_line_start = true;
+        }
+    }
+
+    fn write_raw(&mut self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
+
+    fn write(&mut self, text: &str, reply: bool) {
+        if !reply && matches!(self.output, Output::Stdout) && self.reply.is_open() {
+            // Other output ends the reply's open line; that line's own newline is written.
+            self.finish_reply();
+            if text == "\n" {
+                return;
+            }
+        }
         match &mut self.output {
             Output::Stdout => {
+                let out = if reply {
+                    self.reply.push(text, terminal_width())
+                } else {
+                    text.to_string()
+                };
                 let mut stdout = std::io::stdout().lock();
-                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.write_all(out.as_bytes());
                 let _ = stdout.flush();
             }
             Output::Lines { printer, partial } => {
@@ -304,7 +350,15 @@ impl HumanView {
                 partial.push_str(text);
                 while let Some(end) = partial.find('\n') {
                     let line: String = partial.drain(..=end).collect();
-                    let _ = printer.send(line.trim_end_matches('\n').to_string());
+                    let line = line.trim_end_matches('\n');
+                    let shown = if reply {
+                        self.reply.line(line)
+                    } else {
+                        Some(line.to_string())
+                    };
+                    if let Some(shown) = shown {
+                        let _ = printer.send(shown);
+                    }
                 }
                 // A long paragraph is printed as it streams, wrapped at the terminal's width.
                 let width = crossterm::terminal::size()
@@ -405,7 +459,7 @@ impl HumanView {
             Event::TextDelta { text } => {
                 self.close_call();
                 self.streamed = true;
-                self.out(text);
+                self.reply_text(text);
             }
             Event::ThinkingDelta { text } => {
                 self.close_call();
@@ -416,11 +470,12 @@ impl HumanView {
             Event::AssistantMessage { text, .. } => {
                 if !self.streamed && !text.is_empty() {
                     self.close_call();
-                    self.out(text);
+                    self.reply_text(text);
                 }
                 if !self.at_line_start {
-                    self.out("\n");
+                    self.reply_text("\n");
                 }
+                self.finish_reply();
                 self.streamed = false;
             }
             Event::ToolCall(call) => {

@@ -182,3 +182,43 @@ async fn command_output_streams_as_events_that_the_result_folds() {
     sorted.dedup();
     assert_eq!(seqs, sorted, "seqs strictly increase");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn markdown_renders_headings_emphasis_and_highlighted_code_blocks() {
+    let project = tempfile::tempdir().unwrap();
+    let reply = "# Plan\n\nUse **care** and `cargo test`.\n\n```rust\nfn main() {}\n```\nDone.";
+    let server = ModelServer::start(vec![anthropic::text(reply)]).await;
+    let daemon = Daemon::start();
+    let pty = run_on_pty(
+        &daemon,
+        &server,
+        project.path(),
+        &["--color", "always", "run", "explain"],
+    );
+    pty.expect("completed");
+    assert_eq!(pty.wait(), Some(0));
+    let screen = pty.screen(40, 120);
+    assert!(screen.contains("Plan\n"), "{screen}");
+    assert!(!screen.contains("# Plan"), "{screen}");
+    assert!(screen.contains("Use care and cargo test."), "{screen}");
+    assert!(screen.contains("  fn main() {}"), "{screen}");
+    assert!(
+        !screen.contains("```"),
+        "the fences are not shown:\n{screen}"
+    );
+    assert!(screen.contains("Done."), "{screen}");
+    let raw = String::from_utf8_lossy(&pty.raw()).into_owned();
+    assert!(raw.contains("\x1b[38;2;"), "the code is highlighted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_colors_the_reply_stays_as_written() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![anthropic::text("**as is**\n```\ncode\n```")]).await;
+    let daemon = Daemon::start();
+    let pty = run_on_pty(&daemon, &server, project.path(), &["run", "explain"]);
+    pty.expect("completed");
+    assert_eq!(pty.wait(), Some(0));
+    let screen = pty.screen(40, 120);
+    assert!(screen.contains("**as is**\n```\ncode\n```"), "{screen}");
+}
