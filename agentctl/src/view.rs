@@ -151,6 +151,16 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// A usage line: "1,234 in (900 cached) · 56 out".
+/// Millionths of a dollar as dollars: `$0.0123`, `$1.25`.
+pub fn dollars(micros: u64) -> String {
+    let dollars = micros as f64 / 1e6;
+    if dollars < 1.0 {
+        format!("${dollars:.4}")
+    } else {
+        format!("${dollars:.2}")
+    }
+}
+
 pub fn usage_line(usage: &TokenUsage) -> String {
     let mut line = format!("{} in", thousands(usage.total_input()));
     if usage.cache_read > 0 || usage.cache_write > 0 {
@@ -274,6 +284,8 @@ pub struct HumanView {
     calls: Vec<(String, String, String, String)>,
     /// Tokens of each reply of the current run.
     turns: Vec<TokenUsage>,
+    /// What the run cost so far, when the model's price is known.
+    cost: Option<u64>,
     /// Whether to echo user messages (off for the prompt `run` itself sent).
     pub echo_user: bool,
 }
@@ -298,6 +310,7 @@ impl HumanView {
             streamed: false,
             calls: Vec::new(),
             turns: Vec::new(),
+            cost: None,
             echo_user: true,
         }
     }
@@ -442,8 +455,16 @@ impl HumanView {
     pub fn show(&mut self, event: &SessionEvent) {
         let style = self.style;
         match &event.event {
-            Event::RunStarted { .. } => self.turns.clear(),
-            Event::Usage { turn, .. } => self.turns.push(*turn),
+            Event::RunStarted { .. } => {
+                self.turns.clear();
+                self.cost = None;
+            }
+            Event::Usage {
+                turn, cost_micros, ..
+            } => {
+                self.turns.push(*turn);
+                self.cost = *cost_micros;
+            }
             Event::QueueChanged { .. } => {}
             Event::UserMessage { text, delivery } => {
                 if self.echo_user {
@@ -654,8 +675,12 @@ impl HumanView {
                     StopReason::Health => style.red("stopped by the health guard"),
                     StopReason::Error => style.red("failed"),
                 };
+                let cost = self
+                    .cost
+                    .map(|c| format!(" · {}", dollars(c)))
+                    .unwrap_or_default();
                 self.line(&style.dim(&format!(
-                    "— {verdict} · {} turn{} · {}",
+                    "— {verdict} · {} turn{} · {}{cost}",
                     turns,
                     if *turns == 1 { "" } else { "s" },
                     usage_line(usage)

@@ -262,6 +262,9 @@ pub enum Event {
         turn: TokenUsage,
         /// The run's tokens so far.
         cumulative: TokenUsage,
+        /// What the run's tokens cost so far, in millionths of a US dollar, when the model's
+        /// price is known.
+        cost_micros: Option<u64>,
     },
     /// A provider call failed in a way worth retrying; the next attempt follows after `wait_ms`.
     Retrying {

@@ -181,6 +181,7 @@ fn events() -> Vec<Event> {
         Event::Usage {
             turn: usage(),
             cumulative: usage(),
+            cost_micros: Some(12_345),
         },
         Event::Retrying {
             attempt: 2,

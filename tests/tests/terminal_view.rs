@@ -222,3 +222,45 @@ async fn without_colors_the_reply_stays_as_written() {
     let screen = pty.screen(40, 120);
     assert!(screen.contains("**as is**\n```\ncode\n```"), "{screen}");
 }
+
+#[tokio::test]
+async fn the_cost_is_shown_when_the_models_price_is_known() {
+    let project = tempfile::tempdir().unwrap();
+    let reply = || {
+        anthropic::reply()
+            .text("Priced.")
+            .usage(100_000, 10_000, 0, 0)
+            .build()
+    };
+    let server = ModelServer::start(vec![reply(), reply(), reply()]).await;
+    let home = tests::Home::with_config("[prices.\"local-*\"]\ninput = 1.0\noutput = 2.0\n");
+    let daemon = Daemon::start_in(home);
+    let p = project.path();
+    // Built-in table: 100k in × $3 + 10k out × $15 per million.
+    let out = tests::agentctl_output(
+        &daemon,
+        &server,
+        p,
+        &["run", "--model", "claude-sonnet-4-5", "hi"],
+    )
+    .await;
+    assert!(out.stdout.contains("· $0.4500"), "{}", out.stdout);
+    // The config's own entry.
+    let out = tests::agentctl_output(
+        &daemon,
+        &server,
+        p,
+        &["run", "--json", "--model", "local-coder", "hi"],
+    )
+    .await;
+    let usage = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"type\":\"usage\""))
+        .unwrap();
+    assert!(usage.contains("\"cost_usd\":0.12"), "{usage}");
+    // Unknown: no cost.
+    let out =
+        tests::agentctl_output(&daemon, &server, p, &["run", "--model", "mystery", "hi"]).await;
+    assert!(!out.stdout.contains('$'), "{}", out.stdout);
+}

@@ -261,9 +261,17 @@ impl Chat {
                 Event::RunStarted { .. } => {
                     status.state = Some(SessionState::Running);
                     status.turn = 0;
+                    status.cost = None;
                 }
                 Event::TurnStarted { turn } => status.turn = *turn,
-                Event::Usage { cumulative, .. } => status.tokens = *cumulative,
+                Event::Usage {
+                    cumulative,
+                    cost_micros,
+                    ..
+                } => {
+                    status.tokens = *cumulative;
+                    status.cost = *cost_micros;
+                }
                 Event::QueueChanged { steer, follow_up } => {
                     status.steer = steer.len();
                     status.follow_up = follow_up.len();

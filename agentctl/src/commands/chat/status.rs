@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use protocol::{Mode, PermissionRequestId, SessionState, TokenUsage};
 use reedline::{Prompt, PromptEditMode, PromptHistorySearch};
 
-use crate::view::{Running, Style, thousands};
+use crate::view::{Running, Style, dollars, thousands};
 
 /// What the status line shows.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +22,8 @@ pub(super) struct Status {
     pub(super) asks: Vec<(PermissionRequestId, String)>,
     /// The tool call under way, with its output's last line.
     pub(super) tool: Option<Running>,
+    /// What the current (or last) run cost, when the model's price is known.
+    pub(super) cost: Option<u64>,
 }
 
 impl Status {
@@ -47,6 +49,9 @@ impl Status {
             thousands(self.tokens.total_input()),
             thousands(self.tokens.output)
         ));
+        if let Some(cost) = self.cost {
+            parts.push(dollars(cost));
+        }
         if self.mode != Mode::Default {
             parts.push(self.mode.to_string());
         }
