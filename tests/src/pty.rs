@@ -138,6 +138,11 @@ impl Pty {
         parser.screen().contents()
     }
 
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.lock().unwrap_or_else(|e| e.into_inner()).id()
+    }
+
     /// Everything the child wrote so far, escape sequences included.
     pub fn raw(&self) -> Vec<u8> {
         let (lock, _) = &*self.screen;
