@@ -9,6 +9,8 @@ mod json;
 mod markdown;
 mod patch;
 mod reply_text;
+mod running;
+mod style;
 mod view;
 
 use std::process::ExitCode;

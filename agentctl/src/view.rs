@@ -7,86 +7,9 @@ use std::io::{IsTerminal, Write};
 use protocol::{Event, SessionEvent, StopReason, TokenUsage};
 use serde_json::Value;
 
-/// ANSI styling, off when `NO_COLOR` is set or stdout is not a terminal.
-#[derive(Debug, Clone, Copy)]
-pub struct Style {
-    color: bool,
-}
-
-/// What `--color` asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorChoice {
-    /// Colors on a terminal, unless `NO_COLOR` is set.
-    Auto,
-    /// Colors everywhere.
-    Always,
-    /// No colors.
-    Never,
-}
-
-static COLOR: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
-
-/// Sets what `--color` asked for, once, before anything is shown.
-pub fn set_color_choice(choice: ColorChoice) {
-    let _ = COLOR.set(choice);
-}
-
-impl Style {
-    /// Decides from `--color`, `NO_COLOR` and whether stdout is a terminal.
-    pub fn detect() -> Style {
-        let color = match COLOR.get().copied().unwrap_or(ColorChoice::Auto) {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
-            }
-        };
-        Style { color }
-    }
-
-    /// No colors.
-    pub fn plain() -> Style {
-        Style { color: false }
-    }
-
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    }
-
-    /// Dim text.
-    pub fn dim(&self, text: &str) -> String {
-        self.paint("2", text)
-    }
-
-    /// Green text.
-    pub fn green(&self, text: &str) -> String {
-        self.paint("32", text)
-    }
-
-    /// Red text.
-    pub fn red(&self, text: &str) -> String {
-        self.paint("31", text)
-    }
-
-    /// Yellow text.
-    pub fn yellow(&self, text: &str) -> String {
-        self.paint("33", text)
-    }
-
-    /// Cyan text.
-    pub fn cyan(&self, text: &str) -> String {
-        self.paint("36", text)
-    }
-
-    /// Bold text.
-    pub fn bold(&self, text: &str) -> String {
-        self.paint("1", text)
-    }
-}
+use crate::format::{dollars, thousands, usage_line};
+use crate::running::{Running, terminal_width};
+pub use crate::style::{ColorChoice, Style, set_color_choice};
 
 /// One line describing a tool call: `read README.md`, `bash cargo test`.
 /// How a tool's name is shown: `server/tool` for a tool of an MCP server (named
@@ -137,43 +60,6 @@ pub fn tool_summary(name: &str, args: &str) -> String {
     format!("{name} {detail}").trim_end().to_string()
 }
 
-/// "1,234".
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A usage line: "1,234 in (900 cached) · 56 out".
-/// Millionths of a dollar as dollars: `$0.0123`, `$1.25`.
-pub fn dollars(micros: u64) -> String {
-    let dollars = micros as f64 / 1e6;
-    if dollars < 1.0 {
-        format!("${dollars:.4}")
-    } else {
-        format!("${dollars:.2}")
-    }
-}
-
-pub fn usage_line(usage: &TokenUsage) -> String {
-    let mut line = format!("{} in", thousands(usage.total_input()));
-    if usage.cache_read > 0 || usage.cache_write > 0 {
-        line.push_str(&format!(
-            " ({} cache read, {} cache write)",
-            thousands(usage.cache_read),
-            thousands(usage.cache_write)
-        ));
-    }
-    line.push_str(&format!(" · {} out", thousands(usage.output)));
-    line
-}
-
 fn duration(ms: u64) -> String {
     if ms < 1000 {
         format!("{ms}ms")
@@ -194,74 +80,6 @@ pub enum Output {
         /// streams.
         partial: std::sync::Arc<std::sync::Mutex<String>>,
     },
-}
-
-/// The terminal's width in columns (80 when it cannot be told).
-fn terminal_width() -> usize {
-    crossterm::terminal::size()
-        .map_or(80, |(cols, _)| cols as usize)
-        .max(20)
-}
-
-/// A tool call under way, as its line shows it.
-#[derive(Debug, Clone)]
-pub struct Running {
-    summary: String,
-    started: std::time::Instant,
-    /// The end of its output: the last complete line and what came after it.
-    tail: String,
-    drawn: bool,
-}
-
-const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-
-impl Running {
-    /// A call that starts now.
-    pub fn new(summary: &str) -> Running {
-        Running {
-            summary: summary.to_string(),
-            started: std::time::Instant::now(),
-            tail: String::new(),
-            drawn: false,
-        }
-    }
-
-    /// Takes a piece of output, keeping only its last lines.
-    pub fn seen(&mut self, text: &str) {
-        self.tail.push_str(text);
-        if self.tail.len() > 8192 {
-            let mut cut = self.tail.len() - 4096;
-            while !self.tail.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.tail.drain(..cut);
-        }
-    }
-
-    /// `● bash cargo test ⠹ 2.3s  Compiling foo`, within `width` columns.
-    pub fn line(&self, style: Style, width: usize) -> String {
-        let elapsed = self.started.elapsed();
-        let frame = SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()];
-        let last = self
-            .tail
-            .lines()
-            .rev()
-            .map(|l| l.trim_end_matches('\r').trim())
-            .find(|l| !l.is_empty())
-            .unwrap_or_default();
-        let head = format!("● {} {frame} {:.1}s", self.summary, elapsed.as_secs_f64());
-        let room = width.saturating_sub(head.chars().count() + 3);
-        let last: String = last
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(room)
-            .collect();
-        if last.is_empty() {
-            style.dim(&head)
-        } else {
-            format!("{}  {}", style.dim(&head), style.dim(&last))
-        }
-    }
 }
 
 /// The human view of a session's events.
@@ -305,7 +123,7 @@ impl HumanView {
             open_call: None,
             running: None,
             live,
-            reply: crate::reply_text::ReplyText::new(style.color),
+            reply: crate::reply_text::ReplyText::new(style.colored()),
             at_line_start: true,
             streamed: false,
             calls: Vec::new(),
@@ -710,11 +528,5 @@ mod tests {
             tool_summary("grep", r#"{"pattern":"fn main","path":"src"}"#),
             "grep fn main in src"
         );
-    }
-
-    #[test]
-    fn numbers_get_thousands_separators() {
-        assert_eq!(thousands(1234567), "1,234,567");
-        assert_eq!(thousands(999), "999");
     }
 }

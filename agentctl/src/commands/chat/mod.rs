@@ -25,7 +25,8 @@ mod status;
 
 use super::run::provider_env;
 use super::{request, unexpected};
-use crate::view::{HumanView, Output, Running, Style, tool_summary};
+use crate::running::Running;
+use crate::view::{HumanView, Output, Style, tool_summary};
 use crate::{Failure, connect};
 use input::{Input, InputLine, StdinLine, TerminalLine};
 use status::Status;

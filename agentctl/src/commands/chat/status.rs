@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use protocol::{Mode, PermissionRequestId, SessionState, TokenUsage};
 use reedline::{Prompt, PromptEditMode, PromptHistorySearch};
 
-use crate::view::{Running, Style, dollars, thousands};
+use crate::format::{dollars, thousands};
+use crate::running::Running;
+use crate::style::Style;
 
 /// What the status line shows.
 #[derive(Debug, Clone, Default)]
