@@ -1,5 +1,7 @@
 //! Small formatting helpers for the human view.
 
+use protocol::TokenUsage;
+
 /// "5s ago", "3m ago", "2h ago", "4d ago" for a time `then_ms` before `now_ms`.
 pub fn ago(then_ms: u64, now_ms: u64) -> String {
     let secs = now_ms.saturating_sub(then_ms) / 1000;
@@ -71,6 +73,43 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// "1,234".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Millionths of a dollar as dollars: `$0.0123`, `$1.25`.
+pub fn dollars(micros: u64) -> String {
+    let dollars = micros as f64 / 1e6;
+    if dollars < 1.0 {
+        format!("${dollars:.4}")
+    } else {
+        format!("${dollars:.2}")
+    }
+}
+
+/// A usage line: "1,234 in (900 cache read, 0 cache write) · 56 out".
+pub fn usage_line(usage: &TokenUsage) -> String {
+    let mut line = format!("{} in", thousands(usage.total_input()));
+    if usage.cache_read > 0 || usage.cache_write > 0 {
+        line.push_str(&format!(
+            " ({} cache read, {} cache write)",
+            thousands(usage.cache_read),
+            thousands(usage.cache_write)
+        ));
+    }
+    line.push_str(&format!(" · {} out", thousands(usage.output)));
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +135,11 @@ mod tests {
             super::table(&["NAME", "B", "LAST"], &rows),
             "NAME  B          LAST\na     long cell  x\n"
         );
+    }
+
+    #[test]
+    fn numbers_get_thousands_separators() {
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(999), "999");
     }
 }

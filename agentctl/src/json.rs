@@ -50,6 +50,9 @@ pub fn event_json(event: &SessionEvent) -> Value {
         Event::ToolCall(call) => {
             json!({"id": call.id, "name": call.name, "args": args_json(&call.args)})
         }
+        Event::ToolOutput { id, text, omitted } => {
+            json!({"id": id, "text": text, "omitted": omitted})
+        }
         Event::ToolResult {
             id,
             name,
@@ -75,9 +78,15 @@ pub fn event_json(event: &SessionEvent) -> Value {
             "request": request.0, "decision": decision.as_str(), "by_client": by_client,
         }),
         Event::QueueChanged { steer, follow_up } => json!({"steer": steer, "follow_up": follow_up}),
-        Event::Usage { turn, cumulative } => {
-            json!({"turn": usage_json(turn), "cumulative": usage_json(cumulative)})
-        }
+        Event::Usage {
+            turn,
+            cumulative,
+            cost_micros,
+        } => json!({
+            "turn": usage_json(turn),
+            "cumulative": usage_json(cumulative),
+            "cost_usd": cost_micros.map(|c| c as f64 / 1e6),
+        }),
         Event::Retrying {
             attempt,
             wait_ms,

@@ -6,6 +6,11 @@ mod commands;
 mod connect;
 mod format;
 mod json;
+mod markdown;
+mod patch;
+mod reply_text;
+mod running;
+mod style;
 mod view;
 
 use std::process::ExitCode;
@@ -14,22 +19,31 @@ use clap::{Parser, Subcommand};
 use protocol::{Decision, Delivery, Mode, PermissionClass};
 
 /// Drive the agentd coding agent from any terminal.
+///
+/// Without a command on a terminal, `agentctl` opens `chat` in the current directory.
 #[derive(Parser)]
 #[command(version, about, propagate_version = true)]
 struct Cli {
+    /// Colors: auto (on a terminal without NO_COLOR), always or never.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    color: view::ColorChoice,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Manage the daemon (it also starts on demand).
+    ///
+    /// Example: `agentctl daemon status`
     Daemon {
         #[command(subcommand)]
         action: DaemonAction,
     },
     /// Run a prompt in a new session here (or --session ID) and stream it; the exit code says
     /// how it ended: 0 completed, 1 error, 2 usage, 3 turn limit, 4 health guard, 130 cancelled.
+    ///
+    /// Example: `agentctl run --allow write "fix the failing test"`
     Run {
         /// The prompt; read from stdin when absent or `-`.
         prompt: Option<String>,
@@ -70,6 +84,8 @@ enum Command {
         worktree: bool,
     },
     /// Talk to the agent interactively in a new session here (or --session ID).
+    ///
+    /// Example: `agentctl chat --mode accept-edits`
     Chat {
         /// Join this existing session instead of creating one.
         #[arg(long)]
@@ -92,11 +108,15 @@ enum Command {
         worktree: bool,
     },
     /// Join a session from this terminal: its history so far, then live.
+    ///
+    /// Example: `agentctl attach 3f2a`
     Attach {
         /// The session id (or an unambiguous prefix).
         id: String,
     },
     /// Steer the session's running run at its next turn (starts a run when idle).
+    ///
+    /// Example: `agentctl steer 3f2a "use the existing helper instead"`
     Steer {
         /// The session.
         id: String,
@@ -104,6 +124,8 @@ enum Command {
         text: String,
     },
     /// Queue a follow-up for when the session's run would complete (starts a run when idle).
+    ///
+    /// Example: `agentctl queue 3f2a "then update the changelog"`
     Queue {
         /// The session.
         id: String,
@@ -111,16 +133,22 @@ enum Command {
         text: String,
     },
     /// Summarise the session's older history now, keeping the recent part verbatim.
+    ///
+    /// Example: `agentctl compact 3f2a`
     Compact {
         /// The session.
         id: String,
     },
     /// Cancel the session's run.
+    ///
+    /// Example: `agentctl cancel 3f2a`
     Cancel {
         /// The session.
         id: String,
     },
     /// Allow a pending permission request.
+    ///
+    /// Example: `agentctl approve 3f2a 2 --always`
     Approve {
         /// The session.
         id: String,
@@ -131,6 +159,8 @@ enum Command {
         always: bool,
     },
     /// Deny a pending permission request.
+    ///
+    /// Example: `agentctl deny 3f2a 2`
     Deny {
         /// The session.
         id: String,
@@ -138,6 +168,8 @@ enum Command {
         request: u64,
     },
     /// Show a session's history.
+    ///
+    /// Example: `agentctl show 3f2a --json | jq .type`
     Show {
         /// The session.
         id: String,
@@ -146,17 +178,23 @@ enum Command {
         json: bool,
     },
     /// The configuration file: `path`, `show` (in force, defaults included) or `check`.
+    ///
+    /// Example: `agentctl config check`
     Config {
         #[command(subcommand)]
         action: ConfigAction,
     },
     /// List sessions, newest first.
+    ///
+    /// Example: `agentctl sessions --json`
     Sessions {
         /// Print a JSON array instead of a table.
         #[arg(long)]
         json: bool,
     },
     /// Create a session in the current directory and print its id.
+    ///
+    /// Example: `id=$(agentctl new --worktree) && agentctl run --session "$id" "add tests"`
     New {
         /// Permission mode: default, accept-edits, auto (commands in a sandbox), plan, bypass.
         #[arg(long)]
@@ -219,17 +257,28 @@ enum Command {
     /// Example (Zed's settings.json): "agent_servers": { "agentd": { "command": "agentctl", "args": ["acp"] } }
     Acp,
     /// The MCP servers of config.toml and their state.
+    ///
+    /// Example: `agentctl mcp list`
     Mcp {
         #[command(subcommand)]
         action: McpAction,
     },
     /// Delete a session and its history.
+    ///
+    /// Example: `agentctl rm 3f2a --force`
     Rm {
         /// The session id (or an unambiguous prefix).
         id: String,
         /// Cancel a running run first instead of refusing.
         #[arg(long)]
         force: bool,
+    },
+    /// Print a completion script for a shell.
+    ///
+    /// Example: `agentctl completions bash > ~/.local/share/bash-completion/completions/agentctl`
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -259,26 +308,40 @@ enum McpAction {
 #[derive(Subcommand)]
 enum ConfigAction {
     /// Print where the configuration file is.
+    ///
+    /// Example: `$EDITOR "$(agentctl config path)"`
     Path,
     /// Print the configuration with its defaults.
+    ///
+    /// Example: `agentctl config show | grep max_turns`
     Show,
     /// Check the configuration file; exit code 1 with the problem when it is broken.
+    ///
+    /// Example: `agentctl config check && echo ok`
     Check,
 }
 
 #[derive(Subcommand)]
 enum DaemonAction {
     /// Start the daemon if it is not running.
+    ///
+    /// Example: `agentctl daemon start`
     Start,
     /// Stop the daemon.
+    ///
+    /// Example: `agentctl daemon stop`
     Stop,
     /// Stop the daemon and start it again (after an upgrade); sessions are kept.
+    ///
+    /// Example: `agentctl daemon restart --force`
     Restart {
         /// Restart even while runs are going (they are interrupted and closed with an error).
         #[arg(long)]
         force: bool,
     },
     /// Show version, pid, uptime, socket, sessions and memory.
+    ///
+    /// Example: `agentctl daemon status`
     Status,
 }
 
@@ -329,7 +392,11 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
     let paths = protocol::paths::Paths::from_env()?;
-    match cli.command {
+    view::set_color_choice(cli.color);
+    let Some(command) = cli.command else {
+        return without_command(&paths).await;
+    };
+    match command {
         Command::Daemon { action } => match action {
             DaemonAction::Start => commands::daemon::start(&paths).await,
             DaemonAction::Stop => commands::daemon::stop(&paths).await,
@@ -463,5 +530,30 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             action: McpAction::List { json },
         } => commands::mcp::list(&paths, json).await,
         Command::Acp => acp::serve(&paths).await,
+        Command::Completions { shell } => {
+            let mut cli = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cli, "agentctl", &mut std::io::stdout());
+            Ok(0)
+        }
     }
+}
+
+/// `agentctl` alone: chat on a terminal, the help otherwise.
+async fn without_command(paths: &protocol::paths::Paths) -> Result<u8, Failure> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        let args = commands::chat::ChatArgs {
+            session: None,
+            model: None,
+            provider: None,
+            mode: None,
+            max_turns: None,
+            attach: false,
+            worktree: false,
+        };
+        return commands::chat::chat(paths, args).await;
+    }
+    let mut cli = <Cli as clap::CommandFactory>::command();
+    let _ = cli.print_help();
+    Ok(2)
 }

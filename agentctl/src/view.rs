@@ -7,58 +7,9 @@ use std::io::{IsTerminal, Write};
 use protocol::{Event, SessionEvent, StopReason, TokenUsage};
 use serde_json::Value;
 
-/// ANSI styling, off when `NO_COLOR` is set or stdout is not a terminal.
-#[derive(Debug, Clone, Copy)]
-pub struct Style {
-    color: bool,
-}
-
-impl Style {
-    /// Decides from the environment.
-    pub fn detect() -> Style {
-        Style {
-            color: std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
-        }
-    }
-
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    }
-
-    /// Dim text.
-    pub fn dim(&self, text: &str) -> String {
-        self.paint("2", text)
-    }
-
-    /// Green text.
-    pub fn green(&self, text: &str) -> String {
-        self.paint("32", text)
-    }
-
-    /// Red text.
-    pub fn red(&self, text: &str) -> String {
-        self.paint("31", text)
-    }
-
-    /// Yellow text.
-    pub fn yellow(&self, text: &str) -> String {
-        self.paint("33", text)
-    }
-
-    /// Cyan text.
-    pub fn cyan(&self, text: &str) -> String {
-        self.paint("36", text)
-    }
-
-    /// Bold text.
-    pub fn bold(&self, text: &str) -> String {
-        self.paint("1", text)
-    }
-}
+use crate::format::{dollars, thousands, usage_line};
+use crate::running::{Running, terminal_width};
+pub use crate::style::{ColorChoice, Style, set_color_choice};
 
 /// One line describing a tool call: `read README.md`, `bash cargo test`.
 /// How a tool's name is shown: `server/tool` for a tool of an MCP server (named
@@ -109,33 +60,6 @@ pub fn tool_summary(name: &str, args: &str) -> String {
     format!("{name} {detail}").trim_end().to_string()
 }
 
-/// "1,234".
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A usage line: "1,234 in (900 cached) · 56 out".
-pub fn usage_line(usage: &TokenUsage) -> String {
-    let mut line = format!("{} in", thousands(usage.total_input()));
-    if usage.cache_read > 0 || usage.cache_write > 0 {
-        line.push_str(&format!(
-            " ({} cache read, {} cache write)",
-            thousands(usage.cache_read),
-            thousands(usage.cache_write)
-        ));
-    }
-    line.push_str(&format!(" · {} out", thousands(usage.output)));
-    line
-}
-
 fn duration(ms: u64) -> String {
     if ms < 1000 {
         format!("{ms}ms")
@@ -152,8 +76,9 @@ pub enum Output {
     Lines {
         /// The printer.
         printer: std::sync::mpsc::SyncSender<String>,
-        /// The unfinished last line.
-        partial: String,
+        /// The unfinished last line, shown by the line editor above its input line as it
+        /// streams.
+        partial: std::sync::Arc<std::sync::Mutex<String>>,
     },
 }
 
@@ -163,13 +88,22 @@ pub struct HumanView {
     output: Output,
     /// The id of the tool call whose line is open (printed without its result yet).
     open_call: Option<String>,
+    /// The open call's progress, redrawn in place on a terminal.
+    running: Option<Running>,
+    /// Whether lines may be redrawn in place (stdout is a terminal).
+    live: bool,
+    /// The reply's text, rendered as markdown line by line when colors are on.
+    reply: crate::reply_text::ReplyText,
     /// Whether the cursor is at the start of a line.
     at_line_start: bool,
     /// Whether text deltas of the current reply were shown (so the full message is not).
     streamed: bool,
-    calls: Vec<(String, String)>,
+    /// The calls of the run: id, one-line summary, tool and arguments.
+    calls: Vec<(String, String, String, String)>,
     /// Tokens of each reply of the current run.
     turns: Vec<TokenUsage>,
+    /// What the run cost so far, when the model's price is known.
+    cost: Option<u64>,
     /// Whether to echo user messages (off for the prompt `run` itself sent).
     pub echo_user: bool,
 }
@@ -182,32 +116,82 @@ impl HumanView {
 
     /// A view with `style` writing to `output`.
     pub fn with_output(style: Style, output: Output) -> Self {
+        let live = matches!(output, Output::Stdout) && std::io::stdout().is_terminal();
         HumanView {
             style,
             output,
             open_call: None,
+            running: None,
+            live,
+            reply: crate::reply_text::ReplyText::new(style.colored()),
             at_line_start: true,
             streamed: false,
             calls: Vec::new(),
             turns: Vec::new(),
+            cost: None,
             echo_user: true,
         }
     }
 
     fn out(&mut self, text: &str) {
+        self.write(text, false);
+    }
+
+    /// Writes reply text: rendered as markdown once each line is whole.
+    fn reply_text(&mut self, text: &str) {
+        self.write(text, true);
+    }
+
+    /// Ends the reply's open line.
+    fn finish_reply(&mut self) {
+        if matches!(self.output, Output::Stdout) && self.reply.is_open() {
+            let out = self.reply.finish(terminal_width());
+            self.write_raw(&out);
+            self.at_line_start = true;
+        }
+    }
+
+    fn write_raw(&mut self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
+
+    fn write(&mut self, text: &str, reply: bool) {
+        if !reply && matches!(self.output, Output::Stdout) && self.reply.is_open() {
+            // Other output ends the reply's open line; that line's own newline is written.
+            self.finish_reply();
+            if text == "\n" {
+                return;
+            }
+        }
         match &mut self.output {
             Output::Stdout => {
+                let out = if reply {
+                    self.reply.push(text, terminal_width())
+                } else {
+                    text.to_string()
+                };
                 let mut stdout = std::io::stdout().lock();
-                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.write_all(out.as_bytes());
                 let _ = stdout.flush();
             }
             Output::Lines { printer, partial } => {
+                let mut partial = partial.lock().unwrap_or_else(|e| e.into_inner());
                 partial.push_str(text);
                 while let Some(end) = partial.find('\n') {
                     let line: String = partial.drain(..=end).collect();
-                    let _ = printer.send(line.trim_end_matches('\n').to_string());
+                    let line = line.trim_end_matches('\n');
+                    let shown = if reply {
+                        self.reply.line(line)
+                    } else {
+                        Some(line.to_string())
+                    };
+                    if let Some(shown) = shown {
+                        let _ = printer.send(shown);
+                    }
                 }
-                // A long paragraph is shown as it streams, wrapped at the terminal's width.
+                // A long paragraph is printed as it streams, wrapped at the terminal's width.
                 let width = crossterm::terminal::size()
                     .map_or(80, |(cols, _)| cols as usize)
                     .max(20);
@@ -246,9 +230,25 @@ impl HumanView {
     fn summary_of(&self, id: &str, name: &str) -> String {
         self.calls
             .iter()
-            .find(|(call, _)| call == id)
-            .map(|(_, s)| s.clone())
+            .find(|(call, ..)| call == id)
+            .map(|(_, summary, ..)| summary.clone())
             .unwrap_or_else(|| tool_label(name))
+    }
+
+    /// Redraws the running call's line in place: a spinner, the time it has run and the last
+    /// line of its output (about ten times a second, on a terminal only).
+    pub fn tick(&mut self) {
+        if !self.live || self.open_call.is_none() {
+            return;
+        }
+        let style = self.style;
+        let Some(running) = &mut self.running else {
+            return;
+        };
+        let width = crossterm::terminal::size().map_or(80, |(cols, _)| cols as usize);
+        let line = running.line(style, width);
+        running.drawn = true;
+        self.out(&format!("\r\x1b[K{line}"));
     }
 
     /// Shows lines of the client's own as they are (already styled).
@@ -273,8 +273,16 @@ impl HumanView {
     pub fn show(&mut self, event: &SessionEvent) {
         let style = self.style;
         match &event.event {
-            Event::RunStarted { .. } => self.turns.clear(),
-            Event::Usage { turn, .. } => self.turns.push(*turn),
+            Event::RunStarted { .. } => {
+                self.turns.clear();
+                self.cost = None;
+            }
+            Event::Usage {
+                turn, cost_micros, ..
+            } => {
+                self.turns.push(*turn);
+                self.cost = *cost_micros;
+            }
             Event::QueueChanged { .. } => {}
             Event::UserMessage { text, delivery } => {
                 if self.echo_user {
@@ -290,7 +298,7 @@ impl HumanView {
             Event::TextDelta { text } => {
                 self.close_call();
                 self.streamed = true;
-                self.out(text);
+                self.reply_text(text);
             }
             Event::ThinkingDelta { text } => {
                 self.close_call();
@@ -301,16 +309,22 @@ impl HumanView {
             Event::AssistantMessage { text, .. } => {
                 if !self.streamed && !text.is_empty() {
                     self.close_call();
-                    self.out(text);
+                    self.reply_text(text);
                 }
                 if !self.at_line_start {
-                    self.out("\n");
+                    self.reply_text("\n");
                 }
+                self.finish_reply();
                 self.streamed = false;
             }
             Event::ToolCall(call) => {
                 let summary = tool_summary(&call.name, &call.args);
-                self.calls.push((call.id.clone(), summary.clone()));
+                self.calls.push((
+                    call.id.clone(),
+                    summary.clone(),
+                    call.name.clone(),
+                    call.args.clone(),
+                ));
                 self.close_call();
                 if !self.at_line_start {
                     self.out("\n");
@@ -321,6 +335,14 @@ impl HumanView {
                     self.out("\n");
                 } else {
                     self.open_call = Some(call.id.clone());
+                    self.running = Some(Running::new(&summary));
+                }
+            }
+            Event::ToolOutput { id, text, .. } => {
+                if let Some(running) = &mut self.running
+                    && self.open_call.as_deref() == Some(id.as_str())
+                {
+                    running.seen(text);
                 }
             }
             Event::ToolResult {
@@ -338,6 +360,12 @@ impl HumanView {
                 let took = style.dim(&duration(*duration_ms));
                 if self.open_call.as_deref() == Some(id.as_str()) {
                     self.open_call = None;
+                    if let Some(running) = self.running.take()
+                        && running.drawn
+                    {
+                        // The progress drawn in place gives way to the call's line.
+                        self.out(&format!("\r\x1b[K{} {}", style.dim("●"), running.summary));
+                    }
                     self.out(&format!(" {mark} {took}\n"));
                 } else {
                     let summary = self.summary_of(id, name);
@@ -349,6 +377,16 @@ impl HumanView {
                         .find(|l| !l.trim().is_empty())
                         .unwrap_or_default();
                     self.line(&style.dim(&format!("  {first}")));
+                } else if name == "edit" || name == "write" {
+                    let args = self
+                        .calls
+                        .iter()
+                        .find(|(call, ..)| call == id)
+                        .map(|(.., args)| args.as_str())
+                        .unwrap_or("{}");
+                    for line in crate::patch::tool_change(name, args, output, style) {
+                        self.line(&line);
+                    }
                 }
             }
             Event::PermissionRequested {
@@ -455,8 +493,12 @@ impl HumanView {
                     StopReason::Health => style.red("stopped by the health guard"),
                     StopReason::Error => style.red("failed"),
                 };
+                let cost = self
+                    .cost
+                    .map(|c| format!(" · {}", dollars(c)))
+                    .unwrap_or_default();
                 self.line(&style.dim(&format!(
-                    "— {verdict} · {} turn{} · {}",
+                    "— {verdict} · {} turn{} · {}{cost}",
                     turns,
                     if *turns == 1 { "" } else { "s" },
                     usage_line(usage)
@@ -486,11 +528,5 @@ mod tests {
             tool_summary("grep", r#"{"pattern":"fn main","path":"src"}"#),
             "grep fn main in src"
         );
-    }
-
-    #[test]
-    fn numbers_get_thousands_separators() {
-        assert_eq!(thousands(1234567), "1,234,567");
-        assert_eq!(thousands(999), "999");
     }
 }

@@ -112,6 +112,9 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// The work-tree checkpoints of runs (SPEC §13).
     pub checkpoints: crate::checkpoint::CheckpointConfig,
+    /// Model prices by model-name glob, in US dollars per million tokens, over the built-in
+    /// table (for the cost the views show).
+    pub prices: BTreeMap<String, crate::prices::Price>,
 }
 
 /// `[sandbox]`: what commands in `auto` mode may reach besides the session directory and the
@@ -193,6 +196,7 @@ impl Default for Config {
             mcp: McpServers::default(),
             sandbox: SandboxConfig::default(),
             checkpoints: crate::checkpoint::CheckpointConfig::default(),
+            prices: BTreeMap::new(),
         }
     }
 }

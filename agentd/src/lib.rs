@@ -15,6 +15,7 @@ pub mod health;
 pub mod history;
 pub mod mcp;
 pub mod permission;
+pub mod prices;
 pub mod prompt;
 pub mod provider;
 pub mod regular_file;

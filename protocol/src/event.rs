@@ -206,6 +206,16 @@ pub enum Event {
     },
     /// A tool call begins (after any permission answer).
     ToolCall(ToolCallInfo),
+    /// A piece of a running tool's output (`bash`), at most ten a second; not stored: the
+    /// result that follows holds the whole output.
+    ToolOutput {
+        /// The call's id.
+        id: String,
+        /// The output since the previous piece (its end, when more came).
+        text: String,
+        /// Bytes of output left out before `text`.
+        omitted: u64,
+    },
     /// A tool call's result.
     ToolResult {
         /// The call's id.
@@ -252,6 +262,9 @@ pub enum Event {
         turn: TokenUsage,
         /// The run's tokens so far.
         cumulative: TokenUsage,
+        /// What the run's tokens cost so far, in millionths of a US dollar, when the model's
+        /// price is known.
+        cost_micros: Option<u64>,
     },
     /// A provider call failed in a way worth retrying; the next attempt follows after `wait_ms`.
     Retrying {
@@ -334,6 +347,7 @@ impl Event {
             Event::ThinkingDelta { .. } => "thinking_delta",
             Event::AssistantMessage { .. } => "assistant_message",
             Event::ToolCall(_) => "tool_call",
+            Event::ToolOutput { .. } => "tool_output",
             Event::ToolResult { .. } => "tool_result",
             Event::PermissionRequested { .. } => "permission_requested",
             Event::PermissionResolved { .. } => "permission_resolved",

@@ -129,6 +129,26 @@ impl Pty {
         }
     }
 
+    /// The terminal's contents now, as a terminal of `rows` × `cols` shows what the child
+    /// wrote (cursor movements and erasures applied).
+    pub fn screen(&self, rows: u16, cols: u16) -> String {
+        let size = |n: u16| std::num::NonZeroU16::new(n).expect("a terminal is at least 1 × 1");
+        let mut parser = vt100::Parser::new(size(rows), size(cols), 1000);
+        parser.process(&self.raw());
+        parser.screen().contents()
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.lock().unwrap_or_else(|e| e.into_inner()).id()
+    }
+
+    /// Everything the child wrote so far, escape sequences included.
+    pub fn raw(&self) -> Vec<u8> {
+        let (lock, _) = &*self.screen;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Waits for the child to close the terminal and exit; returns its exit code.
     pub fn wait(&self) -> Option<i32> {
         let (lock, ready) = &*self.screen;

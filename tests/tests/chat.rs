@@ -98,3 +98,100 @@ async fn attach_replays_the_session_and_answers_a_pending_request() {
     pty.expect("detached");
     assert_eq!(pty.wait(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_key_answers_a_permission_request_and_other_keys_get_a_hint() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", serde_json::json!({"command": "echo one-key-ok"})),
+        anthropic::text("Ran it."),
+        anthropic::text("Second message."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["chat"]);
+    pty.expect("[idle");
+    pty.send("run something\r");
+    pty.expect("approve 1");
+    pty.send("x");
+    pty.expect("press y (allow), n (deny) or a (always allow); Esc cancels the run");
+    // `y` alone answers: no Enter.
+    pty.send("y");
+    pty.expect("permission 1: allow by agentctl");
+    pty.expect("Ran it.");
+    pty.expect("completed");
+    // Without a pending request, the same keys are text again.
+    pty.send("yes and more\r");
+    pty.expect("you › yes and more");
+    pty.expect("Second message.");
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_on_a_terminal_takes_one_key_per_permission_request() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", serde_json::json!({"command": "echo first-ran"})),
+        anthropic::tool("bash", serde_json::json!({"command": "echo second-ran"})),
+        anthropic::text("Both asked."),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["run", "two commands"]);
+    pty.expect("allow? [y]es / [n]o / [a]lways: ");
+    pty.send("q");
+    pty.expect("press y (allow), n (deny) or a (always allow): ");
+    pty.send("y");
+    pty.expect("first-ran");
+    pty.expect("permission needed (2)");
+    pty.send("n");
+    pty.expect("permission 2: deny by");
+    pty.expect("Both asked.");
+    assert_eq!(pty.wait(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_shows_a_reply_while_its_first_line_is_still_streaming() {
+    let project = tempfile::tempdir().unwrap();
+    let pace = tests::model_server::Pace::new();
+    let server = ModelServer::start(vec![
+        anthropic::many_deltas(3, "streamed-piece ").paced(&pace),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["chat"]);
+    pty.expect("[idle");
+    pty.send("talk slowly\r");
+    // The stream start, the block start, and the first piece: no newline has come yet.
+    pace.allow(3);
+    pty.expect("streamed-piece");
+    let screen = tests::pty::strip_ansi(&pty.raw());
+    assert!(!screen.contains("completed"), "{screen}");
+    pace.allow(100);
+    pty.expect("completed");
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tab_completes_slash_commands_and_a_trailing_backslash_continues_the_line() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![anthropic::text("Two lines read.")]).await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["chat"]);
+    pty.expect("[idle");
+    pty.send("/rew\t");
+    pty.expect("/rewind");
+    // The first Enter takes the completion from the menu, the second sends.
+    pty.send("\r");
+    pty.send("\r");
+    pty.expect("no run of this session has changed files yet");
+    pty.send("first line\\\r");
+    pty.send("second line\r");
+    pty.expect("Two lines read.");
+    let sent = server.received()[0].body["messages"][0]["content"].to_string();
+    assert!(sent.contains("first line\\nsecond line"), "{sent}");
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}

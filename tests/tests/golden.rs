@@ -181,6 +181,7 @@ fn events() -> Vec<Event> {
         Event::Usage {
             turn: usage(),
             cumulative: usage(),
+            cost_micros: Some(12_345),
         },
         Event::Retrying {
             attempt: 2,
@@ -199,6 +200,11 @@ fn events() -> Vec<Event> {
             path: "src/lib.rs".into(),
         },
         Event::ModeChanged { mode: Mode::Plan },
+        Event::ToolOutput {
+            id: "toolu_1".into(),
+            text: "Compiling agentd\n".into(),
+            omitted: 120,
+        },
         Event::Rewound {
             run: RunId(2),
             restored: vec!["src/lib.rs".into()],
@@ -445,7 +451,7 @@ fn every_kind_of_frame_has_a_sample() {
     // named there; these counts then fail until it has a sample.
     assert_eq!(requests.len(), 18);
     assert_eq!(replies.len(), 11);
-    assert_eq!(events.len(), 21);
+    assert_eq!(events.len(), 22);
 }
 
 #[test]

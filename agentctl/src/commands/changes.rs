@@ -61,7 +61,7 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
     } else {
         lines.push(style.dim(&format!("run {}{open}", diff.run)));
         for line in diff.patch.lines() {
-            lines.push(patch_line(line, style));
+            lines.push(crate::patch::colored(line, style));
         }
         if diff.truncated {
             lines.push(style.yellow("(the diff is cut here; --stat lists every file)"));
@@ -73,26 +73,6 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
         )));
     }
     lines
-}
-
-fn patch_line(line: &str, style: Style) -> String {
-    if line.starts_with("diff --git")
-        || line.starts_with("index ")
-        || line.starts_with("--- ")
-        || line.starts_with("+++ ")
-        || line.starts_with("new file")
-        || line.starts_with("deleted file")
-    {
-        style.bold(line)
-    } else if line.starts_with("@@") {
-        style.cyan(line)
-    } else if line.starts_with('+') {
-        style.green(line)
-    } else if line.starts_with('-') {
-        style.red(line)
-    } else {
-        line.to_string()
-    }
 }
 
 /// The lines of a rewind's report (or plan, for a dry run).

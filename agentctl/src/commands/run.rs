@@ -117,22 +117,48 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
         println!("{session}");
         return Ok(0);
     }
-    let mut answers = if ask_here { Some(stdin_lines()) } else { None };
+    let mut answers = if ask_here {
+        Some(AskKeys::start())
+    } else {
+        None
+    };
     let mut asks: Vec<PermissionRequestId> = Vec::new();
 
     let mut view = HumanView::new(Style::detect());
     view.echo_user = false;
     let mut cancels = 0;
+    // A running tool's line is redrawn ten times a second (on a terminal; see `tick`).
+    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         let next = tokio::select! {
             next = incoming.recv() => next,
-            Some(line) = next_line(&mut answers) => {
+            _ = ticks.tick(), if !args.json => {
+                view.tick();
+                continue;
+            }
+            Some(key) = next_key(&mut answers) => {
+                let decision = match key.to_ascii_lowercase() {
+                    'y' => Decision::Allow,
+                    'a' => Decision::AllowAlways,
+                    'n' => Decision::Deny,
+                    // Ctrl+C while the terminal reads single keys.
+                    '\u{3}' => {
+                        cancels += 1;
+                        if cancels > 1 {
+                            return Ok(130);
+                        }
+                        eprintln!("\ncancelling… (Ctrl+C again to leave now)");
+                        request(&client, Request::Cancel { session: session.clone() }).await?;
+                        continue;
+                    }
+                    _ => {
+                        eprint!("\r\npress y (allow), n (deny) or a (always allow): ");
+                        continue;
+                    }
+                };
                 if let Some(request_id) = asks.first().copied() {
-                    let decision = match line.trim().to_ascii_lowercase().as_str() {
-                        "y" | "yes" => Decision::Allow,
-                        "a" | "always" => Decision::AllowAlways,
-                        _ => Decision::Deny,
-                    };
+                    eprint!("{key}\r\n");
                     if let Err(failure) = request(&client, Request::Answer { session: session.clone(), request: request_id, decision }).await {
                         eprintln!("agentctl: {}", failure.message);
                     }
@@ -168,12 +194,12 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                 match &event.event {
                     Event::PermissionRequested { request, .. } => {
                         asks.push(*request);
-                        if answers.is_some() && asks.len() == 1 {
-                            eprint!("allow? [y]es / [n]o / [a]lways: ");
-                        }
                     }
                     Event::PermissionResolved { request, .. } => asks.retain(|r| r != request),
                     _ => {}
+                }
+                if let Some(keys) = &answers {
+                    keys.want(!asks.is_empty());
                 }
                 if let Event::RunFinished {
                     run, stop_reason, ..
@@ -197,25 +223,83 @@ fn lost_daemon(reason: Option<String>) -> Failure {
     Failure::new(format!("lost the daemon before the run ended{reason}"))
 }
 
-/// Lines typed on stdin, read on a thread of their own.
-fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<String> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
+/// Single keys from the terminal while a permission request waits: the terminal is in raw mode
+/// only then, so Enter is not needed, and typing at other times is left alone.
+struct AskKeys {
+    keys: tokio::sync::mpsc::UnboundedReceiver<char>,
+    asking: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    wake: std::sync::mpsc::Sender<()>,
 }
 
-async fn next_line(
-    lines: &mut Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
-) -> Option<String> {
-    match lines {
-        Some(rx) => rx.recv().await,
+impl AskKeys {
+    fn start() -> AskKeys {
+        use std::sync::atomic::Ordering;
+        let (tx, keys) = tokio::sync::mpsc::unbounded_channel();
+        let (wake, woken) = std::sync::mpsc::channel::<()>();
+        let asking = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = asking.clone();
+        std::thread::spawn(move || {
+            use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+            while woken.recv().is_ok() {
+                if !flag.load(Ordering::Relaxed) || crossterm::terminal::enable_raw_mode().is_err()
+                {
+                    continue;
+                }
+                eprint!("allow? [y]es / [n]o / [a]lways: ");
+                while flag.load(Ordering::Relaxed) {
+                    if !event::poll(std::time::Duration::from_millis(50)).unwrap_or(false) {
+                        continue;
+                    }
+                    let Ok(Event::Key(key)) = event::read() else {
+                        continue;
+                    };
+                    if key.kind == KeyEventKind::Release {
+                        continue;
+                    }
+                    let c = match key.code {
+                        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                            '\u{3}'
+                        }
+                        KeyCode::Char(c) => c,
+                        _ => continue,
+                    };
+                    let answered = matches!(c.to_ascii_lowercase(), 'y' | 'n' | 'a');
+                    if tx.send(c).is_err() {
+                        break;
+                    }
+                    if answered {
+                        // The next request (if any) wakes this thread again.
+                        flag.store(false, Ordering::Relaxed);
+                    }
+                }
+                let _ = crossterm::terminal::disable_raw_mode();
+            }
+        });
+        AskKeys { keys, asking, wake }
+    }
+
+    /// Whether a request waits for a key.
+    fn want(&self, asking: bool) {
+        use std::sync::atomic::Ordering;
+        if asking && !self.asking.swap(true, Ordering::Relaxed) {
+            let _ = self.wake.send(());
+        } else if !asking {
+            self.asking.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for AskKeys {
+    fn drop(&mut self) {
+        self.asking
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+async fn next_key(keys: &mut Option<AskKeys>) -> Option<char> {
+    match keys {
+        Some(keys) => keys.keys.recv().await,
         None => std::future::pending().await,
     }
 }

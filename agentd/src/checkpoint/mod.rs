@@ -94,6 +94,9 @@ pub struct Checkpoints {
     busy: Mutex<()>,
 }
 
+/// What diff and rewind say before any run recorded a checkpoint.
+const NOTHING_YET: &str = "no run of this session has changed files yet";
+
 const ATTRIBUTES: &str = "# Bytes are stored as they are: no end-of-line conversion, no filters.\n* -text -ident -filter\n";
 
 impl Checkpoints {
@@ -135,7 +138,9 @@ impl Checkpoints {
                 std::fs::write(self.store.join("info").join("attributes"), ATTRIBUTES)?;
                 repo
             }
-            Err(_) => return Err(CheckpointError::Missing("no checkpoints yet".into())),
+            Err(_) => {
+                return Err(CheckpointError::Missing(NOTHING_YET.into()));
+            }
         };
         repo.set_workdir(&self.cwd, false)?;
         Ok(repo)
@@ -225,9 +230,10 @@ impl Checkpoints {
             Some(run) => Err(CheckpointError::Missing(format!(
                 "run {run} has no checkpoint: it ran no tool that could change files (or checkpoints were off)"
             ))),
-            None => runs.last().copied().ok_or_else(|| {
-                CheckpointError::Missing("no run of this session has changed files yet".into())
-            }),
+            None => runs
+                .last()
+                .copied()
+                .ok_or_else(|| CheckpointError::Missing(NOTHING_YET.into())),
         }
     }
 

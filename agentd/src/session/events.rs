@@ -43,7 +43,9 @@ impl Durability {
     /// How `event` is kept.
     pub fn of(event: &Event) -> Durability {
         match event {
-            Event::TextDelta { .. } | Event::ThinkingDelta { .. } => Durability::Folded,
+            Event::TextDelta { .. } | Event::ThinkingDelta { .. } | Event::ToolOutput { .. } => {
+                Durability::Folded
+            }
             Event::AssistantMessage { .. }
             | Event::ToolResult { .. }
             | Event::PermissionResolved { .. }
@@ -105,6 +107,10 @@ pub struct EventLog {
     deltas_from: Option<u64>,
     /// Deltas of a reply that was given up (a broken stream retried, a run that ended).
     abandoned: Option<(u64, u64)>,
+    /// The first `seq` of the running tool's output pieces.
+    output_from: Option<u64>,
+    /// The pieces of a tool's output whose result (or the run's end) was just numbered.
+    output_done: Option<(u64, u64)>,
     subscribers: Vec<Subscriber>,
     live_capacity: usize,
 }
@@ -127,6 +133,8 @@ impl EventLog {
             last_time_ms: 0,
             deltas_from: None,
             abandoned: None,
+            output_from: None,
+            output_done: None,
             subscribers: Vec::new(),
             live_capacity,
         }
@@ -168,7 +176,16 @@ impl EventLog {
                     .take()
                     .map(|from| (from, self.last_seq - 1));
             }
+            Event::ToolOutput { .. } => {
+                self.output_from.get_or_insert(self.last_seq);
+            }
             _ => {}
+        }
+        if matches!(event, Event::ToolResult { .. } | Event::RunFinished { .. }) {
+            self.output_done = self
+                .output_from
+                .take()
+                .map(|from| (from, self.last_seq - 1));
         }
         SessionEvent {
             session: self.session.clone(),
@@ -187,6 +204,12 @@ impl EventLog {
     /// assistant message will fold them.
     pub fn take_abandoned(&mut self) -> Option<(u64, u64)> {
         self.abandoned.take()
+    }
+
+    /// The `seq`s of a tool's output pieces that the event just numbered (its result) ends:
+    /// they are not stored, and the result holds their text.
+    pub fn take_tool_output(&mut self) -> Option<(u64, u64)> {
+        self.output_done.take()
     }
 
     /// Sends a numbered (and stored) event, unless events before it still wait for the disk:
@@ -230,7 +253,10 @@ impl EventLog {
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
             });
         self.published_seq = event.seq;
-        let completes_reply = matches!(event.event, Event::AssistantMessage { .. });
+        let completes_reply = matches!(
+            event.event,
+            Event::AssistantMessage { .. } | Event::ToolResult { .. }
+        );
         self.remember(event);
         if completes_reply {
             self.fold_deltas();
@@ -349,7 +375,9 @@ impl EventLog {
             e.seq == newest
                 || !matches!(
                     e.event,
-                    Event::TextDelta { .. } | Event::ThinkingDelta { .. }
+                    Event::TextDelta { .. }
+                        | Event::ThinkingDelta { .. }
+                        | Event::ToolOutput { .. }
                 )
         });
         if self.recent.len() != before {
@@ -362,6 +390,7 @@ impl EventLog {
 pub fn approximate_size(event: &Event) -> usize {
     let text = match event {
         Event::TextDelta { text } | Event::ThinkingDelta { text } => text.len(),
+        Event::ToolOutput { text, .. } => text.len(),
         Event::UserMessage { text, .. } => text.len(),
         Event::AssistantMessage {
             text,

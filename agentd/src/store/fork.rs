@@ -306,6 +306,7 @@ mod tests {
                 Event::Usage {
                     turn: TokenUsage::default(),
                     cumulative: TokenUsage::default(),
+                    cost_micros: None,
                 },
             ),
             event(

@@ -128,6 +128,7 @@ async fn run_command(
     // Dropped after the group is killed (in reverse order of declaration).
     let _recorded = pgid.map(|pgid| pending.started(pgid));
     let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    let progress = ctx.progress.clone();
     let mut collect = tokio::spawn(async move {
         let mut output = Capped::new(MAX_OUTPUT_BYTES);
         let mut buf = vec![0u8; 16 * 1024];
@@ -135,7 +136,11 @@ async fn run_command(
             if n == 0 {
                 break;
             }
-            output.push(buf.get(..n).unwrap_or_default());
+            let piece = buf.get(..n).unwrap_or_default();
+            output.push(piece);
+            if let Some(progress) = &progress {
+                progress.push(piece);
+            }
         }
         output
     });

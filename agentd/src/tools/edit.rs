@@ -85,14 +85,23 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     if let Err(err) = write_whole(&ctx, &path, after.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {err}"));
     }
+    ToolOutput::ok(format!(
+        "Edited {shown}\n{}",
+        change_diff(&shown, &before, &after)
+    ))
+}
+
+/// The unified diff (three lines of context) of a file the agent changed, capped: the model
+/// sees what it did, and the terminal view shows it colored.
+pub(super) fn change_diff(shown: &str, before: &str, after: &str) -> String {
     let diff = similar::TextDiff::configure()
         .timeout(DIFF_TIMEOUT)
-        .diff_lines(&before, &after)
+        .diff_lines(before, after)
         .unified_diff()
         .context_radius(3)
-        .header(&shown, &shown)
+        .header(shown, shown)
         .to_string();
-    ToolOutput::ok(format!("Edited {shown}\n{}", cap(&diff, MAX_OUTPUT_BYTES)))
+    cap(&diff, MAX_OUTPUT_BYTES)
 }
 
 /// The text with the replacement made, or why it cannot be made.

@@ -10,6 +10,7 @@ pub mod grep;
 pub mod output;
 pub mod pool;
 pub mod processes;
+pub mod progress;
 pub mod read;
 pub mod walk;
 pub mod write;
@@ -152,6 +153,8 @@ pub struct ToolContext {
     pub env: Arc<Vec<(String, String)>>,
     /// The sandbox `bash` runs in (auto mode), if any.
     pub sandbox: Option<crate::sandbox::Policy>,
+    /// Where `bash` hands its output as it comes, for the views.
+    pub progress: Option<progress::Progress>,
 }
 
 impl ToolContext {
@@ -169,6 +172,7 @@ impl ToolContext {
                 crate::shell_env::ShellEnv::default().for_commands(&crate::shell_env::current()),
             ),
             sandbox: None,
+            progress: None,
         }
     }
 }

@@ -3,9 +3,12 @@
 use serde::Deserialize;
 use serde_json::json;
 
+use super::edit::change_diff;
 use super::read::describe;
 use super::{ToolContext, ToolOutput, display, plural, resolve, write_whole};
+use crate::files::TRACKED_BYTES;
 use crate::provider::ToolSpec;
+use crate::regular_file;
 
 /// The model's description of `write`.
 pub fn spec() -> ToolSpec {
@@ -42,6 +45,20 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         return ToolOutput::error(format!("cannot write {shown}: {message}"));
     }
     let existed = tokio::fs::try_exists(&path).await.unwrap_or(false);
+    // The text it replaces, for the diff: only a regular UTF-8 file of a readable size.
+    let before = if existed {
+        let reading = path.clone();
+        tokio::task::spawn_blocking(move || {
+            regular_file::read_at_most(&reading, TRACKED_BYTES as usize)
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .filter(|(_, truncated)| !truncated)
+        .and_then(|(bytes, _)| String::from_utf8(bytes).ok())
+    } else {
+        None
+    };
     if let Some(parent) = path.parent()
         && let Err(err) = tokio::fs::create_dir_all(parent).await
     {
@@ -55,9 +72,16 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     }
     let lines = args.content.lines().count();
     let verb = if existed { "Replaced" } else { "Created" };
-    ToolOutput::ok(format!(
+    let summary = format!(
         "{verb} {shown} ({}, {} bytes)",
         plural(lines, "line"),
         args.content.len()
-    ))
+    );
+    match before {
+        Some(before) if before != args.content => ToolOutput::ok(format!(
+            "{summary}\n{}",
+            change_diff(&shown, &before, &args.content)
+        )),
+        _ => ToolOutput::ok(summary),
+    }
 }

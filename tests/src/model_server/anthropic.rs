@@ -49,6 +49,12 @@ pub fn error(status: u16, error_type: &str, message: &str) -> Scripted {
 
 /// A text reply streamed as `n` deltas of `piece` each.
 pub fn many_deltas(n: usize, piece: &str) -> Scripted {
+    deltas(&vec![piece.to_string(); n])
+}
+
+/// A text reply streamed as one delta per piece.
+pub fn deltas(pieces: &[String]) -> Scripted {
+    let n = pieces.len();
     let frame = |event: &str, data: Value| SseFrame {
         event: event.to_string(),
         data,
@@ -63,7 +69,7 @@ pub fn many_deltas(n: usize, piece: &str) -> Scripted {
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         ),
     ];
-    for _ in 0..n {
+    for piece in pieces {
         events.push(frame("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})));
     }
     events.push(frame(

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reedline::{
-    EditCommand, Emacs, ExternalPrinter, KeyCode, KeyModifiers, Reedline, ReedlineEvent, Signal,
-    default_emacs_keybindings,
+    ColumnarMenu, DefaultCompleter, EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode,
+    KeyModifiers, MenuBuilder, PromptEditMode, Reedline, ReedlineEvent, ReedlineMenu,
+    ReedlineRawEvent, Signal, ValidationResult, Validator, default_emacs_keybindings,
 };
 use tokio::sync::mpsc;
 
@@ -18,6 +19,8 @@ use crate::Failure;
 #[derive(Debug)]
 pub(super) enum Input {
     Line(String),
+    /// A key pressed while a permission request was shown (no Enter needed).
+    Key(char),
     CtrlC,
     CtrlD,
     Eof,
@@ -46,6 +49,7 @@ pub(super) struct TerminalLine {
 impl TerminalLine {
     pub(super) fn start(
         status: Arc<Mutex<Status>>,
+        partial: Arc<Mutex<String>>,
         input: mpsc::UnboundedSender<Input>,
     ) -> Result<(TerminalLine, std::sync::mpsc::SyncSender<String>), Failure> {
         let printer = ExternalPrinter::new(4096);
@@ -83,21 +87,59 @@ impl TerminalLine {
                         ReedlineEvent::Submit,
                     ]),
                 );
+                // Tab completes slash commands.
+                keys.add_binding(
+                    KeyModifiers::NONE,
+                    KeyCode::Tab,
+                    ReedlineEvent::UntilFound(vec![
+                        ReedlineEvent::Menu("commands".to_string()),
+                        ReedlineEvent::MenuNext,
+                    ]),
+                );
+                // Shift+Enter (where the terminal reports it) starts a new line; so does a `\`
+                // at the end of a line (see `Continuation`).
+                keys.add_binding(
+                    KeyModifiers::SHIFT,
+                    KeyCode::Enter,
+                    ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
+                );
+                let mut commands = DefaultCompleter::with_inclusions(&['/', '-']);
+                commands.insert(
+                    super::SLASH_COMMANDS
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect(),
+                );
+                let keys = ApprovalKeys {
+                    inner: Emacs::new(keys),
+                    status: status.clone(),
+                };
                 let mut editor = Reedline::create()
-                    .with_edit_mode(Box::new(Emacs::new(keys)))
+                    .with_edit_mode(Box::new(keys))
                     .with_external_printer(printer)
+                    .with_completer(Box::new(commands))
+                    .with_menu(ReedlineMenu::EngineCompleter(Box::new(
+                        ColumnarMenu::default().with_name("commands"),
+                    )))
+                    .with_validator(Box::new(Continuation))
                     .with_break_signal(interrupt.clone())
                     .with_poll_interval(std::time::Duration::from_millis(10));
                 let signal = editor.repaint_signal();
                 let repaint: Box<dyn Fn() + Send + Sync> =
                     Box::new(move || signal.request_repaint());
                 let _ = repaint_tx.send(repaint);
-                let prompt = StatusPrompt(status);
+                let prompt = StatusPrompt { status, partial };
                 while !quit.load(Ordering::Relaxed) {
                     let input = match editor.read_line(&prompt) {
-                        Ok(Signal::Success(line)) => Input::Line(line),
+                        Ok(Signal::Success(line)) => Input::Line(line.replace("\\\n", "\n")),
                         Ok(Signal::CtrlC) => Input::CtrlC,
                         Ok(Signal::CtrlD) => Input::CtrlD,
+                        Ok(Signal::HostCommand(command)) => {
+                            match command.strip_prefix(KEY).and_then(|k| k.chars().next()) {
+                                Some(key) => Input::Key(key),
+                                None => continue,
+                            }
+                        }
                         Ok(Signal::ExternalBreak(typed)) => {
                             if quit.load(Ordering::Relaxed) {
                                 break;
@@ -159,6 +201,57 @@ impl InputLine for TerminalLine {
         if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// A line that ends with `\` goes on on the next line (Enter inserts a newline); the `\` is
+/// dropped when the message is sent.
+struct Continuation;
+
+impl Validator for Continuation {
+    fn validate(&self, line: &str) -> ValidationResult {
+        if line.ends_with('\\') {
+            ValidationResult::Incomplete
+        } else {
+            ValidationResult::Complete
+        }
+    }
+}
+
+/// Marks a key pressed while a permission request was shown, in reedline's host command.
+const KEY: &str = "agentctl-key:";
+
+/// Emacs keys, except that while a permission request is shown a plain key press goes to the
+/// chat at once (y, n or a answers; the rest gets a hint) instead of into the input line.
+struct ApprovalKeys {
+    inner: Emacs,
+    status: Arc<Mutex<Status>>,
+}
+
+impl EditMode for ApprovalKeys {
+    fn parse_event(&mut self, event: ReedlineRawEvent) -> ReedlineEvent {
+        let event: crossterm::event::Event = event.into();
+        let asking = self
+            .status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ask()
+            .is_some();
+        if asking
+            && let crossterm::event::Event::Key(key) = &event
+            && let crossterm::event::KeyCode::Char(c) = key.code
+            && (key.modifiers - crossterm::event::KeyModifiers::SHIFT).is_empty()
+        {
+            return ReedlineEvent::ExecuteHostCommand(format!("{KEY}{c}"));
+        }
+        match ReedlineRawEvent::try_from(event) {
+            Ok(event) => self.inner.parse_event(event),
+            Err(()) => ReedlineEvent::None,
+        }
+    }
+
+    fn edit_mode(&self) -> PromptEditMode {
+        self.inner.edit_mode()
     }
 }
 

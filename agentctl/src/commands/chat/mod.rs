@@ -25,7 +25,8 @@ mod status;
 
 use super::run::provider_env;
 use super::{request, unexpected};
-use crate::view::{HumanView, Output, Style};
+use crate::running::Running;
+use crate::view::{HumanView, Output, Style, tool_summary};
 use crate::{Failure, connect};
 use input::{Input, InputLine, StdinLine, TerminalLine};
 use status::Status;
@@ -48,11 +49,32 @@ pub struct ChatArgs {
     pub worktree: bool,
 }
 
+/// The slash commands, for Tab completion.
+pub(super) const SLASH_COMMANDS: &[&str] = &[
+    "/help",
+    "/steer",
+    "/queue",
+    "/cancel",
+    "/allow",
+    "/deny",
+    "/always",
+    "/mode",
+    "/compact",
+    "/diff",
+    "/rewind",
+    "/sessions",
+    "/detach",
+    "/quit",
+    "/exit",
+];
+
 const HELP: &str = "Enter sends a message (queued as a follow-up while a run is going).
 /steer TEXT (or Alt+Enter)  steer the running run at its next turn
+\\ at the end of a line      go on on the next line (so does Shift+Enter where the terminal tells it)
+Tab                         complete a slash command
 /queue TEXT                 queue a follow-up
 Esc or /cancel              cancel the run; queued messages come back into the input
-y / n / a                   allow, deny or always allow the pending permission request
+y / n / a                   allow, deny or always allow the pending permission request (one key)
 /allow /deny /always [N]    the same, for request N
 /mode [MODE]                show or set the mode: default, accept-edits, auto, plan, bypass
 /diff [N] [--stat]          what the last run (or run N) changed in the directory
@@ -117,11 +139,9 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let style = Style::detect();
     let (view, line): (HumanView, Box<dyn InputLine>) = if terminal {
-        let (editor, printer) = TerminalLine::start(status.clone(), input_tx)?;
-        let output = Output::Lines {
-            printer,
-            partial: String::new(),
-        };
+        let partial: Arc<Mutex<String>> = Arc::default();
+        let (editor, printer) = TerminalLine::start(status.clone(), partial.clone(), input_tx)?;
+        let output = Output::Lines { printer, partial };
         (HumanView::with_output(style, output), Box::new(editor))
     } else {
         (HumanView::new(style), Box::new(StdinLine::start(input_tx)))
@@ -177,8 +197,17 @@ impl Chat {
         mut incoming: mpsc::UnboundedReceiver<Incoming>,
         mut input: mpsc::UnboundedReceiver<Input>,
     ) -> Result<u8, Failure> {
+        // The running tool's time and output in the status line, ten times a second.
+        let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tokio::select! {
+                _ = ticks.tick() => {
+                    let running = self.status.lock().unwrap_or_else(|e| e.into_inner()).tool.is_some();
+                    if running {
+                        self.line.refresh();
+                    }
+                }
                 event = incoming.recv() => match event {
                     Some(Incoming::Event(event)) => {
                         if event.seq > self.last_seq {
@@ -233,9 +262,17 @@ impl Chat {
                 Event::RunStarted { .. } => {
                     status.state = Some(SessionState::Running);
                     status.turn = 0;
+                    status.cost = None;
                 }
                 Event::TurnStarted { turn } => status.turn = *turn,
-                Event::Usage { cumulative, .. } => status.tokens = *cumulative,
+                Event::Usage {
+                    cumulative,
+                    cost_micros,
+                    ..
+                } => {
+                    status.tokens = *cumulative;
+                    status.cost = *cost_micros;
+                }
                 Event::QueueChanged { steer, follow_up } => {
                     status.steer = steer.len();
                     status.follow_up = follow_up.len();
@@ -243,20 +280,34 @@ impl Chat {
                 Event::PermissionRequested {
                     request, summary, ..
                 } => {
-                    status.ask = Some((*request, summary.clone()));
+                    if !status.asks.iter().any(|(r, _)| r == request) {
+                        status.asks.push((*request, summary.clone()));
+                    }
                     status.state = Some(SessionState::AwaitingApproval);
                 }
-                Event::PermissionResolved { request, .. }
-                    if status.ask.as_ref().is_some_and(|(r, _)| r == request) =>
-                {
-                    status.ask = None;
-                    status.state = Some(SessionState::Running);
+                Event::PermissionResolved { request, .. } => {
+                    status.asks.retain(|(r, _)| r != request);
+                    if status.asks.is_empty()
+                        && status.state == Some(SessionState::AwaitingApproval)
+                    {
+                        status.state = Some(SessionState::Running);
+                    }
                 }
                 Event::ModeChanged { mode } => status.mode = *mode,
+                Event::ToolCall(call) if live => {
+                    status.tool = Some(Running::new(&tool_summary(&call.name, &call.args)));
+                }
+                Event::ToolOutput { text, .. } => {
+                    if let Some(tool) = &mut status.tool {
+                        tool.seen(text);
+                    }
+                }
+                Event::ToolResult { .. } => status.tool = None,
                 Event::RunFinished { usage, .. } => {
                     status.state = Some(SessionState::Idle);
                     status.tokens = *usage;
-                    status.ask = None;
+                    status.asks.clear();
+                    status.tool = None;
                 }
                 _ => {}
             }
@@ -264,7 +315,7 @@ impl Chat {
         self.view.show(event);
         if let Event::PermissionRequested { .. } = &event.event {
             self.view
-                .note("  answer y (allow), n (deny) or a (always allow)");
+                .note("  press y (allow), n (deny) or a (always allow)");
         }
         if let Event::RunFinished {
             returned_messages, ..
@@ -302,6 +353,7 @@ impl Chat {
             Input::Failed(message) => {
                 return Err(Failure::new(format!("the input line failed: {message}")));
             }
+            Input::Key(key) => return self.on_key(key).await,
             Input::Line(line) => line,
         };
         self.ctrl_c = 0;
@@ -316,8 +368,8 @@ impl Chat {
             .status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .ask
-            .clone();
+            .ask()
+            .cloned();
         if let Some((request, _)) = pending {
             let decision = match trimmed.to_ascii_lowercase().as_str() {
                 "y" | "yes" => Some(Decision::Allow),
@@ -402,6 +454,32 @@ impl Chat {
             }
             _ => self.send(trimmed, Delivery::FollowUp).await?,
         }
+        Ok(true)
+    }
+
+    /// A key pressed while a permission request was shown: y, n or a answers the oldest one,
+    /// any other key is ignored with a hint.
+    async fn on_key(&mut self, key: char) -> Result<bool, Failure> {
+        self.ctrl_c = 0;
+        let pending = self
+            .status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ask()
+            .map(|(request, _)| *request);
+        let Some(request) = pending else {
+            return Ok(true);
+        };
+        let decision = match key.to_ascii_lowercase() {
+            'y' => Decision::Allow,
+            'n' => Decision::Deny,
+            'a' => Decision::AllowAlways,
+            _ => {
+                self.say("press y (allow), n (deny) or a (always allow); Esc cancels the run");
+                return Ok(true);
+            }
+        };
+        self.answer(request, decision).await?;
         Ok(true)
     }
 

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use protocol::{Mode, PermissionRequestId, SessionState, TokenUsage};
 use reedline::{Prompt, PromptEditMode, PromptHistorySearch};
 
-use crate::view::thousands;
+use crate::format::{dollars, thousands};
+use crate::running::Running;
+use crate::style::Style;
 
 /// What the status line shows.
 #[derive(Debug, Clone, Default)]
@@ -18,12 +20,22 @@ pub(super) struct Status {
     pub(super) steer: usize,
     pub(super) follow_up: usize,
     pub(super) tokens: TokenUsage,
-    pub(super) ask: Option<(PermissionRequestId, String)>,
+    /// Permission requests waiting for an answer, oldest first: they are answered in order.
+    pub(super) asks: Vec<(PermissionRequestId, String)>,
+    /// The tool call under way, with its output's last line.
+    pub(super) tool: Option<Running>,
+    /// What the current (or last) run cost, when the model's price is known.
+    pub(super) cost: Option<u64>,
 }
 
 impl Status {
+    /// The permission request a key answers now.
+    pub(super) fn ask(&self) -> Option<&(PermissionRequestId, String)> {
+        self.asks.first()
+    }
+
     pub(super) fn line(&self) -> String {
-        if let Some((request, summary)) = &self.ask {
+        if let Some((request, summary)) = self.ask() {
             return format!("[approve {request}: {summary}? y/n/a] ");
         }
         let state = self.state.map_or("idle", |s| s.as_str());
@@ -35,22 +47,43 @@ impl Status {
             parts.push(format!("queued {}/{}", self.steer, self.follow_up));
         }
         parts.push(format!(
-            "{} tok",
-            thousands(self.tokens.total_input() + self.tokens.output)
+            "in {} / out {} tok",
+            thousands(self.tokens.total_input()),
+            thousands(self.tokens.output)
         ));
+        if let Some(cost) = self.cost {
+            parts.push(dollars(cost));
+        }
         if self.mode != Mode::Default {
             parts.push(self.mode.to_string());
         }
-        format!("[{}] ", parts.join(" · "))
+        match &self.tool {
+            Some(tool) => {
+                let width = crossterm::terminal::size().map_or(80, |(cols, _)| cols as usize);
+                let tool = tool.line(Style::plain(), width.saturating_sub(40).max(20));
+                format!("[{}] {tool} ", parts.join(" · "))
+            }
+            None => format!("[{}] ", parts.join(" · ")),
+        }
     }
 }
 
-/// The status line as reedline's prompt.
-pub(super) struct StatusPrompt(pub(super) Arc<Mutex<Status>>);
+/// reedline's prompt: the reply's unfinished line as it streams (reedline prints only whole
+/// lines above the input), then the status line.
+pub(super) struct StatusPrompt {
+    pub(super) status: Arc<Mutex<Status>>,
+    pub(super) partial: Arc<Mutex<String>>,
+}
 
 impl Prompt for StatusPrompt {
     fn render_prompt_left(&self) -> Cow<'_, str> {
-        Cow::Owned(self.0.lock().unwrap_or_else(|e| e.into_inner()).line())
+        let status = self.status.lock().unwrap_or_else(|e| e.into_inner()).line();
+        let partial = self.partial.lock().unwrap_or_else(|e| e.into_inner());
+        if partial.is_empty() {
+            Cow::Owned(status)
+        } else {
+            Cow::Owned(format!("{partial}\n{status}"))
+        }
     }
 
     fn render_prompt_right(&self) -> Cow<'_, str> {

@@ -26,6 +26,9 @@ impl SessionActor {
         if let Some((from, to)) = self.log.take_abandoned() {
             self.record(&Record::Gap { from, to });
         }
+        if let Some((from, to)) = self.log.take_tool_output() {
+            self.record(&Record::Gap { from, to });
+        }
         match durability {
             Durability::Folded => {
                 if self.log.deltas_from() == Some(event.seq) {

@@ -78,6 +78,10 @@ impl SessionActor {
                 .or(self.info.provider.as_deref()),
             provider.as_ref().map_or("", |(_, model)| model.as_str()),
         );
+        let price = provider
+            .as_ref()
+            .ok()
+            .and_then(|(_, model)| crate::prices::price_of(&config.prices, model));
         let setup = RunSetup {
             session: me.clone(),
             run: id,
@@ -99,6 +103,7 @@ impl SessionActor {
             id: self.info.id.clone(),
             checkpoints: config.checkpoints.enabled.then(|| self.checkpoints.clone()),
             checkpoint_limits: config.checkpoints,
+            price,
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))

@@ -11,11 +11,42 @@ use super::{Gone, Run};
 use crate::history::{ToolCall, ToolResult};
 use crate::mcp::McpTool;
 use crate::permission::ToolRef;
-use crate::session::actor::{Authorization, Authorize, Expire};
+use crate::session::actor::{Authorization, Authorize, Emit, Expire};
 use crate::tools::gate::EffectGate;
+use crate::tools::progress::Progress;
 use crate::tools::{self, Tool, ToolContext, ToolOutput, batch};
 
+/// Stops a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 impl Run {
+    /// Sends what `progress` gathered as `ToolOutput` events of call `id`, ten times a second,
+    /// until dropped.
+    fn output_ticker(&self, id: &str, progress: Progress) -> AbortOnDrop {
+        let (session, run, id) = (self.setup.session.clone(), self.setup.run, id.to_string());
+        AbortOnDrop(tokio::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_millis(100));
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                every.tick().await;
+                if let Some((text, omitted)) = progress.take() {
+                    let event = Event::ToolOutput {
+                        id: id.clone(),
+                        text,
+                        omitted,
+                    };
+                    let _ = session.tell(Emit { run, event }).try_send();
+                }
+            }
+        }))
+    }
+
     /// Orders `done` by call and answers every call without a result with `reason`, so that
     /// each call in the history has exactly one result.
     pub(super) fn fill(
@@ -74,8 +105,12 @@ impl Run {
         let output = match self.prepare(call).await? {
             Prepared::Run(target, args, sandbox) => {
                 let gate = Arc::new(EffectGate::new());
+                // A command's output goes to the views as it comes, until its result does.
+                let mut _ticker = None;
                 let job: tools::pool::ToolJob = match target {
                     Target::Builtin(tool) => {
+                        let progress = (tool == Tool::Bash).then(Progress::default);
+                        _ticker = progress.clone().map(|p| self.output_ticker(&call.id, p));
                         let ctx = ToolContext {
                             cwd: self.setup.cwd.clone(),
                             cancel: self.cancel().clone(),
@@ -85,6 +120,7 @@ impl Run {
                             processes: self.setup.processes.clone(),
                             env: self.setup.env.clone(),
                             sandbox,
+                            progress,
                         };
                         Box::pin(tools::execute(tool, args, ctx))
                     }
@@ -98,7 +134,9 @@ impl Run {
                     }
                 };
                 // A call overtaken by a cancel while it waited for an executor never starts.
-                match self.setup.tools.run(job, self.cancel(), gate).await {
+                let output = self.setup.tools.run(job, self.cancel(), gate).await;
+                drop(_ticker);
+                match output {
                     Some(output) => output,
                     None => return Ok(None),
                 }

@@ -75,6 +75,8 @@ pub struct RunSetup {
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
     /// What a checkpoint may hold.
     pub checkpoint_limits: crate::checkpoint::CheckpointConfig,
+    /// The model's price, when it is known.
+    pub price: Option<crate::prices::Price>,
 }
 
 /// How a run ended.
@@ -338,6 +340,7 @@ impl Run {
             self.emit(Event::Usage {
                 turn: turn_usage,
                 cumulative: self.usage,
+                cost_micros: self.setup.price.map(|p| p.cost_micros(&self.usage)),
             });
             let call_refs: Vec<&ToolCall> = calls.iter().collect();
             // A tool of a configured server counts even when the server is down.

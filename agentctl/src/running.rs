@@ -1,0 +1,74 @@
+//! The line of a tool call under way: a spinner, the time it has run, and the last line of its
+//! output, redrawn in place about ten times a second.
+
+use crate::style::Style;
+
+/// The terminal's width in columns (80 when it cannot be told).
+pub fn terminal_width() -> usize {
+    crossterm::terminal::size()
+        .map_or(80, |(cols, _)| cols as usize)
+        .max(20)
+}
+
+/// A tool call under way, as its line shows it.
+#[derive(Debug, Clone)]
+pub struct Running {
+    /// The call's one-line summary.
+    pub summary: String,
+    started: std::time::Instant,
+    /// The end of its output: the last complete line and what came after it.
+    tail: String,
+    /// Whether its line was drawn in place (and must be replaced by the call's line).
+    pub drawn: bool,
+}
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+impl Running {
+    /// A call that starts now.
+    pub fn new(summary: &str) -> Running {
+        Running {
+            summary: summary.to_string(),
+            started: std::time::Instant::now(),
+            tail: String::new(),
+            drawn: false,
+        }
+    }
+
+    /// Takes a piece of output, keeping only its last lines.
+    pub fn seen(&mut self, text: &str) {
+        self.tail.push_str(text);
+        if self.tail.len() > 8192 {
+            let mut cut = self.tail.len() - 4096;
+            while !self.tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.tail.drain(..cut);
+        }
+    }
+
+    /// `● bash cargo test ⠹ 2.3s  Compiling foo`, within `width` columns.
+    pub fn line(&self, style: Style, width: usize) -> String {
+        let elapsed = self.started.elapsed();
+        let frame = SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()];
+        let last = self
+            .tail
+            .lines()
+            .rev()
+            .map(|l| l.trim_end_matches('\r').trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or_default();
+        let head = format!("● {} {frame} {:.1}s", self.summary, elapsed.as_secs_f64());
+        let room = width.saturating_sub(head.chars().count() + 3);
+        let last: String = last
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(room)
+            .collect();
+        if last.is_empty() {
+            style.dim(&head)
+        } else {
+            format!("{}  {}", style.dim(&head), style.dim(&last))
+        }
+    }
+}
