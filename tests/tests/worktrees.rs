@@ -173,9 +173,15 @@ async fn a_sandboxed_worktree_session_commits_on_its_branch_but_cannot_touch_hoo
             "bash",
             json!({"command": "echo work > w.txt && git add w.txt && git -c user.name=a -c user.email=a@example.com commit -qm agent-work && echo committed"}),
         ),
+        // The worktree's `.git` file is the session's to write: pointing it at the repository's
+        // own git directory must not widen what later commands may write.
         anthropic::tool(
             "bash",
-            json!({"command": "echo evil > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\""}),
+            json!({"command": "common=$(git rev-parse --path-format=absolute --git-common-dir) && printf 'gitdir: %s\\n' \"$common\" > .git && echo \"$common\" > /dev/null"}),
+        ),
+        anthropic::tool(
+            "bash",
+            json!({"command": "echo evil > \"$(git rev-parse --path-format=absolute --git-common-dir)/hooks/pre-commit\""}),
         ),
         anthropic::text("done"),
     ])
@@ -214,7 +220,8 @@ async fn a_sandboxed_worktree_session_commits_on_its_branch_but_cannot_touch_hoo
         "{}",
         results[0]
     );
-    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
+    assert_eq!(results[1]["is_error"], false, "{}", results[1]);
+    assert_eq!(results[2]["is_error"], true, "{}", results[2]);
     let log = git(&top, &["log", "--oneline", &format!("agentd/{id}")]);
     assert!(log.contains("agent-work"), "{log}");
     assert!(!top.join(".git/hooks/pre-commit").exists());
