@@ -165,7 +165,11 @@ fn dirty(path: &Path, branch: &str) -> Result<bool, String> {
     let on_branch = repo
         .head()
         .ok()
-        .and_then(|head| head.name().ok().map(|n| n == format!("refs/heads/{branch}")))
+        .and_then(|head| {
+            head.name()
+                .ok()
+                .map(|n| n == format!("refs/heads/{branch}"))
+        })
         .unwrap_or(false);
     if !on_branch {
         return Ok(true);

@@ -142,12 +142,14 @@ pub async fn rewind(
     yes: bool,
 ) -> Result<u8, Failure> {
     let client = connect::connect(paths, "rewind").await?;
-    let ask = |dry_run| Request::Rewind {
+    let ask = |run: Option<RunId>, dry_run| Request::Rewind {
         session: SessionId(id.clone()),
-        run: run.map(RunId),
+        run,
         force,
         dry_run,
     };
+    // What is done is what was confirmed: the run the plan named.
+    let mut run = run.map(RunId);
     let style = Style::detect();
     if !yes {
         if !std::io::stdin().is_terminal() {
@@ -157,7 +159,7 @@ pub async fn rewind(
                 code: 2,
             });
         }
-        let reply = request(&client, ask(true)).await?;
+        let reply = request(&client, ask(run, true)).await?;
         let Reply::Rewound(plan) = reply else {
             return Err(unexpected(reply));
         };
@@ -175,8 +177,9 @@ pub async fn rewind(
             println!("nothing changed");
             return Ok(1);
         }
+        run = Some(plan.run);
     }
-    let reply = request(&client, ask(false)).await?;
+    let reply = request(&client, ask(run, false)).await?;
     let Reply::Rewound(report) = reply else {
         return Err(unexpected(reply));
     };
