@@ -91,7 +91,7 @@ pub fn rewind_lines(report: &RewindReport, style: Style) -> Vec<String> {
     }
     for path in &report.kept {
         lines.push(style.yellow(&format!(
-            "kept {path}: changed outside the agent since the run (--force restores it too)"
+            "kept {path}: changed outside the agent since the run, or the run's end was not recorded (--force restores it too)"
         )));
     }
     for problem in &report.failed {

@@ -63,7 +63,10 @@ impl Checkpoints {
             if current == target {
                 continue;
             }
-            if current != left_by_agent && !force {
+            // Changed since the agent left it, unknown, or too large to compare: the user's.
+            let theirs =
+                left_by_agent != Some(current) || now.extras.not_stored.contains(&shown(&path));
+            if theirs && !force {
                 report.kept.push(shown(&path));
                 continue;
             }
@@ -100,19 +103,27 @@ impl Checkpoints {
 }
 
 /// Every path the runs from `run` on changed, with the state the last run that changed it left
-/// it in; and the files those runs' checkpoints could not store.
+/// it in (`None` when that run's end was not recorded: the daemon stopped during it, so what
+/// came after cannot be told from what it did); and the files those runs' checkpoints could not
+/// store.
 fn touched_since(
     repo: &Repository,
     run: RunId,
     now: &Checkpoint,
-) -> Result<(BTreeMap<PathBuf, Entry>, BTreeSet<String>), CheckpointError> {
+) -> Result<(BTreeMap<PathBuf, Option<Entry>>, BTreeSet<String>), CheckpointError> {
     let mut touched = BTreeMap::new();
     let mut not_stored = BTreeSet::new();
     for later in Checkpoints::runs(repo).into_iter().filter(|r| *r >= run) {
         let Some(start) = Checkpoints::load(repo, later, Point::Start) else {
             continue;
         };
-        let end = Checkpoints::end_of(repo, later).unwrap_or_else(|| now.clone());
+        let (end, known) = match Checkpoints::load(repo, later, Point::End) {
+            Some(end) => (end, true),
+            None => (
+                Checkpoints::end_of(repo, later).unwrap_or_else(|| now.clone()),
+                false,
+            ),
+        };
         not_stored.extend(start.extras.not_stored.iter().cloned());
         not_stored.extend(end.extras.not_stored.iter().cloned());
         let (old, new) = (repo.find_tree(start.tree)?, repo.find_tree(end.tree)?);
@@ -122,7 +133,7 @@ fn touched_since(
                 // Names are bytes: one that is not UTF-8 is still restored under its own name.
                 if let Some(bytes) = file.path_bytes() {
                     let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
-                    let left = entry(&new, &path);
+                    let left = known.then(|| entry(&new, &path));
                     touched.insert(path, left);
                 }
             }
