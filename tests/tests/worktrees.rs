@@ -226,3 +226,18 @@ async fn a_sandboxed_worktree_session_commits_on_its_branch_but_cannot_touch_hoo
     assert!(log.contains("agent-work"), "{log}");
     assert!(!top.join(".git/hooks/pre-commit").exists());
 }
+
+#[tokio::test]
+async fn a_worktree_a_fork_works_in_stays_when_its_session_is_removed() {
+    let repo = repository();
+    let top = repo.path().canonicalize().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start_in(Home::new());
+    let (id, _) = session(&daemon, &server, &top).await;
+    let fork = agentctl_output(&daemon, &server, &top, &["fork", &id]).await;
+    assert_eq!(fork.code, Some(0), "{}", fork.stderr);
+    let forked = fork.stdout.trim().to_string();
+    let rm = agentctl_output(&daemon, &server, &top, &["rm", &id]).await;
+    assert!(rm.stdout.contains(&format!("session {forked} works in it")), "{}", rm.stdout);
+    assert!(daemon.home.paths().worktrees_dir().join(&id).join("f.txt").exists());
+}
