@@ -238,6 +238,18 @@ async fn a_worktree_a_fork_works_in_stays_when_its_session_is_removed() {
     assert_eq!(fork.code, Some(0), "{}", fork.stderr);
     let forked = fork.stdout.trim().to_string();
     let rm = agentctl_output(&daemon, &server, &top, &["rm", &id]).await;
-    assert!(rm.stdout.contains(&format!("session {forked} works in it")), "{}", rm.stdout);
-    assert!(daemon.home.paths().worktrees_dir().join(&id).join("f.txt").exists());
+    assert!(
+        rm.stdout.contains(&format!("session {forked} works in it")),
+        "{}",
+        rm.stdout
+    );
+    assert!(
+        daemon
+            .home
+            .paths()
+            .worktrees_dir()
+            .join(&id)
+            .join("f.txt")
+            .exists()
+    );
 }

@@ -47,8 +47,9 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
                 ChangeKind::Modified => "",
                 ChangeKind::Deleted => "deleted",
             };
+            let path = crate::style::printable(&file.path);
             lines.push(
-                format!(" {:<width$} | {counts} {kind}", file.path)
+                format!(" {path:<width$} | {counts} {kind}")
                     .trim_end()
                     .to_string(),
             );
