@@ -17,6 +17,9 @@ use super::{Checkpoint, CheckpointError, Checkpoints, Point, snapshot};
 /// A file as a checkpoint holds it: its blob and git file mode; `None` when it is absent.
 type Entry = Option<(Oid, i32)>;
 
+/// Paths the runs changed, each with what the last run to change it left (`None`: unknown).
+type Touched = BTreeMap<PathBuf, Option<Entry>>;
+
 const LINK: i32 = 0o120000;
 const EXECUTABLE: i32 = 0o100755;
 
@@ -110,7 +113,7 @@ fn touched_since(
     repo: &Repository,
     run: RunId,
     now: &Checkpoint,
-) -> Result<(BTreeMap<PathBuf, Option<Entry>>, BTreeSet<String>), CheckpointError> {
+) -> Result<(Touched, BTreeSet<String>), CheckpointError> {
     let mut touched = BTreeMap::new();
     let mut not_stored = BTreeSet::new();
     for later in Checkpoints::runs(repo).into_iter().filter(|r| *r >= run) {
