@@ -11,6 +11,7 @@ pub const SHOWN_LINES: usize = 40;
 
 /// One line of a unified diff, colored by its kind.
 pub fn colored(line: &str, style: Style) -> String {
+    let line = &*crate::style::printable(line);
     if line.starts_with("diff --git")
         || line.starts_with("index ")
         || line.starts_with("--- ")

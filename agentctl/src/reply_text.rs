@@ -56,6 +56,15 @@ impl ReplyText {
         out
     }
 
+    /// Forgets the reply's state (an open code block) without writing anything: the next
+    /// reply starts afresh.
+    pub fn reset(&mut self) {
+        self.open.clear();
+        if let Some(markdown) = &mut self.markdown {
+            markdown.reset();
+        }
+    }
+
     /// The rendering of one whole line (for a line editor, which shows whole lines only);
     /// `None` when it shows nothing.
     pub fn line(&mut self, line: &str) -> Option<String> {

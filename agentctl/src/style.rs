@@ -87,3 +87,34 @@ impl Style {
         self.paint("1", text)
     }
 }
+
+/// `text` with the control characters a terminal would obey (escape sequences, carriage
+/// returns, backspaces) shown as `�`, so that a file or a model cannot hide or forge what the
+/// user reads. Tabs and newlines stay.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| (c.is_control() && c != '\t' && c != '\n') || ('\u{80}'..='\u{9f}').contains(&c);
+    if text.chars().any(unsafe_char) {
+        std::borrow::Cow::Owned(
+            text.chars()
+                .map(|c| if unsafe_char(c) { '\u{fffd}' } else { c })
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_shown_not_obeyed() {
+        assert_eq!(
+            printable("a\x1b[8mhidden\r\tb\n"),
+            "a\u{fffd}[8mhidden\u{fffd}\tb\n"
+        );
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+    }
+}

@@ -137,9 +137,11 @@ impl HumanView {
         self.write(text, false);
     }
 
-    /// Writes reply text: rendered as markdown once each line is whole.
+    /// Writes reply text: rendered as markdown once each line is whole, its control
+    /// characters shown, not obeyed.
     fn reply_text(&mut self, text: &str) {
-        self.write(text, true);
+        let text = crate::style::printable(text);
+        self.write(&text, true);
     }
 
     /// Ends the reply's open line.
@@ -149,6 +151,12 @@ impl HumanView {
             self.write_raw(&out);
             self.at_line_start = true;
         }
+    }
+
+    /// The reply is complete: a code block it left open does not run into the next one.
+    fn end_reply(&mut self) {
+        self.finish_reply();
+        self.reply.reset();
     }
 
     fn write_raw(&mut self, text: &str) {
@@ -314,7 +322,7 @@ impl HumanView {
                 if !self.at_line_start {
                     self.reply_text("\n");
                 }
-                self.finish_reply();
+                self.end_reply();
                 self.streamed = false;
             }
             Event::ToolCall(call) => {

@@ -49,8 +49,8 @@ const DEFAULTS: &[(&str, f64, f64, f64, f64)] = &[
     ("gpt-4.1*", 2.0, 8.0, 0.5, 2.0),
 ];
 
-/// The price of `model`: the first of the config's entries whose glob matches it, else the
-/// built-in table's.
+/// The price of `model`: the config's entry with the longest glob that matches it (the most
+/// specific), else the built-in table's first match.
 pub fn price_of(configured: &BTreeMap<String, Price>, model: &str) -> Option<Price> {
     let matches = |pattern: &str| {
         globset::Glob::new(pattern)
@@ -59,7 +59,8 @@ pub fn price_of(configured: &BTreeMap<String, Price>, model: &str) -> Option<Pri
     };
     configured
         .iter()
-        .find(|(pattern, _)| matches(pattern))
+        .filter(|(pattern, _)| matches(pattern))
+        .max_by_key(|(pattern, _)| pattern.len())
         .map(|(_, price)| *price)
         .or_else(|| {
             DEFAULTS.iter().find(|(pattern, ..)| matches(pattern)).map(

@@ -21,6 +21,10 @@ pub struct Worktree {
     pub base: String,
     /// git's name for the worktree (its directory under `.git/worktrees/`).
     pub name: String,
+    /// The repository's git directory (shared by its worktrees), as found at creation: never
+    /// read back from the worktree's `.git` file, which the session's commands may rewrite.
+    #[serde(default)]
+    pub common_dir: String,
 }
 
 impl Worktree {
@@ -29,16 +33,15 @@ impl Worktree {
     /// the worktree's own directory in the repository. Not the hooks or the config, which
     /// commands run outside the sandbox would obey.
     pub fn sandbox_writable(&self) -> Vec<PathBuf> {
-        let Ok(repo) = Repository::open(&self.path) else {
+        if self.common_dir.is_empty() {
             return Vec::new();
-        };
-        let common = repo.commondir().to_path_buf();
-        let private = repo.path().to_path_buf();
+        }
+        let common = Path::new(&self.common_dir);
         [
             common.join("objects"),
             common.join("refs/heads/agentd"),
             common.join("logs/refs/heads/agentd"),
-            private,
+            common.join("worktrees").join(&self.name),
         ]
         .into_iter()
         .filter(|p| p.is_dir())
@@ -90,7 +93,12 @@ pub fn create(cwd: &Path, worktrees_dir: &Path, id: &str) -> Result<(Worktree, P
         path.join(&inside)
     };
     std::fs::create_dir_all(&session_dir).map_err(|e| format!("{}: {e}", session_dir.display()))?;
+    let common_dir = repo
+        .commondir()
+        .canonicalize()
+        .unwrap_or_else(|_| repo.commondir().to_path_buf());
     let worktree = Worktree {
+        common_dir: common_dir.to_string_lossy().into_owned(),
         repo: top.to_string_lossy().into_owned(),
         path: path.to_string_lossy().into_owned(),
         branch: branch_name,
@@ -105,7 +113,7 @@ pub fn create(cwd: &Path, worktrees_dir: &Path, id: &str) -> Result<(Worktree, P
 pub fn remove(worktree: &Worktree) -> Vec<String> {
     let path = Path::new(&worktree.path);
     if path.exists() {
-        match dirty(path) {
+        match dirty(path, &worktree.branch) {
             Ok(false) => {
                 if let Err(err) = std::fs::remove_dir_all(path) {
                     return vec![format!("worktree kept at {}: {err}", worktree.path)];
@@ -113,7 +121,7 @@ pub fn remove(worktree: &Worktree) -> Vec<String> {
             }
             Ok(true) => {
                 return vec![format!(
-                    "worktree kept at {} (branch {}): it has uncommitted changes",
+                    "worktree kept at {} (branch {}): it has uncommitted changes, or is not on its branch",
                     worktree.path, worktree.branch
                 )];
             }
@@ -132,8 +140,10 @@ pub fn remove(worktree: &Worktree) -> Vec<String> {
         )];
     };
     if let Ok(found) = repo.find_worktree(&worktree.name) {
+        // The directory is gone already: libgit2 would find it through the worktree's own
+        // git files, which the session could have pointed anywhere.
         let _ = found.prune(Some(
-            WorktreePruneOptions::new().valid(true).working_tree(true),
+            WorktreePruneOptions::new().valid(true).working_tree(false),
         ));
     }
     match unmerged(&repo, worktree) {
@@ -149,8 +159,21 @@ pub fn remove(worktree: &Worktree) -> Vec<String> {
 
 /// Whether the worktree has changes git would show (untracked files included, ignored ones
 /// not).
-fn dirty(path: &Path) -> Result<bool, String> {
+fn dirty(path: &Path, branch: &str) -> Result<bool, String> {
     let repo = Repository::open(path).map_err(|e| e.message().to_string())?;
+    // Commits made away from the branch (a detached HEAD) would be lost with the worktree.
+    let on_branch = repo
+        .head()
+        .ok()
+        .and_then(|head| {
+            head.name()
+                .ok()
+                .map(|n| n == format!("refs/heads/{branch}"))
+        })
+        .unwrap_or(false);
+    if !on_branch {
+        return Ok(true);
+    }
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)

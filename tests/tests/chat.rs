@@ -113,6 +113,8 @@ async fn one_key_answers_a_permission_request_and_other_keys_get_a_hint() {
     pty.expect("[idle");
     pty.send("run something\r");
     pty.expect("approve 1");
+    // Keys answer once the question has been shown a moment (typing under way is text).
+    pty.expect("y/n/a]");
     pty.send("x");
     pty.expect("press y (allow), n (deny) or a (always allow); Esc cancels the run");
     // `y` alone answers: no Enter.
@@ -145,6 +147,8 @@ async fn run_on_a_terminal_takes_one_key_per_permission_request() {
     pty.send("y");
     pty.expect("first-ran");
     pty.expect("permission needed (2)");
+    // A key typed before the question is not its answer: wait for the question.
+    pty.expect("allow? [y]es / [n]o / [a]lways: ");
     pty.send("n");
     pty.expect("permission 2: deny by");
     pty.expect("Both asked.");

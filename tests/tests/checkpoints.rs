@@ -86,6 +86,8 @@ async fn a_run_that_edits_writes_and_runs_commands_is_diffed_and_rewound_exactly
     );
 
     let stat = ok(agentctl_output(&daemon, &server, p, &["diff", &id, "--stat"]).await);
+    // The run's end was recorded: the diff is not against the directory as it is now.
+    assert!(!stat.contains("no end checkpoint"), "{stat}");
     for (path, what) in [
         ("a/b/c", "new"),
         ("blob.bin", "binary"),

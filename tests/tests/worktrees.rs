@@ -173,9 +173,15 @@ async fn a_sandboxed_worktree_session_commits_on_its_branch_but_cannot_touch_hoo
             "bash",
             json!({"command": "echo work > w.txt && git add w.txt && git -c user.name=a -c user.email=a@example.com commit -qm agent-work && echo committed"}),
         ),
+        // The worktree's `.git` file is the session's to write: pointing it at the repository's
+        // own git directory must not widen what later commands may write.
         anthropic::tool(
             "bash",
-            json!({"command": "echo evil > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\""}),
+            json!({"command": "common=$(git rev-parse --path-format=absolute --git-common-dir) && printf 'gitdir: %s\\n' \"$common\" > .git && echo \"$common\" > /dev/null"}),
+        ),
+        anthropic::tool(
+            "bash",
+            json!({"command": "echo evil > \"$(git rev-parse --path-format=absolute --git-common-dir)/hooks/pre-commit\""}),
         ),
         anthropic::text("done"),
     ])
@@ -214,8 +220,36 @@ async fn a_sandboxed_worktree_session_commits_on_its_branch_but_cannot_touch_hoo
         "{}",
         results[0]
     );
-    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
+    assert_eq!(results[1]["is_error"], false, "{}", results[1]);
+    assert_eq!(results[2]["is_error"], true, "{}", results[2]);
     let log = git(&top, &["log", "--oneline", &format!("agentd/{id}")]);
     assert!(log.contains("agent-work"), "{log}");
     assert!(!top.join(".git/hooks/pre-commit").exists());
+}
+
+#[tokio::test]
+async fn a_worktree_a_fork_works_in_stays_when_its_session_is_removed() {
+    let repo = repository();
+    let top = repo.path().canonicalize().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start_in(Home::new());
+    let (id, _) = session(&daemon, &server, &top).await;
+    let fork = agentctl_output(&daemon, &server, &top, &["fork", &id]).await;
+    assert_eq!(fork.code, Some(0), "{}", fork.stderr);
+    let forked = fork.stdout.trim().to_string();
+    let rm = agentctl_output(&daemon, &server, &top, &["rm", &id]).await;
+    assert!(
+        rm.stdout.contains(&format!("session {forked} works in it")),
+        "{}",
+        rm.stdout
+    );
+    assert!(
+        daemon
+            .home
+            .paths()
+            .worktrees_dir()
+            .join(&id)
+            .join("f.txt")
+            .exists()
+    );
 }

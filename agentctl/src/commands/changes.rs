@@ -47,8 +47,9 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
                 ChangeKind::Modified => "",
                 ChangeKind::Deleted => "deleted",
             };
+            let path = crate::style::printable(&file.path);
             lines.push(
-                format!(" {:<width$} | {counts} {kind}", file.path)
+                format!(" {path:<width$} | {counts} {kind}")
                     .trim_end()
                     .to_string(),
             );
@@ -91,7 +92,7 @@ pub fn rewind_lines(report: &RewindReport, style: Style) -> Vec<String> {
     }
     for path in &report.kept {
         lines.push(style.yellow(&format!(
-            "kept {path}: changed outside the agent since the run (--force restores it too)"
+            "kept {path}: changed outside the agent since the run, or the run's end was not recorded (--force restores it too)"
         )));
     }
     for problem in &report.failed {
@@ -142,12 +143,14 @@ pub async fn rewind(
     yes: bool,
 ) -> Result<u8, Failure> {
     let client = connect::connect(paths, "rewind").await?;
-    let ask = |dry_run| Request::Rewind {
+    let ask = |run: Option<RunId>, dry_run| Request::Rewind {
         session: SessionId(id.clone()),
-        run: run.map(RunId),
+        run,
         force,
         dry_run,
     };
+    // What is done is what was confirmed: the run the plan named.
+    let mut run = run.map(RunId);
     let style = Style::detect();
     if !yes {
         if !std::io::stdin().is_terminal() {
@@ -157,7 +160,7 @@ pub async fn rewind(
                 code: 2,
             });
         }
-        let reply = request(&client, ask(true)).await?;
+        let reply = request(&client, ask(run, true)).await?;
         let Reply::Rewound(plan) = reply else {
             return Err(unexpected(reply));
         };
@@ -175,8 +178,9 @@ pub async fn rewind(
             println!("nothing changed");
             return Ok(1);
         }
+        run = Some(plan.run);
     }
-    let reply = request(&client, ask(false)).await?;
+    let reply = request(&client, ask(run, false)).await?;
     let Reply::Rewound(report) = reply else {
         return Err(unexpected(reply));
     };

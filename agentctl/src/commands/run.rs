@@ -245,6 +245,10 @@ impl AskKeys {
                 {
                     continue;
                 }
+                // Keys typed before the question are not its answer.
+                while event::poll(std::time::Duration::ZERO).unwrap_or(false) {
+                    let _ = event::read();
+                }
                 eprint!("allow? [y]es / [n]o / [a]lways: ");
                 while flag.load(Ordering::Relaxed) {
                     if !event::poll(std::time::Duration::from_millis(50)).unwrap_or(false) {

@@ -131,9 +131,6 @@ impl Checkpoints {
                 config.set_bool("core.filemode", true)?;
                 config.set_bool("core.symlinks", true)?;
                 config.set_bool("gc.auto", false)?;
-                // Packs are written per checkpoint: searching for deltas costs seconds on a
-                // large tree and saves little on new files.
-                config.set_i32("pack.window", 0)?;
                 std::fs::create_dir_all(self.store.join("info"))?;
                 std::fs::write(self.store.join("info").join("attributes"), ATTRIBUTES)?;
                 repo

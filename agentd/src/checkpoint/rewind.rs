@@ -17,6 +17,9 @@ use super::{Checkpoint, CheckpointError, Checkpoints, Point, snapshot};
 /// A file as a checkpoint holds it: its blob and git file mode; `None` when it is absent.
 type Entry = Option<(Oid, i32)>;
 
+/// Paths the runs changed, each with what the last run to change it left (`None`: unknown).
+type Touched = BTreeMap<PathBuf, Option<Entry>>;
+
 const LINK: i32 = 0o120000;
 const EXECUTABLE: i32 = 0o100755;
 
@@ -63,7 +66,10 @@ impl Checkpoints {
             if current == target {
                 continue;
             }
-            if current != left_by_agent && !force {
+            // Changed since the agent left it, unknown, or too large to compare: the user's.
+            let theirs =
+                left_by_agent != Some(current) || now.extras.not_stored.contains(&shown(&path));
+            if theirs && !force {
                 report.kept.push(shown(&path));
                 continue;
             }
@@ -100,19 +106,27 @@ impl Checkpoints {
 }
 
 /// Every path the runs from `run` on changed, with the state the last run that changed it left
-/// it in; and the files those runs' checkpoints could not store.
+/// it in (`None` when that run's end was not recorded: the daemon stopped during it, so what
+/// came after cannot be told from what it did); and the files those runs' checkpoints could not
+/// store.
 fn touched_since(
     repo: &Repository,
     run: RunId,
     now: &Checkpoint,
-) -> Result<(BTreeMap<PathBuf, Entry>, BTreeSet<String>), CheckpointError> {
+) -> Result<(Touched, BTreeSet<String>), CheckpointError> {
     let mut touched = BTreeMap::new();
     let mut not_stored = BTreeSet::new();
     for later in Checkpoints::runs(repo).into_iter().filter(|r| *r >= run) {
         let Some(start) = Checkpoints::load(repo, later, Point::Start) else {
             continue;
         };
-        let end = Checkpoints::end_of(repo, later).unwrap_or_else(|| now.clone());
+        let (end, known) = match Checkpoints::load(repo, later, Point::End) {
+            Some(end) => (end, true),
+            None => (
+                Checkpoints::end_of(repo, later).unwrap_or_else(|| now.clone()),
+                false,
+            ),
+        };
         not_stored.extend(start.extras.not_stored.iter().cloned());
         not_stored.extend(end.extras.not_stored.iter().cloned());
         let (old, new) = (repo.find_tree(start.tree)?, repo.find_tree(end.tree)?);
@@ -122,7 +136,7 @@ fn touched_since(
                 // Names are bytes: one that is not UTF-8 is still restored under its own name.
                 if let Some(bytes) = file.path_bytes() {
                     let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
-                    let left = entry(&new, &path);
+                    let left = known.then(|| entry(&new, &path));
                     touched.insert(path, left);
                 }
             }

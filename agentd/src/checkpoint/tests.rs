@@ -263,3 +263,18 @@ fn the_users_own_repository_is_never_touched() {
         "the user's .git changed"
     );
 }
+
+#[test]
+fn a_run_whose_end_was_not_recorded_is_undone_only_when_forced() {
+    let (dir, cp) = setup();
+    write(&dir, "f.txt", "before\n");
+    cp.record(RunId(1), Point::Start, &limits()).unwrap();
+    // The daemon stopped during the run: no end checkpoint. The change may be the user's.
+    write(&dir, "f.txt", "after\n");
+    let report = cp.rewind(None, false, false, &limits()).unwrap();
+    assert_eq!(report.kept, ["f.txt"]);
+    assert_eq!(read(&dir, "f.txt").unwrap(), "after\n");
+    let report = cp.rewind(None, true, false, &limits()).unwrap();
+    assert_eq!(report.restored, ["f.txt"]);
+    assert_eq!(read(&dir, "f.txt").unwrap(), "before\n");
+}

@@ -121,12 +121,16 @@ impl Message<Create> for Supervisor {
                     meta.cwd = info.cwd.clone();
                     meta.worktree = Some(worktree);
                 }
-                SessionStore::create(&sessions_dir, &meta, &env, sync).map_err(|e| {
-                    ErrorInfo::new(
+                if let Err(e) = SessionStore::create(&sessions_dir, &meta, &env, sync) {
+                    // Nothing of a session that is not there stays behind.
+                    if let Some(worktree) = &meta.worktree {
+                        crate::worktree::remove(worktree);
+                    }
+                    return Err(ErrorInfo::new(
                         ErrorCode::Internal,
                         format!("cannot create the session: {e}"),
-                    )
-                })?;
+                    ));
+                }
                 Ok((info, meta))
             })
             .await

@@ -291,6 +291,13 @@ impl Message<Delete> for Supervisor {
             }
         }
         self.sessions.remove(&id);
+        // A fork works in the same directory: its worktree stays while another session uses it.
+        let user = worktree.as_ref().and_then(|w| {
+            self.sessions
+                .values()
+                .find(|e| std::path::Path::new(&e.info.cwd).starts_with(&w.path))
+                .map(|e| e.info.id.clone())
+        });
         let sessions_dir = self.paths.sessions_dir();
         // The files go off the supervisor's thread: a worktree may be large.
         ctx.spawn(async move {
@@ -299,9 +306,14 @@ impl Message<Delete> for Supervisor {
                     tracing::error!(session = %id, "cannot delete the session's files: {err}");
                 }
                 tracing::info!(session = %id, "session deleted");
-                worktree
-                    .map(|w| crate::worktree::remove(&w))
-                    .unwrap_or_default()
+                match (worktree, user) {
+                    (Some(w), Some(user)) => vec![format!(
+                        "worktree kept at {} (branch {}): session {user} works in it",
+                        w.path, w.branch
+                    )],
+                    (Some(w), None) => crate::worktree::remove(&w),
+                    (None, _) => Vec::new(),
+                }
             })
             .await
             .unwrap_or_default();

@@ -18,6 +18,8 @@ pub struct Progress {
 struct Piece {
     text: String,
     omitted: u64,
+    /// The call has its result: nothing more is handed on.
+    closed: bool,
 }
 
 impl Progress {
@@ -35,14 +37,29 @@ impl Progress {
         }
     }
 
-    /// The output gathered since the last call and the bytes left out of it, if any came.
-    pub fn take(&self) -> Option<(String, u64)> {
+    /// Hands the output gathered since the last call, and the bytes left out of it, to
+    /// `deliver`, if any came and the call has no result yet. The two never cross: a piece is
+    /// delivered before [`Progress::close`] returns, or not at all.
+    pub fn deliver(&self, deliver: impl FnOnce(String, u64)) {
         let mut piece = self.piece.lock().unwrap_or_else(|e| e.into_inner());
-        if piece.text.is_empty() {
-            return None;
+        if piece.closed || piece.text.is_empty() {
+            return;
         }
         let omitted = std::mem::take(&mut piece.omitted);
-        Some((std::mem::take(&mut piece.text), omitted))
+        let text = std::mem::take(&mut piece.text);
+        deliver(text, omitted);
+    }
+
+    /// Ends the handing on: the call's result follows.
+    pub fn close(&self) {
+        self.piece.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+    }
+
+    /// The output gathered since the last call and the bytes left out of it, if any came.
+    pub fn take(&self) -> Option<(String, u64)> {
+        let mut taken = None;
+        self.deliver(|text, omitted| taken = Some((text, omitted)));
+        taken
     }
 }
 
@@ -64,5 +81,8 @@ mod tests {
         assert!(text.ends_with("é last"));
         assert_eq!(omitted as usize + text.len(), 6 + 100_000 + "é last".len());
         assert_eq!(progress.take(), None);
+        progress.push(b"late");
+        progress.close();
+        assert_eq!(progress.take(), None, "nothing after the result");
     }
 }

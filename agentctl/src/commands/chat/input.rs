@@ -136,6 +136,11 @@ impl TerminalLine {
                         Ok(Signal::CtrlD) => Input::CtrlD,
                         Ok(Signal::HostCommand(command)) => {
                             match command.strip_prefix(KEY).and_then(|k| k.chars().next()) {
+                                // A message being typed goes on: the key is text.
+                                Some(key) if !editor.current_buffer_contents().is_empty() => {
+                                    editor.run_edit_commands(&[EditCommand::InsertChar(key)]);
+                                    continue;
+                                }
                                 Some(key) => Input::Key(key),
                                 None => continue,
                             }
@@ -221,8 +226,9 @@ impl Validator for Continuation {
 /// Marks a key pressed while a permission request was shown, in reedline's host command.
 const KEY: &str = "agentctl-key:";
 
-/// Emacs keys, except that while a permission request is shown a plain key press goes to the
-/// chat at once (y, n or a answers; the rest gets a hint) instead of into the input line.
+/// Emacs keys, except that while a permission request is shown (for 300 ms at least, so that
+/// typing that was under way is not taken for an answer) a plain key press on an empty input
+/// line goes to the chat at once (y, n or a answers; the rest gets a hint).
 struct ApprovalKeys {
     inner: Emacs,
     status: Arc<Mutex<Status>>,
@@ -235,8 +241,7 @@ impl EditMode for ApprovalKeys {
             .status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .ask()
-            .is_some();
+            .keys_answer();
         if asking
             && let crossterm::event::Event::Key(key) = &event
             && let crossterm::event::KeyCode::Char(c) = key.code

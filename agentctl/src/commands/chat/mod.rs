@@ -203,8 +203,11 @@ impl Chat {
         loop {
             tokio::select! {
                 _ = ticks.tick() => {
-                    let running = self.status.lock().unwrap_or_else(|e| e.into_inner()).tool.is_some();
-                    if running {
+                    let redraw = {
+                        let status = self.status.lock().unwrap_or_else(|e| e.into_inner());
+                        status.tool.is_some() || (status.ask().is_some() && !status.keys_answer())
+                    };
+                    if redraw {
                         self.line.refresh();
                     }
                 }
@@ -281,12 +284,20 @@ impl Chat {
                     request, summary, ..
                 } => {
                     if !status.asks.iter().any(|(r, _)| r == request) {
+                        if status.asks.is_empty() {
+                            status.asked_at = Some(std::time::Instant::now());
+                        }
                         status.asks.push((*request, summary.clone()));
                     }
                     status.state = Some(SessionState::AwaitingApproval);
                 }
                 Event::PermissionResolved { request, .. } => {
+                    let was_first = status.ask().is_some_and(|(r, _)| r == request);
                     status.asks.retain(|(r, _)| r != request);
+                    if was_first {
+                        // The next request is shown from now.
+                        status.asked_at = Some(std::time::Instant::now());
+                    }
                     if status.asks.is_empty()
                         && status.state == Some(SessionState::AwaitingApproval)
                     {

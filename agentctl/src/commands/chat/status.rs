@@ -22,6 +22,9 @@ pub(super) struct Status {
     pub(super) tokens: TokenUsage,
     /// Permission requests waiting for an answer, oldest first: they are answered in order.
     pub(super) asks: Vec<(PermissionRequestId, String)>,
+    /// When the oldest pending request was first shown: keys typed just before it came are
+    /// text, not answers.
+    pub(super) asked_at: Option<std::time::Instant>,
     /// The tool call under way, with its output's last line.
     pub(super) tool: Option<Running>,
     /// What the current (or last) run cost, when the model's price is known.
@@ -29,6 +32,15 @@ pub(super) struct Status {
 }
 
 impl Status {
+    /// Whether a key pressed now answers a request: one is pending and has been shown long
+    /// enough that the key was not typed before it appeared.
+    pub(super) fn keys_answer(&self) -> bool {
+        self.ask().is_some()
+            && self
+                .asked_at
+                .is_some_and(|at| at.elapsed() >= std::time::Duration::from_millis(300))
+    }
+
     /// The permission request a key answers now.
     pub(super) fn ask(&self) -> Option<&(PermissionRequestId, String)> {
         self.asks.first()
@@ -36,7 +48,9 @@ impl Status {
 
     pub(super) fn line(&self) -> String {
         if let Some((request, summary)) = self.ask() {
-            return format!("[approve {request}: {summary}? y/n/a] ");
+            // The keys answer once the question has been on screen a moment.
+            let keys = if self.keys_answer() { "y/n/a" } else { "…" };
+            return format!("[approve {request}: {summary}? {keys}] ");
         }
         let state = self.state.map_or("idle", |s| s.as_str());
         let mut parts = vec![state.to_string()];

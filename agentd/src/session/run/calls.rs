@@ -35,14 +35,14 @@ impl Run {
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 every.tick().await;
-                if let Some((text, omitted)) = progress.take() {
+                progress.deliver(|text, omitted| {
                     let event = Event::ToolOutput {
                         id: id.clone(),
                         text,
                         omitted,
                     };
                     let _ = session.tell(Emit { run, event }).try_send();
-                }
+                });
             }
         }))
     }
@@ -107,10 +107,12 @@ impl Run {
                 let gate = Arc::new(EffectGate::new());
                 // A command's output goes to the views as it comes, until its result does.
                 let mut _ticker = None;
+                let mut streamed = None;
                 let job: tools::pool::ToolJob = match target {
                     Target::Builtin(tool) => {
                         let progress = (tool == Tool::Bash).then(Progress::default);
                         _ticker = progress.clone().map(|p| self.output_ticker(&call.id, p));
+                        streamed = progress.clone();
                         let ctx = ToolContext {
                             cwd: self.setup.cwd.clone(),
                             cancel: self.cancel().clone(),
@@ -135,6 +137,10 @@ impl Run {
                 };
                 // A call overtaken by a cancel while it waited for an executor never starts.
                 let output = self.setup.tools.run(job, self.cancel(), gate).await;
+                // No piece of output may follow the result.
+                if let Some(progress) = &streamed {
+                    progress.close();
+                }
                 drop(_ticker);
                 match output {
                     Some(output) => output,

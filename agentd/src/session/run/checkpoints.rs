@@ -77,6 +77,9 @@ impl Run {
             return;
         }
         let mut state = self.checkpoints.state.lock().await;
+        if !matches!(*state, State::Starting(_)) {
+            return;
+        }
         let State::Starting(task) = std::mem::replace(&mut *state, State::Off) else {
             return;
         };
