@@ -20,14 +20,7 @@ fn pieces() -> Vec<String> {
 }
 
 fn spawn(daemon: &Daemon, server: &ModelServer, dir: &std::path::Path, args: &[&str]) -> Pty {
-    let mut command = daemon.home.agentctl(args);
-    command
-        .current_dir(dir)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("TERM", "xterm-256color");
-    Pty::spawn(command, 50, 200)
+    Pty::agentctl(&daemon.home, server, dir, args, (50, 200))
 }
 
 /// Lets the pieces go one at a time and times each to the screen.

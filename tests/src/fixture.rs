@@ -91,21 +91,31 @@ impl Home {
         self.agentctl(args).output().expect("agentctl runs")
     }
 
-    /// An `agentctl` command against the scripted `server`, run in `cwd`.
+    /// An `agentctl` command against the scripted `server`, to run in `cwd`.
+    pub fn agentctl_against(
+        &self,
+        server: &model_server::ModelServer,
+        cwd: &Path,
+        args: &[&str],
+    ) -> Command {
+        let mut command = self.agentctl(args);
+        command
+            .current_dir(cwd)
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("NO_PROXY", "127.0.0.1,localhost");
+        command
+    }
+
+    /// [`Home::agentctl_against`] as a tokio command with no stdin, killed when dropped.
     pub fn agentctl_with(
         &self,
         server: &model_server::ModelServer,
         cwd: &Path,
         args: &[&str],
     ) -> tokio::process::Command {
-        let mut command = tokio::process::Command::from(self.agentctl(args));
-        command
-            .current_dir(cwd)
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
+        let mut command = tokio::process::Command::from(self.agentctl_against(server, cwd, args));
+        command.stdin(Stdio::null()).kill_on_drop(true);
         command
     }
 

@@ -97,6 +97,20 @@ impl Pty {
         }
     }
 
+    /// `agentctl` with `args` against the scripted `server`, in `cwd`, on a new terminal of
+    /// `rows` × `cols` that says it is an xterm.
+    pub fn agentctl(
+        home: &crate::Home,
+        server: &crate::model_server::ModelServer,
+        cwd: &std::path::Path,
+        args: &[&str],
+        (rows, cols): (u16, u16),
+    ) -> Pty {
+        let mut command = home.agentctl_against(server, cwd, args);
+        command.env("TERM", "xterm-256color");
+        Pty::spawn(command, rows, cols)
+    }
+
     /// Types `text` (use `\r` for Enter, `\x1b` for Esc, `\x04` for Ctrl+D).
     pub fn send(&self, text: &str) {
         let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());

@@ -7,14 +7,7 @@ use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::pty::Pty;
 
 fn chat(daemon: &Daemon, server: &ModelServer, cwd: &std::path::Path, args: &[&str]) -> Pty {
-    let mut command = daemon.home.agentctl(args);
-    command
-        .current_dir(cwd)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("TERM", "xterm-256color");
-    Pty::spawn(command, 30, 120)
+    Pty::agentctl(&daemon.home, server, cwd, args, (30, 120))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -274,14 +274,8 @@ async fn chat_shows_the_diff_and_rewinds_after_confirmation() {
     ])
     .await;
     let daemon = Daemon::start_in(Home::new());
-    let mut command = daemon.home.agentctl(&["chat", "--mode", "accept-edits"]);
-    command
-        .current_dir(p)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("TERM", "xterm-256color");
-    let pty = tests::pty::Pty::spawn(command, 30, 120);
+    let args = ["chat", "--mode", "accept-edits"];
+    let pty = tests::pty::Pty::agentctl(&daemon.home, &server, p, &args, (30, 120));
     pty.expect("[idle");
     pty.send("write the plan\r");
     pty.expect("written");

@@ -83,12 +83,7 @@ async fn agentctl_alone_on_a_terminal_opens_chat() {
     let project = tempfile::tempdir().unwrap();
     let server = ModelServer::start(vec![]).await;
     let daemon = Daemon::start_in(Home::new());
-    let mut command = daemon.home.agentctl(&[]);
-    command
-        .current_dir(project.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("TERM", "xterm-256color");
-    let pty = tests::pty::Pty::spawn(command, 30, 120);
+    let pty = tests::pty::Pty::agentctl(&daemon.home, &server, project.path(), &[], (30, 120));
     pty.expect("Ctrl+D detaches");
     pty.expect("[idle");
     pty.send("\x04");
