@@ -144,12 +144,9 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                     'n' => Decision::Deny,
                     // Ctrl+C while the terminal reads single keys.
                     '\u{3}' => {
-                        cancels += 1;
-                        if cancels > 1 {
-                            return Ok(130);
+                        if let Some(code) = interrupt(&client, &session, &mut cancels).await? {
+                            return Ok(code);
                         }
-                        eprintln!("\ncancelling… (Ctrl+C again to leave now)");
-                        request(&client, Request::Cancel { session: session.clone() }).await?;
                         continue;
                     }
                     _ => {
@@ -166,12 +163,9 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                 continue;
             }
             _ = tokio::signal::ctrl_c() => {
-                cancels += 1;
-                if cancels > 1 {
-                    return Ok(130);
+                if let Some(code) = interrupt(&client, &session, &mut cancels).await? {
+                    return Ok(code);
                 }
-                eprintln!("\ncancelling… (Ctrl+C again to leave now)");
-                request(&client, Request::Cancel { session: session.clone() }).await?;
                 continue;
             }
         };
@@ -216,6 +210,27 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
             None => return Err(lost_daemon(None)),
         }
     }
+}
+
+/// Ctrl+C: the first cancels the run, the second leaves at once with exit code 130.
+async fn interrupt(
+    client: &Client,
+    session: &SessionId,
+    cancels: &mut u32,
+) -> Result<Option<u8>, Failure> {
+    *cancels += 1;
+    if *cancels > 1 {
+        return Ok(Some(130));
+    }
+    eprintln!("\ncancelling… (Ctrl+C again to leave now)");
+    request(
+        client,
+        Request::Cancel {
+            session: session.clone(),
+        },
+    )
+    .await?;
+    Ok(None)
 }
 
 fn lost_daemon(reason: Option<String>) -> Failure {
