@@ -23,10 +23,11 @@ impl Checkpoints {
         let odb = repo.odb()?;
         // A snapshot of the directory as it is is only compared with: it stays in memory.
         let _staging = snapshot::Staging::new(&odb)?;
-        let run = Self::pick(&repo, run)?;
+        let runs = Self::runs(&repo);
+        let run = Self::pick(&runs, run)?;
         let start = Self::load(&repo, run, super::Point::Start)
             .ok_or_else(|| CheckpointError::Missing(format!("run {run} has no checkpoint")))?;
-        let (end, open) = match Self::end_of(&repo, run) {
+        let (end, open) = match Self::end_of(&repo, &runs, run) {
             Some(end) => (end, false),
             None => {
                 let (now, _) = snapshot::take(&repo, &self.cwd, limits)?;

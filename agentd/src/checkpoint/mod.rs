@@ -220,8 +220,7 @@ impl Checkpoints {
     }
 
     /// `run`, or the last run with a checkpoint; an error names what is missing.
-    fn pick(repo: &Repository, run: Option<RunId>) -> Result<RunId, CheckpointError> {
-        let runs = Self::runs(repo);
+    fn pick(runs: &[RunId], run: Option<RunId>) -> Result<RunId, CheckpointError> {
         match run {
             Some(run) if runs.contains(&run) => Ok(run),
             Some(run) => Err(CheckpointError::Missing(format!(
@@ -234,15 +233,17 @@ impl Checkpoints {
         }
     }
 
-    /// Where `run` ended: its end checkpoint, else the next run's start (the daemon stopped
-    /// during it), else `None` (it is still going, or was the last).
-    fn end_of(repo: &Repository, run: RunId) -> Option<Checkpoint> {
-        Self::load(repo, run, Point::End).or_else(|| {
-            Self::runs(repo)
-                .into_iter()
-                .find(|r| *r > run)
-                .and_then(|next| Self::load(repo, next, Point::Start))
-        })
+    /// Where `run` (one of `runs`) ended: its end checkpoint, else [`Checkpoints::next_start`].
+    fn end_of(repo: &Repository, runs: &[RunId], run: RunId) -> Option<Checkpoint> {
+        Self::load(repo, run, Point::End).or_else(|| Self::next_start(repo, runs, run))
+    }
+
+    /// The start of the run after `run`, where a run the daemon did not live to finish ended;
+    /// `None` when it is still going, or was the last.
+    fn next_start(repo: &Repository, runs: &[RunId], run: RunId) -> Option<Checkpoint> {
+        runs.iter()
+            .find(|r| **r > run)
+            .and_then(|next| Self::load(repo, *next, Point::Start))
     }
 }
 

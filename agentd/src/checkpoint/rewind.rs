@@ -38,7 +38,8 @@ impl Checkpoints {
         let odb = repo.odb()?;
         // The directory as it is now is only compared with: its snapshot stays in memory.
         let _staging = snapshot::Staging::new(&odb)?;
-        let run = Self::pick(&repo, run)?;
+        let runs = Self::runs(&repo);
+        let run = Self::pick(&runs, run)?;
         let before = Self::load(&repo, run, Point::Start)
             .ok_or_else(|| CheckpointError::Missing(format!("run {run} has no checkpoint")))?;
         let (now, _) = snapshot::take(&repo, &self.cwd, limits)?;
@@ -46,7 +47,7 @@ impl Checkpoints {
             tree: now.tree,
             extras: now.extras,
         };
-        let (touched, not_stored) = touched_since(&repo, run, &now)?;
+        let (touched, not_stored) = touched_since(&repo, &runs, run, &now)?;
         let (before_tree, now_tree) = (repo.find_tree(before.tree)?, repo.find_tree(now.tree)?);
         let mut report = RewindReport {
             run,
@@ -108,22 +109,23 @@ impl Checkpoints {
 /// Every path the runs from `run` on changed, with the state the last run that changed it left
 /// it in (`None` when that run's end was not recorded: the daemon stopped during it, so what
 /// came after cannot be told from what it did); and the files those runs' checkpoints could not
-/// store.
+/// store. `runs` are the runs with a checkpoint, in order.
 fn touched_since(
     repo: &Repository,
+    runs: &[RunId],
     run: RunId,
     now: &Checkpoint,
 ) -> Result<(Touched, BTreeSet<String>), CheckpointError> {
     let mut touched = BTreeMap::new();
     let mut not_stored = BTreeSet::new();
-    for later in Checkpoints::runs(repo).into_iter().filter(|r| *r >= run) {
+    for &later in runs.iter().filter(|r| **r >= run) {
         let Some(start) = Checkpoints::load(repo, later, Point::Start) else {
             continue;
         };
         let (end, known) = match Checkpoints::load(repo, later, Point::End) {
             Some(end) => (end, true),
             None => (
-                Checkpoints::end_of(repo, later).unwrap_or_else(|| now.clone()),
+                Checkpoints::next_start(repo, runs, later).unwrap_or_else(|| now.clone()),
                 false,
             ),
         };
