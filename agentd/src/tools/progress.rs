@@ -56,7 +56,8 @@ impl Progress {
     }
 
     /// The output gathered since the last call and the bytes left out of it, if any came.
-    pub fn take(&self) -> Option<(String, u64)> {
+    #[cfg(test)]
+    fn take(&self) -> Option<(String, u64)> {
         let mut taken = None;
         self.deliver(|text, omitted| taken = Some((text, omitted)));
         taken
