@@ -4,7 +4,6 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use interprocess::local_socket::ListenerOptions;
@@ -26,7 +25,7 @@ pub struct Shared {
     /// Cancelled when the daemon begins to shut down.
     pub shutdown: CancellationToken,
     /// Open connections.
-    pub clients: Arc<AtomicU64>,
+    pub connections: Arc<connection::table::Connections>,
     /// The socket path, for `Status`.
     pub socket: String,
     /// The configuration in force.
@@ -119,7 +118,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
             Err(err) => tracing::warn!("sandbox check failed: {err}"),
         }
     }
-    let clients = Arc::new(AtomicU64::new(0));
+    let connections_table = connection::table::Connections::new(connection::table::FRAME_BUDGET);
     let config = ConfigState::load(&paths.config_file());
     if let Some(error) = &config.error {
         tracing::error!("configuration not used, defaults in force: {error}");
@@ -142,7 +141,6 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     let supervisor = Supervisor::spawn_with_mailbox(
         SupervisorArgs {
             paths: paths.clone(),
-            clients: clients.clone(),
             config: config_rx,
             http,
             mcp: mcp.clone(),
@@ -152,7 +150,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     let shared = Arc::new(Shared {
         supervisor: supervisor.clone(),
         shutdown: shutdown.clone(),
-        clients,
+        connections: connections_table,
         socket: paths.socket.to_string_lossy().into_owned(),
         config: config_for_connections,
         mcp: mcp.clone(),
@@ -165,14 +163,17 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
             accepted = listener.accept() => match accepted {
                 Ok(stream) => {
                     next_conn += 1;
+                    let id = ConnectionId(next_conn);
                     let limit = shared.config.borrow().config.max_connections;
-                    if shared.clients.load(Ordering::Relaxed) >= limit as u64 {
-                        tracing::warn!(limit, "refused a connection: too many clients");
-                        connections.spawn(connection::refuse(stream, limit));
-                        continue;
+                    match shared.connections.open(id, limit) {
+                        Some(slot) => {
+                            connections.spawn(connection::serve(stream, id, slot, shared.clone()));
+                        }
+                        None => {
+                            tracing::warn!(limit, "refused a connection: too many clients");
+                            connections.spawn(connection::refuse(stream, limit));
+                        }
                     }
-                    shared.clients.fetch_add(1, Ordering::Relaxed);
-                    connections.spawn(connection::serve(stream, ConnectionId(next_conn), shared.clone()));
                 }
                 Err(err) => {
                     // Usually out of file descriptors: back off instead of spinning.

@@ -47,6 +47,27 @@ impl Worktree {
         .filter(|p| p.is_dir())
         .collect()
     }
+
+    /// The files of the worktree's own git directory that stay read-only although the
+    /// directory is writable: where it says its repository is, and its own config (made empty
+    /// when missing, so that a command cannot create it).
+    pub fn sandbox_protected(&self) -> Vec<PathBuf> {
+        if self.common_dir.is_empty() {
+            return Vec::new();
+        }
+        let admin = Path::new(&self.common_dir)
+            .join("worktrees")
+            .join(&self.name);
+        let config = admin.join("config.worktree");
+        if admin.is_dir() && std::fs::symlink_metadata(&config).is_err() {
+            let _ = std::fs::write(&config, "");
+        }
+        ["commondir", "gitdir", "config.worktree"]
+            .iter()
+            .map(|f| admin.join(f))
+            .filter(|p| p.exists())
+            .collect()
+    }
 }
 
 /// Creates the worktree of session `id` for the repository `cwd` is in. Returns it and the

@@ -42,6 +42,9 @@ pub enum FrameError {
     /// A frame began but was not completed in time.
     #[error("the frame was not completed within {} ms of its first byte", .0.as_millis())]
     Stalled(std::time::Duration),
+    /// The frame was dropped to keep the memory held for unfinished frames bounded.
+    #[error("the frame was dropped: the daemon holds too many unfinished frames; send it again")]
+    OverBudget,
     /// The value could not be encoded.
     #[error("cannot encode frame: {0}")]
     Encode(String),
@@ -96,12 +99,24 @@ pub async fn read_payload_within<R: AsyncRead + Unpin>(
     reader: &mut R,
     within: Option<std::time::Duration>,
 ) -> Result<Option<Vec<u8>>, FrameError> {
+    read_payload_budgeted(reader, within, |_| true).await
+}
+
+/// Reads one frame's payload like [`read_payload_within`], asking `grow` before the buffer
+/// takes each more byte of memory (the argument is how many): when it says no, the frame is
+/// dropped with [`FrameError::OverBudget`]. The buffer grows with the bytes that arrive, never
+/// by what the prefix announces.
+pub async fn read_payload_budgeted<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    within: Option<std::time::Duration>,
+    grow: impl FnMut(usize) -> bool,
+) -> Result<Option<Vec<u8>>, FrameError> {
     let mut prefix = [0u8; PREFIX_LEN];
     let first = reader.read(&mut prefix).await?;
     if first == 0 {
         return Ok(None);
     }
-    let rest = read_rest(reader, prefix, first);
+    let rest = read_rest(reader, prefix, first, grow);
     match within {
         Some(limit) => tokio::time::timeout(limit, rest)
             .await
@@ -115,6 +130,7 @@ async fn read_rest<R: AsyncRead + Unpin>(
     reader: &mut R,
     mut prefix: [u8; PREFIX_LEN],
     mut got: usize,
+    mut grow: impl FnMut(usize) -> bool,
 ) -> Result<Option<Vec<u8>>, FrameError> {
     while got < PREFIX_LEN {
         let n = reader.read(&mut prefix[got..]).await?;
@@ -130,16 +146,28 @@ async fn read_rest<R: AsyncRead + Unpin>(
     if len > MAX_FRAME_LEN {
         return Err(FrameError::TooLarge { len: len as u64 });
     }
-    let mut payload = Vec::with_capacity(len.min(64 * 1024));
-    let read = (&mut *reader)
-        .take(len as u64)
-        .read_to_end(&mut payload)
-        .await?;
-    if read < len {
-        return Err(FrameError::Truncated {
-            expected: PREFIX_LEN + len,
-            got: PREFIX_LEN + read,
-        });
+    const CHUNK: usize = 64 * 1024;
+    let mut payload: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; CHUNK.min(len)];
+    while payload.len() < len {
+        let want = (len - payload.len()).min(CHUNK);
+        let n = reader.read(&mut chunk[..want]).await?;
+        if n == 0 {
+            return Err(FrameError::Truncated {
+                expected: PREFIX_LEN + len,
+                got: PREFIX_LEN + payload.len(),
+            });
+        }
+        let needed = payload.len() + n;
+        if needed > payload.capacity() {
+            // Doubling keeps the copies few; never past the frame's own length.
+            let capacity = (payload.capacity() * 2).max(needed).min(len);
+            if !grow(capacity - payload.capacity()) {
+                return Err(FrameError::OverBudget);
+            }
+            payload.reserve_exact(capacity - payload.len());
+        }
+        payload.extend_from_slice(&chunk[..n]);
     }
     Ok(Some(payload))
 }

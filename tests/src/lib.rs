@@ -12,6 +12,7 @@ pub mod model_server;
 mod processes;
 pub mod pty;
 mod session;
+pub mod wire;
 
 pub use fixture::*;
 pub use logs::*;

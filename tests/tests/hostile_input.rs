@@ -3,48 +3,11 @@
 
 use protocol::frame;
 use protocol::{
-    ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, Reply, Request, RequestId,
-    ServerFrame, SessionId,
+    ClientFrame, ErrorCode, Hello, PROTOCOL_VERSION, Reply, Request, RequestId, SessionId,
 };
 use tests::Daemon;
+use tests::wire::{expect_error_and_close, hello, raw};
 use tokio::io::AsyncWriteExt;
-use tokio::net::UnixStream;
-
-async fn raw(daemon: &Daemon) -> UnixStream {
-    UnixStream::connect(&daemon.paths().socket).await.unwrap()
-}
-
-async fn hello(stream: &mut UnixStream) {
-    let hello = ClientFrame::Hello(Hello {
-        protocol_version: PROTOCOL_VERSION,
-        client: "hostile".into(),
-    });
-    frame::write_frame(stream, &hello).await.unwrap();
-    let welcome = frame::read_frame::<ServerFrame, _>(stream).await.unwrap();
-    assert!(
-        matches!(welcome, Some(ServerFrame::Welcome(_))),
-        "{welcome:?}"
-    );
-}
-
-/// Reads the connection-level error the daemon sends, then checks that it closed the connection.
-async fn expect_error_and_close(stream: &mut UnixStream) -> ErrorInfo {
-    let frame = tokio::time::timeout(tests::WAIT, frame::read_frame::<ServerFrame, _>(stream))
-        .await
-        .expect("daemon answers")
-        .unwrap();
-    let Some(ServerFrame::Error(info)) = frame else {
-        panic!("expected an error frame, got {frame:?}");
-    };
-    let after = tokio::time::timeout(tests::WAIT, frame::read_frame::<ServerFrame, _>(stream))
-        .await
-        .expect("daemon closes");
-    assert!(
-        matches!(after, Ok(None) | Err(_)),
-        "connection still open: {after:?}"
-    );
-    info
-}
 
 /// Proves the daemon still serves: a fresh client lists sessions.
 async fn still_serves(daemon: &Daemon) {
@@ -275,7 +238,13 @@ async fn connections_over_the_limit_are_refused_with_a_clear_error() {
     let daemon = Daemon::start_in(tests::Home::with_config("max_connections = 3\n"));
     let mut held = Vec::new();
     for _ in 0..3 {
-        held.push(daemon.client().await);
+        // Each client has asked something: none of them is idle since Hello.
+        let client = daemon.client().await;
+        client
+            .request(Request::ListSessions { after: None })
+            .await
+            .unwrap();
+        held.push(client);
     }
     let mut extra = raw(&daemon).await;
     let info = expect_error_and_close(&mut extra).await;

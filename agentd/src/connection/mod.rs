@@ -7,10 +7,11 @@
 
 mod forward;
 mod pages;
+pub mod peer;
+pub mod table;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use interprocess::local_socket::tokio::Stream;
@@ -46,7 +47,14 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 const MAX_SESSION_MCP_SERVERS: usize = 20;
 
 /// Serves one client until it leaves, sends something malformed, or the daemon shuts down.
-pub async fn serve(stream: Stream, conn: ConnectionId, shared: Arc<Shared>) {
+pub async fn serve(stream: Stream, conn: ConnectionId, slot: table::Slot, shared: Arc<Shared>) {
+    let (stream, peer) = match peer::inspect(stream) {
+        Ok(inspected) => inspected,
+        Err(err) => {
+            tracing::warn!("dropped a connection whose peer could not be looked at: {err}");
+            return;
+        }
+    };
     let stream = Arc::new(stream);
     let (out, out_rx) = mpsc::channel(OUTGOING_QUEUE);
     let mut writer = tokio::spawn(write_loop(stream.clone(), out_rx));
@@ -57,8 +65,9 @@ pub async fn serve(stream: Stream, conn: ConnectionId, shared: Arc<Shared>) {
         out,
         forwarders: HashMap::new(),
         new_subscription: None,
+        slot,
     };
-    connection.run(&stream).await;
+    connection.run(&stream, peer).await;
     connection.close().await;
     drop(connection);
     if tokio::time::timeout(DRAIN_TIMEOUT, &mut writer)
@@ -141,18 +150,21 @@ struct Connection {
     out: mpsc::Sender<ServerFrame>,
     forwarders: HashMap<SessionId, JoinHandle<()>>,
     new_subscription: Option<(SessionId, u64, Subscription)>,
+    /// Its place among the open connections.
+    slot: table::Slot,
 }
 
 impl Connection {
-    async fn run(&mut self, stream: &Stream) {
+    async fn run(&mut self, stream: &Stream, peer: Result<(), ErrorInfo>) {
         let mut reader = stream;
-        if let Err(refusal) = check_peer(stream) {
+        if let Err(refusal) = peer {
             self.send(ServerFrame::Error(refusal)).await;
             return;
         }
         let hello = tokio::select! {
-            read = tokio::time::timeout(HANDSHAKE_TIMEOUT, frame::read_frame::<ClientFrame, _>(&mut reader)) => read,
+            read = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.read_frame(&mut reader, None)) => read,
             () = self.shared.shutdown.cancelled() => return,
+            () = self.slot.closed.cancelled() => return,
         };
         match hello {
             Ok(Ok(Some(ClientFrame::Hello(hello)))) => {
@@ -187,14 +199,22 @@ impl Connection {
         let frame_timeout = Some(self.shared.config.borrow().config.frame_timeout());
         loop {
             let read = tokio::select! {
-                read = frame::read_frame_within::<ClientFrame, _>(&mut reader, frame_timeout) => read,
+                read = self.read_frame(&mut reader, frame_timeout) => read,
                 () = self.shared.shutdown.cancelled() => {
                     self.send(ServerFrame::Error(ErrorInfo::new(ErrorCode::ShuttingDown, "the daemon is shutting down"))).await;
+                    return;
+                }
+                () = self.slot.closed.cancelled() => {
+                    self.send(ServerFrame::Error(ErrorInfo::new(
+                        ErrorCode::Busy,
+                        "the connection was closed to make room: it sent nothing since Hello while the daemon was at max_connections, or its unfinished frame was the oldest while too many bytes were held for unfinished frames; connect again",
+                    ))).await;
                     return;
                 }
             };
             match read {
                 Ok(Some(ClientFrame::Request { id, request })) => {
+                    self.slot.busy();
                     let result = self.handle(request).await;
                     if !self.send(ServerFrame::Reply { id, result }).await {
                         return;
@@ -242,6 +262,21 @@ impl Connection {
         Ok(())
     }
 
+    /// Reads one frame, its memory counted against the daemon's budget for unfinished frames.
+    async fn read_frame(
+        &self,
+        reader: &mut &Stream,
+        within: Option<Duration>,
+    ) -> Result<Option<ClientFrame>, FrameError> {
+        let read =
+            frame::read_payload_budgeted(reader, within, |bytes| self.slot.grow(bytes)).await;
+        self.slot.frame_done();
+        match read? {
+            Some(payload) => frame::decode(&payload).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Reports a frame that could not be read, where the client can still hear it.
     async fn frame_error(&mut self, err: FrameError) {
         tracing::debug!(conn = self.conn.0, "bad frame: {err}");
@@ -250,6 +285,7 @@ impl Connection {
             // A truncated frame may come from a client that only closed its sending side and
             // still reads, so it is told too.
             FrameError::Decode(_)
+            | FrameError::OverBudget
             | FrameError::TrailingBytes { .. }
             | FrameError::Truncated { .. }
             | FrameError::Stalled(_) => ErrorCode::MalformedFrame,
@@ -296,15 +332,17 @@ impl Connection {
                     unreadable: page.unreadable,
                 })
             }
-            Request::Status => Ok(Reply::Status(
-                ask(
+            Request::Status => {
+                let mut status = ask(
                     supervisor,
                     Status {
                         socket: self.shared.socket.clone(),
                     },
                 )
-                .await?,
-            )),
+                .await?;
+                status.clients = self.shared.connections.count() as u64;
+                Ok(Reply::Status(status))
+            }
             Request::McpList => Ok(Reply::McpServers(self.shared.mcp.list())),
             Request::SetSessionMcpServers { session, servers } => {
                 self.session(&session).await?;
@@ -442,7 +480,6 @@ impl Connection {
                 let _ = actor.tell(Unsubscribe { conn: self.conn }).await;
             }
         }
-        self.shared.clients.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -472,52 +509,4 @@ fn answer<A, M, T>(result: Result<T, SendError<M, ErrorInfo>>) -> Result<T, Erro
 fn short_name<A>() -> &'static str {
     let full = std::any::type_name::<A>();
     full.rsplit("::").next().unwrap_or(full)
-}
-
-/// Refuses peers of another user (SPEC §3).
-#[cfg(unix)]
-fn check_peer(stream: &Stream) -> Result<(), ErrorInfo> {
-    use interprocess::local_socket::traits::StreamCommon;
-    let creds = stream
-        .peer_creds()
-        .map_err(|e| ErrorInfo::new(ErrorCode::Internal, format!("cannot check the peer: {e}")))?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    match creds.euid() {
-        // A process in another user namespace is a sandboxed command (auto mode): it must not
-        // drive the daemon that confined it.
-        Some(uid) if uid == me && creds.pid().is_some_and(|pid| !same_user_namespace(pid)) => {
-            tracing::warn!("refused a peer from a sandbox");
-            Err(ErrorInfo::new(
-                ErrorCode::InvalidRequest,
-                "commands in auto mode's sandbox cannot use agentd",
-            ))
-        }
-        Some(uid) if uid == me => Ok(()),
-        other => {
-            tracing::warn!(peer_uid = ?other, "refused a peer of another user");
-            Err(ErrorInfo::new(
-                ErrorCode::InvalidRequest,
-                "this daemon serves only its own user",
-            ))
-        }
-    }
-}
-
-/// Whether process `pid` is in the daemon's user namespace.
-#[cfg(unix)]
-fn same_user_namespace(pid: i32) -> bool {
-    match (
-        std::fs::read_link(format!("/proc/{pid}/ns/user")),
-        std::fs::read_link("/proc/self/ns/user"),
-    ) {
-        (Ok(theirs), Ok(ours)) => theirs == ours,
-        // Without /proc there is nothing to compare.
-        _ => true,
-    }
-}
-
-#[cfg(not(unix))]
-fn check_peer(_stream: &Stream) -> Result<(), ErrorInfo> {
-    Ok(())
 }

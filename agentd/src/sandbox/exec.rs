@@ -1,13 +1,17 @@
-//! The sandbox helper: `agentd __sandbox [--network] [--write PATH]... -- PROGRAM ARGS...`.
-//! A fresh, single-threaded process confines itself and then becomes the program, so that
-//! nothing in the daemon runs between `fork` and `exec` but plain system calls. The
-//! confinement is inherited by every child and survives `exec`:
-//! - `PR_SET_NO_NEW_PRIVS`: no set-uid program gains rights;
-//! - without the network, a new user and network namespace (only a loopback that is down): a
-//!   socket can be made, but nothing is reachable, `AF_UNIX` paths included only as files;
-//! - Landlock: reading and executing everywhere, writing only below the writable paths (and
-//!   a few devices). The kernel checks the resolved path, so symlinks and `..` do not widen it.
+//! The sandbox helper: `agentd __sandbox [OPTIONS] -- PROGRAM ARGS...`, a fresh,
+//! single-threaded process that confines itself and then runs the program, so that nothing in
+//! the daemon runs between `fork` and `exec` but plain system calls. In order, as bubblewrap:
+//! 1. a new user namespace (mapping only our own ids), mount namespace, PID namespace and,
+//!    without the network, network namespace (only a loopback that is down);
+//! 2. the file system view of [`super::mounts`];
+//! 3. a fork: the child is the first process of the PID namespace. It mounts its own `/proc`,
+//!    sets `PR_SET_NO_NEW_PRIVS`, applies Landlock (writes only below the writable roots) and
+//!    forks the program, then reaps until the program ends. When it ends (or is killed, or
+//!    its parent here is), the kernel ends every other process of the namespace: nothing the
+//!    command started outlives the call, however it detached;
+//! 4. this process waits and ends as the program ended.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 
 use landlock::{
@@ -15,34 +19,114 @@ use landlock::{
     path_beneath_rules,
 };
 
-use super::policy::{DEVICES, Policy, rights};
+use super::policy::{DEVICES, Policy, SHM_MOUNT, TMP_MOUNT, rights};
 
 /// The newest Landlock ABI asked for; older kernels get what they know (best effort).
 const ABI_WANTED: ABI = ABI::V7;
+
+/// Exit code of the helper when it cannot confine the command (it never runs it then).
+pub const CANNOT_CONFINE: i32 = 126;
 
 /// Runs the helper with its arguments (after `__sandbox`); never returns.
 pub fn run(args: &[String]) -> ! {
     let (policy, program) = match Policy::from_helper_args(args) {
         Ok(parsed) => parsed,
-        Err(err) => {
-            eprintln!("agentd sandbox: {err}");
-            std::process::exit(126);
-        }
+        Err(err) => fail(&err),
     };
-    if let Err(err) = enter(&policy) {
-        // Never run a command unconfined that was meant to be confined.
-        eprintln!("agentd sandbox: cannot confine the command: {err}");
-        std::process::exit(126);
+    if let Err(err) = isolate(&policy) {
+        fail(&err);
     }
-    let err = std::process::Command::new(&program[0])
-        .args(&program[1..])
-        .exec();
-    eprintln!("agentd sandbox: cannot run {}: {err}", program[0]);
-    std::process::exit(127);
+    if let Err(err) = super::mounts::build(&policy) {
+        fail(&err);
+    }
+    let (status_read, status_write) = pipe().unwrap_or_else(|e| fail(&format!("a pipe: {e}")));
+    let (life_read, life_write) = pipe().unwrap_or_else(|e| fail(&format!("a pipe: {e}")));
+    // SAFETY: this process has one thread; the child only makes system calls before it execs
+    // or exits (it allocates in `init`, which is safe in a single-threaded child).
+    match unsafe { libc::fork() } {
+        -1 => fail(&format!(
+            "a process in a PID namespace: {}",
+            std::io::Error::last_os_error()
+        )),
+        0 => {
+            drop(status_read);
+            drop(life_write);
+            init(&policy, &program, status_write, life_read)
+        }
+        child => {
+            drop(status_write);
+            drop(life_read);
+            let status = wait_for(child);
+            // The first process tells how the program ended; if it was killed, it could not.
+            let mut word = [0u8; 4];
+            let told = read_exact(&status_read, &mut word);
+            let status = if told {
+                i32::from_ne_bytes(word)
+            } else {
+                status
+            };
+            drop(life_write);
+            end_as(status)
+        }
+    }
 }
 
-/// Confines this process by `policy`.
-pub fn enter(policy: &Policy) -> Result<(), String> {
+fn fail(err: &str) -> ! {
+    // Never run a command unconfined that was meant to be confined.
+    eprintln!("agentd sandbox: cannot confine the command: {err}");
+    std::process::exit(CANNOT_CONFINE);
+}
+
+/// The first process of the PID namespace: confines itself, runs the program and reaps.
+fn init(policy: &Policy, program: &[String], status: OwnedFd, life: OwnedFd) -> ! {
+    // SAFETY: prctl with these arguments only sets a flag on this process.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    // The parent may have died before the line above: then its end of `life` is closed.
+    if closed(&life) {
+        std::process::exit(CANNOT_CONFINE);
+    }
+    // Without a /proc of its own the sandbox would see the host's processes (Landlock still
+    // keeps it from reading them); where the kernel refuses, the command runs all the same.
+    let _ = super::mounts::own_proc();
+    if let Err(err) = confine(policy) {
+        fail(&err);
+    }
+    let mut command = std::process::Command::new(&program[0]);
+    command.args(&program[1..]);
+    // SAFETY: the closure only calls prctl, which is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let child = match command.spawn() {
+        Ok(child) => child.id() as libc::pid_t,
+        Err(err) => {
+            eprintln!("agentd sandbox: cannot run {}: {err}", program[0]);
+            report(&status, 127 << 8);
+            std::process::exit(127);
+        }
+    };
+    // Reap everything that ends (orphans come here) until the program itself has.
+    loop {
+        let mut raw = 0;
+        // SAFETY: waitpid writes the status into `raw`.
+        let pid = unsafe { libc::waitpid(-1, &mut raw, 0) };
+        if pid == child {
+            report(&status, raw);
+            std::process::exit(0);
+        }
+        if pid == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            report(&status, 127 << 8);
+            std::process::exit(127);
+        }
+    }
+}
+
+/// Sets no-new-privs and applies Landlock: reading and executing everywhere, writing only below
+/// the writable roots, the private `/tmp` and `/dev/shm`, and a few devices.
+fn confine(policy: &Policy) -> Result<(), String> {
     // SAFETY: prctl with these arguments only sets a flag on this process.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(format!(
@@ -50,9 +134,18 @@ pub fn enter(policy: &Policy) -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
-    // Always a user namespace of its own, so that the daemon can tell a sandboxed peer (which
-    // must not drive it); without the network, a network namespace too.
-    isolate(!policy.network)?;
+    let mut writable: Vec<&std::path::Path> = policy
+        .writable
+        .iter()
+        .map(|p| p.as_path())
+        .filter(|p| p.exists())
+        .collect();
+    if policy.tmp.is_some() {
+        writable.push(std::path::Path::new(TMP_MOUNT));
+    }
+    if std::path::Path::new(SHM_MOUNT).is_dir() {
+        writable.push(std::path::Path::new(SHM_MOUNT));
+    }
     let (handled, read) = rights(ABI_WANTED);
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
@@ -61,7 +154,7 @@ pub fn enter(policy: &Policy) -> Result<(), String> {
         .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
-        .and_then(|r| r.add_rules(path_beneath_rules(&policy.writable, handled)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&writable, handled)))
         .and_then(|r| r.add_rules(path_beneath_rules(DEVICES, handled)))
         .and_then(|r| r.restrict_self())
         .map_err(|e| format!("Landlock: {e}"))?;
@@ -71,20 +164,20 @@ pub fn enter(policy: &Policy) -> Result<(), String> {
     Ok(())
 }
 
-/// A new user namespace (mapping only our own ids), with a new network namespace when
-/// `no_network`.
-fn isolate(no_network: bool) -> Result<(), String> {
+/// New user, mount and PID namespaces (mapping only our own ids), with a new network
+/// namespace unless the policy allows the network.
+fn isolate(policy: &Policy) -> Result<(), String> {
     // SAFETY: getuid and getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let flags = if no_network {
-        libc::CLONE_NEWUSER | libc::CLONE_NEWNET
-    } else {
-        libc::CLONE_NEWUSER
-    };
+    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if !policy.network {
+        flags |= libc::CLONE_NEWNET;
+    }
     // SAFETY: unshare only changes this (single-threaded) process's namespaces.
     if unsafe { libc::unshare(flags) } != 0 {
         return Err(format!(
-            "a user and network namespace: {}",
+            "user, mount, PID{} namespaces: {}",
+            if policy.network { "" } else { " and network" },
             std::io::Error::last_os_error()
         ));
     }
@@ -94,4 +187,81 @@ fn isolate(no_network: bool) -> Result<(), String> {
     write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
     Ok(())
+}
+
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are new and ours alone.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Whether the other end of the pipe `fd` reads from is closed.
+fn closed(fd: &OwnedFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll reads and writes the one struct we pass.
+    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+    ready != 0 && poll.revents & (libc::POLLHUP | libc::POLLERR) != 0
+}
+
+fn report(fd: &OwnedFd, status: i32) {
+    let word = status.to_ne_bytes();
+    // SAFETY: write reads the four bytes of `word`.
+    unsafe { libc::write(fd.as_raw_fd(), word.as_ptr().cast(), word.len()) };
+}
+
+fn read_exact(fd: &OwnedFd, buf: &mut [u8; 4]) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: read writes at most the bytes left in `buf`.
+        let n = unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                buf[got..].as_mut_ptr().cast(),
+                buf.len() - got,
+            )
+        };
+        match n {
+            n if n > 0 => got += n as usize,
+            -1 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn wait_for(child: libc::pid_t) -> i32 {
+    loop {
+        let mut raw = 0;
+        // SAFETY: waitpid writes the status into `raw`.
+        let pid = unsafe { libc::waitpid(child, &mut raw, 0) };
+        if pid == child {
+            return raw;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 127 << 8;
+        }
+    }
+}
+
+/// Ends this process the way the status says the program ended: with its exit code, or by
+/// its signal.
+fn end_as(status: i32) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        // SAFETY: restoring the default action and raising a signal on ourselves.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+        std::process::exit(128 + signal);
+    }
+    std::process::exit(libc::WEXITSTATUS(status))
 }

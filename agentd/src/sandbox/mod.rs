@@ -1,12 +1,16 @@
-//! The kernel sandbox of `auto` mode (SPEC §12): commands run confined by Landlock, without
-//! the network unless allowed, by a helper mode of the daemon's own binary.
+//! The kernel sandbox of `auto` mode (SPEC §12): commands run in their own user, mount, PID
+//! and network namespaces, confined by Landlock, by a helper mode of the daemon's own binary.
 
 pub mod exec;
+pub mod guard;
+mod mounts;
 pub mod policy;
+pub mod protected;
 
 use std::path::Path;
 use std::sync::OnceLock;
 
+pub use guard::{Guard, Sandbox};
 pub use policy::Policy;
 
 /// What the sandbox can do on this machine, found once at daemon start.
@@ -60,8 +64,24 @@ fn probe(helper: &Path) -> Support {
             "the kernel's Landlock (ABI {abi}) cannot refuse truncating files; Linux 6.2 or later is needed"
         ));
     }
+    // Every step a real call takes: a private /tmp, a protected and a hidden directory.
+    let Ok(scratch) = tempfile::tempdir() else {
+        return Support::Unavailable("cannot make a temporary directory to test it in".into());
+    };
+    let dir = |name: &str| {
+        let path = scratch.path().join(name);
+        std::fs::create_dir(&path).map(|()| path)
+    };
+    let (Ok(tmp), Ok(work), Ok(hidden)) = (dir("tmp"), dir("work"), dir("hidden")) else {
+        return Support::Unavailable("cannot make a temporary directory to test it in".into());
+    };
+    let protected = work.join(".git");
+    let _ = std::fs::create_dir(&protected);
     let policy = Policy {
-        writable: vec![std::env::temp_dir()],
+        writable: vec![work],
+        protected: vec![protected],
+        hidden: vec![hidden],
+        tmp: Some(tmp),
         network: false,
     };
     let mut args = policy.helper_args();
@@ -74,7 +94,7 @@ fn probe(helper: &Path) -> Support {
         .output()
     {
         Ok(out) if out.status.success() => Support::Available(format!(
-            "Landlock ABI {abi} (writes confined), no network (a user and network namespace)"
+            "Landlock ABI {abi} (writes confined), user, mount, PID and network namespaces (private /tmp, no network)"
         )),
         Ok(out) => Support::Unavailable(
             String::from_utf8_lossy(&out.stderr)
@@ -118,4 +138,4 @@ pub fn blocked(output: &str) -> bool {
 }
 
 /// The note a failed sandboxed command's result gets when [`blocked`].
-pub const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, the temporary directory and [sandbox] writable, and the network; if it needs them, call bash again with \"sandbox\": false (the user will be asked)]";
+pub const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, /tmp (private to the session) and [sandbox] writable, writes to .git and to agentd's own files, and the network; if it needs them, call bash again with \"sandbox\": false (the user will be asked)]";

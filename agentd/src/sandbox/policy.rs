@@ -1,16 +1,24 @@
 //! What a sandboxed command may do (SPEC §12): read and execute everywhere, write only below
-//! the session directory, the temporary directory and `[sandbox] writable`, and reach the
-//! network only when `[sandbox] network = true`.
+//! the writable roots (the session directory, `[sandbox] writable`, a worktree's grants) and
+//! its private `/tmp`, never into a protected path, never see the daemon's socket directory,
+//! and reach the network only when `[sandbox] network = true`.
 
 use std::path::PathBuf;
 
 use landlock::{ABI, Access, AccessFs, BitFlags};
 
 /// The rights of one sandboxed command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
     /// Directories (and files) below which writes are allowed.
     pub writable: Vec<PathBuf>,
+    /// Paths that stay read-only even inside a writable root, because what is written there
+    /// runs later outside the sandbox (`.git`, the daemon's files, shell start-up files).
+    pub protected: Vec<PathBuf>,
+    /// Directories that are not visible at all (the daemon's socket directory).
+    pub hidden: Vec<PathBuf>,
+    /// The session's private temporary directory, mounted at `/tmp`.
+    pub tmp: Option<PathBuf>,
     /// Whether the network is reachable.
     pub network: bool,
 }
@@ -24,6 +32,12 @@ pub const DEVICES: [&str; 5] = [
     "/dev/ptmx",
 ];
 
+/// Where the private temporary directory appears inside the sandbox.
+pub const TMP_MOUNT: &str = "/tmp";
+
+/// A private shared-memory directory (a fresh tmpfs) for programs that need one.
+pub const SHM_MOUNT: &str = "/dev/shm";
+
 /// The access rights handled under `abi` (all of them are refused unless a rule grants them),
 /// and the ones granted everywhere: reading and executing.
 pub fn rights(abi: ABI) -> (BitFlags<AccessFs>, BitFlags<AccessFs>) {
@@ -31,15 +45,25 @@ pub fn rights(abi: ABI) -> (BitFlags<AccessFs>, BitFlags<AccessFs>) {
 }
 
 impl Policy {
-    /// The command line of the sandbox helper for this policy, before `--` and the program.
+    /// The command line of the sandbox helper for this policy, before the program.
     pub fn helper_args(&self) -> Vec<String> {
         let mut args = vec!["__sandbox".to_string()];
         if self.network {
             args.push("--network".into());
         }
-        for path in &self.writable {
-            args.push("--write".into());
-            args.push(path.display().to_string());
+        if let Some(tmp) = &self.tmp {
+            args.push("--tmp".into());
+            args.push(tmp.display().to_string());
+        }
+        for (flag, paths) in [
+            ("--write", &self.writable),
+            ("--protect", &self.protected),
+            ("--hide", &self.hidden),
+        ] {
+            for path in paths {
+                args.push(flag.into());
+                args.push(path.display().to_string());
+            }
         }
         args.push("--".into());
         args
@@ -47,21 +71,33 @@ impl Policy {
 
     /// Reads the helper's command line back: the policy and the program with its arguments.
     pub fn from_helper_args(args: &[String]) -> Result<(Policy, Vec<String>), String> {
-        let mut policy = Policy {
-            writable: Vec::new(),
-            network: false,
-        };
+        let mut policy = Policy::default();
         let mut rest = args.iter();
         loop {
-            match rest.next().map(String::as_str) {
-                Some("--network") => policy.network = true,
-                Some("--write") => match rest.next() {
-                    Some(path) => policy.writable.push(PathBuf::from(path)),
-                    None => return Err("--write needs a path".into()),
-                },
+            let flag = rest.next().map(String::as_str);
+            let list = match flag {
+                Some("--network") => {
+                    policy.network = true;
+                    continue;
+                }
                 Some("--") => break,
+                Some("--tmp") => None,
+                Some("--write") => Some(&mut policy.writable),
+                Some("--protect") => Some(&mut policy.protected),
+                Some("--hide") => Some(&mut policy.hidden),
                 Some(other) => return Err(format!("unknown sandbox option `{other}`")),
                 None => return Err("no program to run".into()),
+            };
+            let Some(path) = rest.next() else {
+                return Err(format!("{} needs a path", flag.unwrap_or_default()));
+            };
+            let path = PathBuf::from(path);
+            if !path.is_absolute() {
+                return Err(format!("{} is not an absolute path", path.display()));
+            }
+            match list {
+                Some(list) => list.push(path),
+                None => policy.tmp = Some(path),
             }
         }
         let program: Vec<String> = rest.cloned().collect();
@@ -104,7 +140,10 @@ mod tests {
     #[test]
     fn the_helper_line_round_trips() {
         let policy = Policy {
-            writable: vec!["/w".into(), "/tmp".into()],
+            writable: vec!["/w".into(), "/x y".into()],
+            protected: vec!["/w/.git".into()],
+            hidden: vec!["/run/agentd".into()],
+            tmp: Some("/data/sessions/s/tmp".into()),
             network: true,
         };
         let mut args = policy.helper_args();
@@ -112,5 +151,13 @@ mod tests {
         let (back, program) = Policy::from_helper_args(&args[1..]).unwrap();
         assert_eq!(back, policy);
         assert_eq!(program, ["bash", "-c", "true"]);
+    }
+
+    #[test]
+    fn a_relative_or_missing_path_is_refused() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(Policy::from_helper_args(&args(&["--write", "rel", "--", "true"])).is_err());
+        assert!(Policy::from_helper_args(&args(&["--protect"])).is_err());
+        assert!(Policy::from_helper_args(&args(&["--write", "/a"])).is_err());
     }
 }

@@ -8,7 +8,6 @@ mod loading;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use kameo::prelude::*;
@@ -40,8 +39,6 @@ const PAGE_BYTES: usize = 4 << 20;
 pub struct SupervisorArgs {
     /// The daemon's paths.
     pub paths: Paths,
-    /// Open client connections, counted by the listener.
-    pub clients: Arc<AtomicU64>,
     /// The configuration in force.
     pub config: tokio::sync::watch::Receiver<ConfigState>,
     /// The HTTP client for model providers.
@@ -63,7 +60,6 @@ struct Entry {
 /// The registry of sessions (SPEC §2).
 pub struct Supervisor {
     paths: Paths,
-    clients: Arc<AtomicU64>,
     started: Instant,
     sessions: HashMap<SessionId, Entry>,
     /// Session directories whose files could not be read at start, and why.
@@ -111,7 +107,6 @@ impl Actor for Supervisor {
         loading::start_sweeping(&me, env.config.clone());
         Ok(Supervisor {
             paths: args.paths,
-            clients: args.clients,
             started: Instant::now(),
             sessions,
             unreadable,
@@ -362,7 +357,8 @@ impl Message<Status> for Supervisor {
                 .values()
                 .filter(|e| e.info.state != SessionState::Idle)
                 .count() as u64,
-            clients: self.clients.load(Ordering::Relaxed),
+            // The connection that asks fills this in: it knows the connections.
+            clients: 0,
             rss_bytes: resident_memory(),
             data_dir: self.paths.data_dir.to_string_lossy().into_owned(),
             config_error: self

@@ -62,22 +62,55 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         .timeout_ms
         .map_or(ctx.bash_timeout, Duration::from_millis)
         .min(MAX_TIMEOUT);
-    match run_command(&args.command, &ctx, timeout).await {
+    // The `.git` entries of a sandboxed call's directories are found just before it runs.
+    let confined = match &ctx.sandbox {
+        Some(sandbox) => {
+            let sandbox = sandbox.clone();
+            match tokio::task::spawn_blocking(move || sandbox.prepare()).await {
+                Ok(Ok(prepared)) => Some(prepared),
+                Ok(Err(why)) => {
+                    return ToolOutput::error(format!("the command was not run: {why}"));
+                }
+                Err(_) => {
+                    return ToolOutput::error(
+                        "the command was not run: the sandbox could not be prepared",
+                    );
+                }
+            }
+        }
+        None => None,
+    };
+    let (policy, guard) = confined.unzip();
+    let ran = run_command(&args.command, &ctx, policy.as_ref(), timeout).await;
+    // Whatever protected name the command created is looked at once all its processes are gone.
+    let notes = match guard {
+        Some(guard) => tokio::task::spawn_blocking(move || guard.after())
+            .await
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let mut result = match ran {
         Ok((ending, output)) => {
             let mut result = report(ending, output);
-            if ctx.sandbox.is_some() && result.is_error && crate::sandbox::blocked(&result.output) {
+            if policy.is_some() && result.is_error && crate::sandbox::blocked(&result.output) {
                 result.output.push('\n');
                 result.output.push_str(crate::sandbox::BLOCKED_NOTE);
             }
             result
         }
         Err(err) => ToolOutput::error(format!("cannot run the command: {err}")),
+    };
+    for note in notes {
+        result.output.push('\n');
+        result.output.push_str(&note);
     }
+    result
 }
 
 async fn run_command(
     command: &str,
     ctx: &ToolContext,
+    sandbox: Option<&crate::sandbox::Policy>,
     timeout: Duration,
 ) -> std::io::Result<(Ending, String)> {
     // From here the command's effects are real: a cancel now kills it rather than skipping it.
@@ -88,7 +121,7 @@ async fn run_command(
     // Recorded before it starts: a daemon killed right after the start still leaves a trace.
     let pending = ctx.processes.prepare(command);
     let mut child = {
-        let mut cmd = match (&ctx.sandbox, crate::sandbox::helper()) {
+        let mut cmd = match (sandbox, crate::sandbox::helper()) {
             // Confined by the daemon's own binary, which then becomes bash.
             (Some(policy), Some(helper)) => {
                 let mut cmd = tokio::process::Command::new(helper);
@@ -115,6 +148,9 @@ async fn run_command(
             .env(pending.env().0, pending.env().1)
             .process_group(0)
             .kill_on_drop(true);
+        if sandbox.is_some() {
+            cmd.env("TMPDIR", crate::sandbox::policy::TMP_MOUNT);
+        }
         // The command (and its copies of the pipe's write end) is dropped here, so the reader
         // sees the end of output once the group is gone.
         cmd.spawn()?
@@ -122,7 +158,8 @@ async fn run_command(
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     let group = ProcessGroup {
         pgid,
-        marker: pending.marker().to_string(),
+        // A sandboxed command's processes all end with its PID namespace: no scan is needed.
+        marker: sandbox.is_none().then(|| pending.marker().to_string()),
         killed: std::cell::Cell::new(false),
     };
     // Dropped after the group is killed (in reverse order of declaration).
@@ -204,8 +241,9 @@ fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
 /// A process group, killed with SIGKILL when the call ends for any reason.
 struct ProcessGroup {
     pgid: Option<i32>,
-    /// What the command's processes carry, also the ones that left the group (`setsid`).
-    marker: String,
+    /// What the command's processes carry, also the ones that left the group (`setsid`); none
+    /// for a sandboxed command, whose PID namespace ends them all.
+    marker: Option<String>,
     killed: std::cell::Cell<bool>,
 }
 
@@ -217,8 +255,10 @@ impl ProcessGroup {
                 libc::killpg(pgid, libc::SIGKILL);
             }
         }
-        if !self.killed.replace(true) {
-            super::processes::kill_marked(&self.marker);
+        if !self.killed.replace(true)
+            && let Some(marker) = &self.marker
+        {
+            super::processes::kill_marked(marker);
         }
     }
 }
@@ -245,6 +285,7 @@ mod tests {
         let (ending, output) = run_command(
             "echo out; echo err >&2; exit 3",
             &ctx(dir.path()),
+            None,
             Duration::from_secs(10),
         )
         .await
@@ -263,6 +304,7 @@ mod tests {
              until read -r -a f < /proc/$p/stat && [ \"${f[5]}\" = \"$p\" ]; do sleep 0.01; done; \
              echo $p",
             &ctx(dir.path()),
+            None,
             Duration::from_secs(60),
         )
         .await
@@ -290,6 +332,7 @@ mod tests {
         let (ending, output) = run_command(
             "sleep 30 & echo started",
             &ctx(dir.path()),
+            None,
             Duration::from_secs(60),
         )
         .await

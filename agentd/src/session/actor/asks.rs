@@ -4,6 +4,8 @@
 use protocol::{
     Decision, ErrorCode, ErrorInfo, Event, PermissionRequestId, RunId, SessionState, ToolCallInfo,
 };
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -105,7 +107,7 @@ pub struct Authorized {
     /// Whether it may run.
     pub authorization: Authorization,
     /// The sandbox of a `bash` call in auto mode (not asked to leave it).
-    pub sandbox: Option<crate::sandbox::Policy>,
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// Whether a call may run.
@@ -143,29 +145,55 @@ impl Message<Authorize> for SessionActor {
 }
 
 impl SessionActor {
-    /// What a sandboxed command of this session may write and reach.
-    fn sandbox_policy(&self) -> crate::sandbox::Policy {
+    /// What a sandboxed command of this session may write, see and reach (SPEC §12).
+    fn sandbox_policy(&self) -> crate::sandbox::Sandbox {
         let config = self.env.config();
-        let mut writable = vec![self.cwd(), std::env::temp_dir()];
-        let env = self.command_env(&config);
-        if let Some((_, tmp)) = env.iter().find(|(k, _)| k == "TMPDIR") {
-            writable.push(tmp.into());
-        }
-        // `~/` is the home directory; a relative path is the session directory's.
         let cwd = self.cwd();
-        writable.extend(
+        // `~/` is the home directory; a relative path is the session directory's.
+        let mut search = vec![cwd.clone()];
+        search.extend(
             config
                 .sandbox
                 .writable
                 .iter()
                 .map(|p| crate::tools::resolve(&cwd, &p.to_string_lossy())),
         );
+        let mut writable = search.clone();
+        let mut protected = self.protected_paths().daemon_dirs;
         if let Some(worktree) = &self.meta.worktree {
             writable.extend(worktree.sandbox_writable());
+            protected.extend(worktree.sandbox_protected());
         }
-        crate::sandbox::Policy {
-            writable,
-            network: config.sandbox.network,
+        let paths = &self.env.paths;
+        crate::sandbox::Sandbox {
+            policy: crate::sandbox::Policy {
+                writable,
+                protected,
+                hidden: paths
+                    .socket
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .into_iter()
+                    .collect(),
+                tmp: Some(self.store.dir().join("tmp")),
+                network: config.sandbox.network,
+            },
+            search,
+            home: crate::sandbox::protected::home_of(&self.command_env(&config)),
+        }
+    }
+
+    /// Where writes are refused whatever the mode but `bypass` (SPEC §12).
+    pub(super) fn protected_paths(&self) -> crate::sandbox::protected::ProtectedPaths {
+        let paths = &self.env.paths;
+        let mut daemon_dirs = vec![paths.config_dir.clone(), paths.data_dir.clone()];
+        daemon_dirs.extend(paths.socket.parent().map(Path::to_path_buf));
+        let real = |p: PathBuf| p.canonicalize().unwrap_or(p);
+        crate::sandbox::protected::ProtectedPaths {
+            daemon_dirs: daemon_dirs.into_iter().map(real).collect(),
+            home: crate::sandbox::protected::home_of(&self.command_env(&self.env.config()))
+                .map(real),
+            session_dir: real(self.cwd()),
         }
     }
 

@@ -1,0 +1,232 @@
+//! The sandbox's view of the file system, built in its own mount namespace the way bubblewrap
+//! builds one: a private `/tmp` and `/dev/shm`, the daemon's socket directory covered by an
+//! empty tmpfs, protected paths bound read-only over themselves, and writable roots that those
+//! steps covered bound back in. Nothing here changes what other processes see.
+//!
+//! Landlock cannot make a read-only hole in a writable tree; a read-only bind mount can, and the
+//! two intersect: a write must pass both.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::policy::{Policy, SHM_MOUNT, TMP_MOUNT};
+
+/// Builds the view for `policy`. The caller is alone in a new user and mount namespace.
+pub fn build(policy: &Policy) -> Result<(), String> {
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )
+    .map_err(|e| format!("a private mount namespace: {e}"))?;
+    // Every source is opened before anything is mounted over the way to it.
+    let roots: Vec<(PathBuf, OwnedFd)> = policy
+        .writable
+        .iter()
+        .filter_map(|path| open_path(path).ok().map(|fd| (path.clone(), fd)))
+        .collect();
+    let tmp = match &policy.tmp {
+        Some(tmp) => Some(open_path(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?),
+        None => None,
+    };
+
+    if let Some(tmp) = &tmp {
+        bind(&fd_path(tmp), Path::new(TMP_MOUNT), false)
+            .map_err(|e| format!("a private {TMP_MOUNT}: {e}"))?;
+    }
+    if Path::new(SHM_MOUNT).is_dir() {
+        tmpfs(Path::new(SHM_MOUNT), "mode=1777").map_err(|e| format!("{SHM_MOUNT}: {e}"))?;
+    }
+    cover(policy, |_| true)?;
+
+    // Writable roots that the steps above hid or made read-only come back as they are.
+    let mut restored = Vec::new();
+    for (path, fd) in &roots {
+        let hidden = !same_file(path, fd);
+        let inside_protected = policy
+            .protected
+            .iter()
+            .any(|p| path.starts_with(p) && path != p);
+        if hidden || inside_protected {
+            make_mount_point(path, fd)?;
+            bind(&fd_path(fd), path, true).map_err(|e| format!("{}: {e}", path.display()))?;
+            restored.push(path.clone());
+        }
+    }
+    // What lies inside a root that came back is covered again.
+    if !restored.is_empty() {
+        cover(policy, |p| {
+            restored.iter().any(|r| p.starts_with(r) && p != r)
+        })?;
+    }
+    Ok(())
+}
+
+/// Hides and protects the paths of `policy` that `which` selects and that are visible.
+fn cover(policy: &Policy, which: impl Fn(&Path) -> bool) -> Result<(), String> {
+    for dir in policy.hidden.iter().filter(|p| which(p)) {
+        if dir.is_dir() {
+            tmpfs(dir, "mode=755,size=64k").map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+    }
+    for path in policy.protected.iter().filter(|p| which(p)) {
+        if std::fs::symlink_metadata(path).is_ok() {
+            read_only(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Binds `path` over itself, read-only, keeping the flags its mount has (a user namespace may
+/// not drop `nosuid` or `nodev` that it inherited).
+fn read_only(path: &Path) -> std::io::Result<()> {
+    bind(path, path, true)?;
+    let kept = locked_flags(path)?;
+    mount(
+        None,
+        path,
+        None,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept,
+        None,
+    )
+}
+
+/// Creates what `path` must be for a bind mount of `source` there (a directory or an empty
+/// file), where a covering mount left nothing.
+fn make_mount_point(path: &Path, source: &OwnedFd) -> Result<(), String> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    let is_dir = fstat(source).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+    let made = if is_dir {
+        std::fs::create_dir_all(path)
+    } else {
+        path.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::File::create(path).map(drop))
+    };
+    made.map_err(|e| format!("a mount point at {}: {e}", path.display()))
+}
+
+fn open_path(path: &Path) -> std::io::Result<OwnedFd> {
+    std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+        .open(path)
+        .map(OwnedFd::from)
+}
+
+fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+fn fstat(fd: &OwnedFd) -> std::io::Result<libc::stat> {
+    // SAFETY: an all-zero stat is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into the struct we own; the descriptor is open.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// Whether `path` still leads to the file `fd` was opened on.
+fn same_file(path: &Path, fd: &OwnedFd) -> bool {
+    match (std::fs::metadata(path), fstat(fd)) {
+        (Ok(meta), Ok(st)) => meta.dev() == st.st_dev && meta.ino() == st.st_ino,
+        _ => false,
+    }
+}
+
+/// The per-mount flags of the mount `path` is on that a remount must repeat.
+fn locked_flags(path: &Path) -> std::io::Result<libc::c_ulong> {
+    let c = cstring(path)?;
+    // SAFETY: an all-zero statvfs is a valid value to be overwritten.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs reads a NUL-terminated path and writes into the struct we own.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let pairs = [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ];
+    Ok(pairs
+        .iter()
+        .filter(|(st_flag, _)| st.f_flag & st_flag != 0)
+        .fold(0, |acc, (_, ms)| acc | ms))
+}
+
+fn bind(source: &Path, target: &Path, recursive: bool) -> std::io::Result<()> {
+    let flags = libc::MS_BIND | if recursive { libc::MS_REC } else { 0 };
+    mount(Some(source), target, None, flags, None)
+}
+
+fn tmpfs(target: &Path, options: &str) -> std::io::Result<()> {
+    mount(
+        Some(Path::new("tmpfs")),
+        target,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(options),
+    )
+}
+
+fn cstring(path: &Path) -> std::io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("a path with a NUL byte"))
+}
+
+fn mount(
+    source: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> std::io::Result<()> {
+    let source = source.map(cstring).transpose()?;
+    let target = cstring(target)?;
+    let fstype = fstype
+        .map(|t| CString::new(t).map_err(std::io::Error::other))
+        .transpose()?;
+    let data = data
+        .map(|d| CString::new(d).map_err(std::io::Error::other))
+        .transpose()?;
+    let ptr = |c: &Option<CString>| c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    // SAFETY: every pointer is a NUL-terminated string we own, or null where mount allows it.
+    let done = unsafe {
+        libc::mount(
+            ptr(&source),
+            target.as_ptr(),
+            ptr(&fstype),
+            flags,
+            data.as_ref()
+                .map_or(std::ptr::null(), |d| d.as_ptr().cast()),
+        )
+    };
+    if done != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Mounts a `proc` of the caller's PID namespace over `/proc`, so that the sandbox sees only
+/// its own processes. The caller is the namespace's first process.
+pub fn own_proc() -> std::io::Result<()> {
+    mount(
+        Some(Path::new("proc")),
+        Path::new("/proc"),
+        Some("proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )
+}
