@@ -53,9 +53,14 @@ impl Home {
 
     /// A fresh home with `config` as its `config.toml`.
     pub fn with_config(config: &str) -> Home {
+        Home::with_config_in(Path::new("/tmp"), config)
+    }
+
+    /// A fresh home inside `parent` with `config` as its `config.toml`.
+    pub fn with_config_in(parent: &Path, config: &str) -> Home {
         let dir = tempfile::Builder::new()
             .prefix("ad")
-            .tempdir_in("/tmp")
+            .tempdir_in(parent)
             .expect("temporary home");
         let home = Home { dir };
         let file = home.paths().config_file();

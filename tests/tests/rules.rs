@@ -23,8 +23,14 @@ use Expect::*;
 
 const CONFIG: &str = r#"
 [permissions]
-allow = ["bash:cargo test*", "bash:echo *", "bash:ls*"]
+allow = ["bash:cargo test*", "bash:echo *", "bash:ls*", "bash:git status*"]
 deny = ["bash:rm -rf*", "bash:git push --force*"]
+"#;
+
+/// Deny rules for the table of attempts to reach a denied program with every command granted.
+const DENY_CONFIG: &str = r#"
+[permissions]
+deny = ["bash:rm*", "bash:curl*"]
 "#;
 
 /// With allow rules, in the default mode: only what every rule covers runs.
@@ -33,7 +39,8 @@ const ALLOW_TABLE: &[(&str, Expect)] = &[
     ("cargo test --all -q", Runs),
     ("cargo  test", Runs),
     ("cargo 'test'", Runs),
-    ("cargo test > out.txt", Runs),
+    // A redirection is a write: in the default mode a write asks.
+    ("cargo test > out.txt", Asks),
     ("cargo test 2>&1 | echo piped", Runs),
     ("cargo test 2>/dev/null", Runs),
     ("cargo test # ; touch pwned0", Runs),
@@ -59,6 +66,35 @@ const ALLOW_TABLE: &[(&str, Expect)] = &[
     ("eval 'touch pwned14'", Asks),
     ("cargo test > $HOME/pwned15", Asks),
     ("cargo test\n(touch pwned16)", Asks),
+    // The plain cases still run without asking.
+    ("ls", Runs),
+    ("ls -la src", Runs),
+    ("git status -s", Runs),
+    ("echo $((1 + 2))", Runs),
+    // Arithmetic and subscripts that bash evaluates as code.
+    ("ls; [[ 'a[$(touch pwned17)]' -eq 0 ]]", Asks),
+    ("ls; [[ -v 'a[$(touch pwned18)]' ]]", Asks),
+    ("ls; for f in *; do [[ $f -eq 1 ]]; done", Asks),
+    ("ls; (( a[$(touch pwned19)] ))", Asks),
+    ("ls; test -v 'a[$(touch pwned20)]'", Asks),
+    ("ls; read 'a[$(touch pwned21)]' <<< 1", Asks),
+    ("ls; printf -v 'a[$(touch pwned22)]' x", Asks),
+    ("ls; declare -i x='a[$(touch pwned23)]'", Asks),
+    ("echo $((x))", Asks),
+    ("ls; f() { touch pwned24; }; f", Asks),
+    ("ls; let 'a[$(touch pwned25)]=1'", Asks),
+    // Redirections resolve like write paths, and never go into a protected path.
+    ("ls > dangling", Asks),
+    ("ls > '[core]'", Asks),
+    ("ls -d [[]* > .git/config; git status", Asks),
+    ("ls > .git/hooks/pre-commit", Asks),
+    ("ls >> ~/pwned26", Asks),
+    ("ls > link/../pwned27", Asks),
+    ("LD_PRELOAD=/x ls", Asks),
+    (
+        "git status; git -c core.fsmonitor='touch pwned28' status",
+        Asks,
+    ),
 ];
 
 /// With deny rules, in `bypass` mode: every spelling of a denied command is refused.
@@ -100,6 +136,92 @@ const DENY_TABLE: &[(&str, Expect)] = &[
     ("git push origin", Runs),
     ("ls victim1", Runs),
 ];
+
+/// Every way found to reach a denied program with all commands granted (`--allow bash`): each
+/// is refused by a rule or asks (and, with nobody to ask, is refused); `dN` must survive.
+const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
+    ("bash --norc -c 'rm d1'", Denied),
+    ("env -S 'rm d2'", Denied),
+    ("bash <<< 'rm d3'", Asks),
+    ("echo 'rm d4' | sh", Asks),
+    ("source <(echo rm d5)", Asks),
+    ("alias x=rm; x d6", Asks),
+    ("ln -s /bin/rm del && ./del d7", Asks),
+    ("git -c alias.x='!rm d8' x", Asks),
+    ("taskset -c 0 rm d9", Denied),
+    ("flock lockfile rm d10", Denied),
+    ("unshare -r rm d11", Denied),
+    ("script -qc 'rm d12' /dev/null", Denied),
+    ("chrt -o 0 rm d13", Denied),
+    ("setpriv --nnp rm d14", Denied),
+    ("strace -f -o /dev/null rm d15", Denied),
+    ("python3 -c 'import os; os.remove(\"d16\")'", Asks),
+    ("perl -e 'unlink \"d17\"'", Asks),
+    ("awk 'BEGIN{system(\"rm d18\")}'", Asks),
+    ("find . -name d19 -delete", Asks),
+    ("nice -n 1 rm d20", Denied),
+    ("timeout 5 rm d21", Denied),
+    ("xargs rm <<< d22", Denied),
+    ("find . -name d23 -exec rm {} +", Denied),
+    ("command rm d24", Denied),
+    ("exec rm d25", Denied),
+    ("eval rm d26", Denied),
+    ("sh -c \"rm d27\"", Denied),
+    ("/bin/rm d28", Denied),
+    ("\\rm d29", Denied),
+    ("\"r\"m d30", Denied),
+    ("busybox rm d31", Denied),
+    ("sudo rm d32", Denied),
+    ("nohup rm d33", Denied),
+    ("stdbuf -o0 rm d34", Denied),
+    ("ionice -c 3 rm d35", Denied),
+    ("watch -n 1 rm d36", Denied),
+    ("time rm d37", Denied),
+    ("builtin eval rm d38", Denied),
+    ("env rm d39", Denied),
+    ("env -i PATH=/bin rm d40", Denied),
+    ("bash -c 'eval \"rm d41\"'", Denied),
+    ("git -c core.pager='rm d42' log", Asks),
+    ("echo x | sed 'e rm d43'", Asks),
+    ("ruby -e 'File.delete(\"d44\")'", Asks),
+    ("node -e 'require(\"fs\").unlinkSync(\"d45\")'", Asks),
+    ("cp /bin/rm ./cp_rm && ./cp_rm d47", Asks),
+    ("$(printf rm) d49", Asks),
+    ("r\\m d50", Denied),
+    ("curl -o x http://127.0.0.1:1", Denied),
+    ("trap 'rm d52' EXIT", Asks),
+    ("bash -c \"$(echo rm) d53\"", Asks),
+    ("declare -i x='a[$(rm d54)]'", Asks),
+    ("[[ 'a[$(rm d55)]' -eq 0 ]]", Asks),
+    ("vim -c '!rm d56' -c q", Asks),
+    ("ssh -o ProxyCommand='rm d58' x", Asks),
+    ("flock lockfile -c 'rm d59'", Denied),
+    ("setsid rm d60", Denied),
+    ("unshare --map-root-user rm d61", Denied),
+    ("env --split-string='rm d62'", Denied),
+    ("xargs -I{} rm {} <<< d63", Denied),
+    ("find . -name d64 -execdir rm {} \\;", Denied),
+    ("parallel rm ::: d65", Asks),
+    ("hyperfine 'rm d66'", Asks),
+    (". <(echo rm d67)", Asks),
+    ("python3 - <<< 'import os; os.remove(\"d68\")'", Asks),
+    ("perl -ne 'unlink \"d69\"' /dev/null", Asks),
+    ("gawk 'BEGIN{system(\"rm d70\")}'", Asks),
+    ("bash -c 'bash -c \"rm d71\"'", Denied),
+    ("git -c core.sshCommand='rm d72' fetch", Asks),
+    ("GIT_EXTERNAL_DIFF='rm d73' git diff", Asks),
+    ("echo rm d74 | xargs -I{} sh -c '{}'", Asks),
+    ("ln -s \"$(command -v rm)\" bin/lsx; lsx d75", Asks),
+    ("exec -a ls rm d76", Denied),
+    ("env -iS'rm d77'", Denied),
+    // The plain cases still run.
+    ("ls d1", Runs),
+    ("echo ok", Runs),
+    ("git status -s", Runs),
+];
+
+/// The victims of [`DENIED_PROGRAM_TABLE`].
+const VICTIMS: usize = 77;
 
 fn install_fakes(bin: &Path) {
     std::fs::create_dir_all(bin).unwrap();
@@ -182,6 +304,53 @@ fn reply_with(table: &[(&str, Expect)], outside: &Path) -> tests::model_server::
 }
 
 #[tokio::test]
+async fn a_denied_program_stays_denied_however_it_is_reached() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = root.path();
+    let dir = &outside.join("project");
+    install_fakes(&dir.join("bin"));
+    for i in 1..=VICTIMS {
+        std::fs::write(dir.join(format!("d{i}")), "keep").unwrap();
+    }
+    let server = ModelServer::start(vec![
+        reply_with(DENIED_PROGRAM_TABLE, outside),
+        anthropic::text("done"),
+    ])
+    .await;
+    let daemon = Daemon::start_in(Home::with_config(DENY_CONFIG));
+    // `--allow bash`: every command is granted, so only the deny rules stand in the way.
+    let mut options = run_options(&server);
+    options.grants = vec![protocol::PermissionClass::Command];
+    run_table(
+        &daemon,
+        dir,
+        outside,
+        Mode::Default,
+        DENIED_PROGRAM_TABLE,
+        options,
+    )
+    .await;
+    let gone: Vec<String> = (1..=VICTIMS)
+        .map(|i| format!("d{i}"))
+        .filter(|name| !dir.join(name).exists())
+        .collect();
+    assert!(gone.is_empty(), "denied programs ran and removed {gone:?}");
+    let asks = DENIED_PROGRAM_TABLE
+        .iter()
+        .filter(|(_, e)| *e == Asks)
+        .count();
+    let denied = DENIED_PROGRAM_TABLE
+        .iter()
+        .filter(|(_, e)| *e == Denied)
+        .count();
+    eprintln!(
+        "{} attempts: {denied} refused by a rule, {asks} ask, {} plain commands run",
+        DENIED_PROGRAM_TABLE.len(),
+        DENIED_PROGRAM_TABLE.len() - asks - denied
+    );
+}
+
+#[tokio::test]
 async fn rules_hold_against_chains_substitutions_redirections_and_spellings() {
     assert!(ALLOW_TABLE.len() + DENY_TABLE.len() >= 40);
     // The project sits in a directory of its own, so that writes outside it stay in the test.
@@ -194,6 +363,12 @@ async fn rules_hold_against_chains_substitutions_redirections_and_spellings() {
         std::fs::write(dir.join(format!("victim{i}/keep")), "").unwrap();
     }
     std::fs::write(dir.join("single.txt"), "").unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+    std::fs::write(dir.join(".git/config"), "").unwrap();
+    // A dangling link to a file outside the project.
+    std::os::unix::fs::symlink(outside.join("pwned-dangling"), dir.join("dangling")).unwrap();
+    std::os::unix::fs::symlink(outside, dir.join("link")).unwrap();
     let server = ModelServer::start(vec![
         reply_with(ALLOW_TABLE, outside),
         anthropic::text("done"),
@@ -215,6 +390,16 @@ async fn rules_hold_against_chains_substitutions_redirections_and_spellings() {
     .await;
     run_table(&daemon, dir, outside, Mode::Bypass, DENY_TABLE, unattended).await;
 
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default());
+    assert!(
+        !home.join("pwned26").exists(),
+        "a redirection wrote into the home directory"
+    );
+    assert_eq!(
+        std::fs::read(dir.join(".git/config")).unwrap(),
+        b"",
+        "the git config was written"
+    );
     let left: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .chain(std::fs::read_dir(outside).unwrap())

@@ -4,17 +4,15 @@
 //! spaces): strict, so `sudo cargo test` or `./cargo test` is not `cargo test`. A deny rule is
 //! broad: it names a program and, optionally, flags and words, and it catches the program
 //! however it is reached (`/bin/rm`, `\rm`, `command rm`, `env X=1 rm`, `sudo rm`,
-//! `xargs rm`, `find -exec rm`, `bash -c "rm ..."`, `eval rm ...`) and its flags however they
-//! are written (`-rf`, `-fr`, `-r -f`, `-R`, `--recursive --force`).
+//! `xargs rm`, `find -exec rm`, `bash -c "rm ..."`, `eval rm ...`: [`super::wrappers`]) and its
+//! flags however they are written (`-rf`, `-fr`, `-r -f`, `-R`, `--recursive --force`).
 
 use std::collections::BTreeSet;
 
 use globset::{Glob, GlobMatcher};
 
-use super::shell::{self, SimpleCommand, Word};
-
-/// How deep `bash -c` and `eval` are looked into.
-const MAX_NESTING: usize = 4;
+use super::shell::{SimpleCommand, Word};
+use super::wrappers::{Invocation, basename, expand};
 
 /// One `bash:` rule's pattern.
 #[derive(Debug, Clone)]
@@ -99,7 +97,7 @@ impl CommandRule {
             return DenyCheck::Denied(self.pattern.clone());
         }
         let mut unknown = None;
-        for invocation in invocations(command, 0) {
+        for invocation in expand(command).invocations {
             match self.denies_invocation(&invocation) {
                 DenyCheck::Denied(rule) => return DenyCheck::Denied(rule),
                 DenyCheck::Unknown(why) => unknown = Some(why),
@@ -157,187 +155,6 @@ pub fn written(command: &SimpleCommand) -> String {
         .map(Word::text)
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// The last part of a path: `/bin/rm` is `rm`.
-fn basename(program: &str) -> &str {
-    program.rsplit('/').next().unwrap_or(program)
-}
-
-/// A program run with its arguments, once wrappers are taken off.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Invocation {
-    Run { program: String, args: Vec<Word> },
-    Unknown(String),
-}
-
-/// What `command` really runs: the command itself, the command a wrapper runs (`sudo`, `env`,
-/// `command`, `xargs`, `timeout`, ...), the commands of `find -exec`, `bash -c` and `eval`.
-fn invocations(command: &SimpleCommand, depth: usize) -> Vec<Invocation> {
-    let mut found = Vec::new();
-    let mut words: &[Word] = &command.words;
-    loop {
-        let Some(first) = words.first() else {
-            return found;
-        };
-        let program = match first {
-            Word::Literal(text) => text.clone(),
-            other => {
-                found.push(Invocation::Unknown(format!(
-                    "the program `{}` is computed when the command runs",
-                    other.text()
-                )));
-                return found;
-            }
-        };
-        let name = basename(&program).to_string();
-        let args = &words[1..];
-        found.push(Invocation::Run {
-            program: program.clone(),
-            args: args.to_vec(),
-        });
-        match name.as_str() {
-            "bash" | "sh" | "dash" | "zsh" | "ksh" | "eval" => {
-                found.extend(nested_script(&name, args, depth));
-                return found;
-            }
-            "find" => {
-                found.extend(find_exec(args, depth));
-                return found;
-            }
-            _ => {}
-        }
-        match wrapped(&name, args) {
-            Some(rest) if !rest.is_empty() => words = rest,
-            _ => return found,
-        }
-    }
-}
-
-/// The commands of the script `bash -c SCRIPT` or `eval WORDS` runs.
-fn nested_script(name: &str, args: &[Word], depth: usize) -> Vec<Invocation> {
-    let script = if name == "eval" {
-        if args.iter().any(Word::is_dynamic) {
-            return vec![Invocation::Unknown("`eval` of computed text".to_string())];
-        }
-        args.iter().map(Word::text).collect::<Vec<_>>().join(" ")
-    } else {
-        match args.iter().position(|a| {
-            a.literal()
-                .is_some_and(|t| t.starts_with('-') && t.contains('c'))
-        }) {
-            Some(i) => match args.get(i + 1) {
-                Some(Word::Literal(script)) => script.clone(),
-                Some(_) => {
-                    return vec![Invocation::Unknown(format!("`{name} -c` of computed text"))];
-                }
-                None => return Vec::new(),
-            },
-            // `bash script.sh` runs a file, like `./script.sh`: its contents are not the
-            // command line's.
-            None => return Vec::new(),
-        }
-    };
-    if depth >= MAX_NESTING {
-        return vec![Invocation::Unknown("commands nested too deep".to_string())];
-    }
-    match shell::parse(&script) {
-        Ok(line) => line
-            .commands
-            .iter()
-            .flat_map(|c| invocations(c, depth + 1))
-            .collect(),
-        Err(_) => vec![Invocation::Unknown(format!(
-            "the script given to `{name}` could not be parsed"
-        ))],
-    }
-}
-
-/// The commands of `find ... -exec CMD ... ;` (and `-execdir`, `-ok`, `-okdir`).
-fn find_exec(args: &[Word], depth: usize) -> Vec<Invocation> {
-    let mut found = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let is_exec = args[i]
-            .literal()
-            .is_some_and(|t| matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir"));
-        if is_exec {
-            let end = args[i + 1..]
-                .iter()
-                .position(|a| a.literal().is_some_and(|t| t == ";" || t == "+"))
-                .map_or(args.len(), |p| i + 1 + p);
-            let command = SimpleCommand {
-                assignments: Vec::new(),
-                words: args[i + 1..end].to_vec(),
-            };
-            found.extend(invocations(&command, depth + 1));
-            i = end;
-        }
-        i += 1;
-    }
-    found
-}
-
-/// The words of the command a wrapper runs, or `None` when `name` is not a wrapper.
-fn wrapped<'a>(name: &str, args: &'a [Word]) -> Option<&'a [Word]> {
-    // Options that take a value, per wrapper.
-    let with_value: &[&str] = match name {
-        "env" => &["-u", "-C", "-S", "--unset", "--chdir", "--split-string"],
-        "sudo" => &[
-            "-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "--user", "--group",
-        ],
-        "doas" => &["-u", "-C"],
-        "nice" => &["-n", "--adjustment"],
-        "ionice" => &["-c", "-n", "-p", "-P", "-u"],
-        "timeout" => &["-s", "-k", "--signal", "--kill-after"],
-        "xargs" => &[
-            "-I",
-            "-i",
-            "-n",
-            "-L",
-            "-l",
-            "-P",
-            "-d",
-            "-a",
-            "-E",
-            "-e",
-            "-s",
-            "--delimiter",
-            "--arg-file",
-            "--max-args",
-            "--max-procs",
-            "--replace",
-        ],
-        "exec" => &["-a"],
-        "stdbuf" => &["-i", "-o", "-e"],
-        "watch" => &["-n", "-d", "--interval"],
-        "chroot" | "command" | "builtin" | "nohup" | "time" | "setsid" | "unbuffer"
-        | "caffeinate" => &[],
-        _ => return None,
-    };
-    let mut i = 0;
-    while let Some(word) = args.get(i) {
-        let Some(text) = word.literal() else { break };
-        if text == "--" {
-            i += 1;
-            break;
-        }
-        if text.starts_with('-') && text.len() > 1 {
-            i += if with_value.contains(&text) { 2 } else { 1 };
-            continue;
-        }
-        // `env NAME=value cmd`
-        if name == "env" && text.contains('=') {
-            i += 1;
-            continue;
-        }
-        break;
-    }
-    // `timeout 5 cmd`, `chroot DIR cmd`: one operand before the command.
-    if matches!(name, "timeout" | "chroot") {
-        i += 1;
-    }
-    Some(args.get(i..).unwrap_or_default())
 }
 
 /// The flags and operands of a command's arguments, normalised so that one flag has one name.
@@ -410,6 +227,7 @@ fn same_flag(program: &str, flag: char) -> char {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::permission::shell;
 
     fn check(rule: &str, line: &str) -> DenyCheck {
         let rule = CommandRule::parse(rule).unwrap();

@@ -3,16 +3,20 @@
 //! the configuration.
 
 pub mod command_rule;
+pub mod opaque;
 pub mod rules;
 pub mod shell;
+pub mod wrappers;
 
 use std::path::{Path, PathBuf};
 
 use protocol::{Mode, PermissionClass};
 use serde_json::Value;
 
+pub use crate::sandbox::protected::ProtectedPaths;
 use crate::tools::{Tool, display, resolve};
 use command_rule::{DenyCheck, written};
+use opaque::Programs;
 pub use rules::PermissionRules;
 use rules::Subject;
 use shell::{CommandLine, SimpleCommand, Unparsable, Word};
@@ -129,9 +133,13 @@ pub struct Call<'a> {
     /// Whether commands of this call would run in the kernel sandbox (auto mode, where the
     /// machine has one).
     pub sandbox: bool,
+    /// The `PATH` commands run with, to tell what a program name runs.
+    pub path_var: Option<&'a str>,
+    /// Where writes are never allowed without asking (SPEC §12).
+    pub protected: &'a ProtectedPaths,
 }
 
-impl Call<'_> {
+impl<'a> Call<'a> {
     /// Whether a `bash` call asks to run outside the sandbox (`"sandbox": false`).
     pub fn unsandboxed(&self) -> bool {
         self.tool == CallTool::Builtin(Tool::Bash) && self.args["sandbox"] == Value::Bool(false)
@@ -143,6 +151,22 @@ impl Call<'_> {
             .map(|p| real_path(&resolve(self.cwd, p)))
     }
 
+    fn programs(&self) -> Programs<'a> {
+        Programs {
+            cwd: self.cwd,
+            path: self.path_var,
+        }
+    }
+
+    /// The same facts, for a write of `path` (what a redirection does).
+    fn write_of(&self, args: &'a Value) -> Call<'a> {
+        Call {
+            tool: CallTool::Builtin(Tool::Write),
+            args,
+            ..*self
+        }
+    }
+
     fn command(&self) -> Option<&str> {
         self.args["command"].as_str()
     }
@@ -152,8 +176,9 @@ impl Call<'_> {
 const HARMLESS_TARGETS: [&str; 4] = ["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
 
 /// Decides a call: deny rules first (a command that cannot be checked against them asks);
-/// reads always run; `bypass` runs everything; grants of the run, the mode's rules, the
-/// session's always-rules and the allow rules allow the rest; anything else asks.
+/// reads always run; `bypass` runs everything; a write to a protected path asks; grants of the
+/// run, the mode's rules, the session's always-rules and the allow rules allow the rest;
+/// anything else asks.
 pub fn check(
     call: Call<'_>,
     mode: Mode,
@@ -162,11 +187,21 @@ pub fn check(
     rules: &PermissionRules,
 ) -> Verdict {
     let parsed = call.command().map(shell::parse);
+    let line = match &parsed {
+        Some(Ok(line)) => Some(line),
+        _ => None,
+    };
+    let opaque = line.and_then(|line| opaque::opaque(line, call.programs()));
     let subject = match (call.tool, &parsed, call.target()) {
         (CallTool::Mcp { server, tool, .. }, _, _) => Subject::Mcp(format!("{server}/{tool}")),
         (CallTool::Builtin(Tool::Bash), Some(parsed), _) => Subject::Command(parsed),
         (_, _, Some(target)) => Subject::Path(display(&real_path(call.cwd), &target)),
         _ => Subject::Nothing,
+    };
+    let cannot_check = |why: &str| {
+        Verdict::Ask(Some(format!(
+            "it cannot be checked against the deny rules: {why}"
+        )))
     };
     match rules.deny_check(call.tool, &subject) {
         DenyCheck::Denied(rule) => {
@@ -174,30 +209,72 @@ pub fn check(
                 "denied by the permission rule `{rule}` in config.toml"
             ));
         }
-        DenyCheck::Unknown(why) => {
-            return Verdict::Ask(Some(format!(
-                "it cannot be checked against the deny rules: {why}"
-            )));
-        }
+        DenyCheck::Unknown(why) => return cannot_check(&why),
         DenyCheck::Clear => {}
     }
+    if let Some(why) = &opaque
+        && rules.has_deny(call.tool)
+    {
+        return cannot_check(why);
+    }
+    // Redirections are writes: a write deny rule refuses them too.
+    if let Some(line) = line {
+        for target in line
+            .redirects
+            .iter()
+            .filter(|r| r.writes)
+            .map(|r| &r.target)
+        {
+            match redirect_path(target, call.cwd) {
+                Some(Ok(path)) => {
+                    let args = serde_json::json!({ "path": path.to_string_lossy() });
+                    if let Verdict::Deny(reason) =
+                        check(call.write_of(&args), mode, grants, always, rules)
+                    {
+                        return Verdict::Deny(format!(
+                            "its output redirection is a write: {reason}"
+                        ));
+                    }
+                }
+                Some(Err(())) if rules.has_deny(CallTool::Builtin(Tool::Write)) => {
+                    return cannot_check(&format!(
+                        "the redirection target `{}` is computed when it runs",
+                        target.text()
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
     let class = call.tool.class();
-    if class == PermissionClass::Read || mode == Mode::Bypass || grants.contains(&class) {
+    if class == PermissionClass::Read || mode == Mode::Bypass {
+        return Verdict::Allow;
+    }
+    let target = call.target();
+    // The plan file lives in the daemon's data directory: plan mode writes it all the same.
+    if class == PermissionClass::Write
+        && mode == Mode::Plan
+        && target.as_deref() == Some(real_path(call.plan_file).as_path())
+    {
+        return Verdict::Allow;
+    }
+    if class == PermissionClass::Write
+        && let Some(why) = target.as_deref().and_then(|t| call.protected.refusal(t))
+    {
+        return Verdict::Ask(Some(why));
+    }
+    if grants.contains(&class) {
         return Verdict::Allow;
     }
     if let CallTool::Mcp { allowed: true, .. } = call.tool {
         return Verdict::Allow;
     }
     if class == PermissionClass::Write
-        && let Some(target) = call.target()
+        && let Some(target) = &target
+        && matches!(mode, Mode::AcceptEdits | Mode::Auto)
+        && target.starts_with(real_path(call.cwd))
     {
-        if mode == Mode::Plan && target == real_path(call.plan_file) {
-            return Verdict::Allow;
-        }
-        if matches!(mode, Mode::AcceptEdits | Mode::Auto) && target.starts_with(real_path(call.cwd))
-        {
-            return Verdict::Allow;
-        }
+        return Verdict::Allow;
     }
     // In auto mode a command runs without asking inside the sandbox, unless it asks to leave it.
     if class == PermissionClass::Command
@@ -208,10 +285,11 @@ pub fn check(
         return Verdict::Allow;
     }
     let allowed = match &subject {
-        Subject::Command(Ok(line)) => command_allowed(line, call, always, rules),
+        Subject::Command(Ok(line)) => {
+            opaque.is_none() && command_allowed(line, call, mode, grants, always, rules)
+        }
         Subject::Command(Err(Unparsable)) => false,
         Subject::Path(path) => {
-            let target = call.target();
             always
                 .iter()
                 .any(|rule| matches!(rule, AlwaysRule::Path(p) if Some(p) == target.as_ref()))
@@ -239,11 +317,13 @@ pub fn check(
 }
 
 /// Whether rules allow a whole command line: every simple command is allowed by an allow rule
-/// or an always-rule, no assignment stands alone, and nothing is written outside the session
-/// directory.
+/// or an always-rule, no assignment stands alone, and every file it writes by a redirection is
+/// one the mode, grants or rules would let `write` write without asking.
 fn command_allowed(
     line: &CommandLine,
     call: Call<'_>,
+    mode: Mode,
+    grants: &[PermissionClass],
     always: &[AlwaysRule],
     rules: &PermissionRules,
 ) -> bool {
@@ -261,11 +341,13 @@ fn command_allowed(
                 AlwaysRule::Path(_) | AlwaysRule::McpTool(_) => false,
             })
     };
-    let cwd = real_path(call.cwd);
-    let inside = |target: &Word| match target.literal() {
-        Some(path) if HARMLESS_TARGETS.contains(&path) => true,
-        Some(path) => real_path(&resolve(call.cwd, path)).starts_with(&cwd),
-        None => false,
+    let may_write = |target: &Word| match redirect_path(target, call.cwd) {
+        None => true,
+        Some(Ok(path)) => {
+            let args = serde_json::json!({ "path": path.to_string_lossy() });
+            check(call.write_of(&args), mode, grants, always, rules) == Verdict::Allow
+        }
+        Some(Err(())) => false,
     };
     !line.commands.is_empty()
         && line.assignments.is_empty()
@@ -274,7 +356,24 @@ fn command_allowed(
             .redirects
             .iter()
             .filter(|r| r.writes)
-            .all(|r| inside(&r.target))
+            .all(|r| may_write(&r.target))
+}
+
+/// Where a writing redirection writes: `None` for a harmless device, `Err` when the target is
+/// computed when the command runs, else the path resolved like a `write` path (a dangling
+/// symlink resolves to where it points).
+fn redirect_path(target: &Word, cwd: &Path) -> Option<Result<PathBuf, ()>> {
+    match target.literal() {
+        Some(path) if HARMLESS_TARGETS.contains(&path) => None,
+        // Joined, not normalised: the kernel takes `..` after the symlink before it.
+        Some(path) => {
+            let home = path
+                .strip_prefix("~/")
+                .and_then(|rest| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)));
+            Some(Ok(real_path(&home.unwrap_or_else(|| cwd.join(path)))))
+        }
+        None => Some(Err(())),
+    }
 }
 
 /// The rule that "allow always" on this call remembers.
@@ -348,26 +447,44 @@ pub fn unattended_denial(class: PermissionClass) -> String {
     }
 }
 
-/// `path` with its existing part resolved through symlinks, so that a link inside the session
-/// directory pointing outside of it does not count as inside.
-fn real_path(path: &Path) -> PathBuf {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            return rest
-                .iter()
-                .rev()
-                .fold(real, |acc: PathBuf, part| acc.join(part));
+/// `path` resolved as the kernel would to write it: every symlink followed, a dangling one
+/// too (writing through it creates its target), `..` taken after the link it follows, so a
+/// link inside the session directory pointing outside of it does not count as inside.
+pub fn real_path(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut resolved = PathBuf::from("/");
+    let mut pending: Vec<std::ffi::OsString> = path
+        .components()
+        .rev()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    let mut hops = 0;
+    while let Some(part) = pending.pop() {
+        if part == ".." {
+            resolved.pop();
+            continue;
         }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = parent;
+        let next = resolved.join(&part);
+        match std::fs::read_link(&next) {
+            Ok(link) if hops < 40 => {
+                hops += 1;
+                if link.is_absolute() {
+                    resolved = PathBuf::from("/");
+                }
+                pending.extend(link.components().rev().filter_map(|c| match c {
+                    Component::Normal(p) => Some(p.to_os_string()),
+                    Component::ParentDir => Some("..".into()),
+                    _ => None,
+                }));
             }
-            _ => return path.to_path_buf(),
+            _ => resolved = next,
         }
     }
+    resolved
 }
 
 #[cfg(test)]

@@ -93,6 +93,11 @@ impl PermissionRules {
         compile(&self.allow, tool)
     }
 
+    /// Whether any deny rule applies to `tool`.
+    pub fn has_deny(&self, tool: CallTool<'_>) -> bool {
+        !compile(&self.deny, tool).is_empty()
+    }
+
     /// Whether a deny rule refuses a call of `tool` on `subject`.
     pub fn deny_check(&self, tool: CallTool<'_>, subject: &Subject<'_>) -> DenyCheck {
         let rules = compile(&self.deny, tool);

@@ -66,6 +66,9 @@ pub struct CommandLine {
     pub redirects: Vec<Redirect>,
     /// Assignments that stand alone (`PATH=...; cmd`): they change what later commands do.
     pub assignments: Vec<String>,
+    /// Constructs whose effect the rules cannot see (SPEC §6: arithmetic that may hold code,
+    /// functions defined on the line): why each is opaque.
+    pub opaque: Vec<String>,
 }
 
 /// The parser could not read the line whole.
@@ -104,6 +107,9 @@ pub fn parse(line: &str) -> Result<CommandLine, Unparsable> {
             }
             _ => {}
         }
+        if let Some(why) = opaque_construct(node, source) {
+            found.opaque.push(why);
+        }
         // Later commands are found inside these nodes too (substitutions in arguments,
         // bodies of compound commands); pushed in reverse so they come out in order.
         let mut cursor = node.walk();
@@ -111,6 +117,82 @@ pub fn parse(line: &str) -> Result<CommandLine, Unparsable> {
         stack.extend(children.into_iter().rev());
     }
     Ok(found)
+}
+
+/// Why a syntax node hides what it runs, if it does. Bash evaluates arithmetic (`$(( ))`,
+/// `(( ))`, `for ((;;))`, `[[ a -eq b ]]`, array subscripts) recursively: a variable or a
+/// quoted string there can hold `a[$(command)]`, which runs the command.
+fn opaque_construct(node: Node, source: &[u8]) -> Option<String> {
+    let raw = text(node, source);
+    match node.kind() {
+        "function_definition" => Some("it defines a function".into()),
+        "c_style_for_statement" => Some("an arithmetic `for ((…))` loop".into()),
+        "arithmetic_expansion" if !plain_arithmetic(raw) => {
+            Some(format!("arithmetic `{raw}` that is not only numbers"))
+        }
+        "compound_statement" if raw.starts_with("((") && !plain_arithmetic(raw) => {
+            Some(format!("arithmetic `{raw}` that is not only numbers"))
+        }
+        "subscript" => {
+            let index = node.child_by_field_name("index").map(|i| text(i, source));
+            (!index.is_some_and(plain_subscript))
+                .then(|| format!("an array subscript `{raw}` that is not a number"))
+        }
+        "binary_expression"
+            if enclosing_test(node, source).is_some_and(|t| t.starts_with("[[")) =>
+        {
+            let operator = node
+                .child_by_field_name("operator")
+                .map(|o| text(o, source))
+                .unwrap_or_default();
+            let arithmetic = matches!(operator, "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge");
+            let plain = ["left", "right"].iter().all(|side| {
+                node.child_by_field_name(side)
+                    .is_some_and(|o| o.kind() == "number")
+            });
+            (arithmetic && !plain)
+                .then(|| format!("`[[ {raw} ]]` compares as arithmetic what is not a number"))
+        }
+        "unary_expression" if enclosing_test(node, source).is_some() => {
+            let operator = node
+                .child_by_field_name("operator")
+                .map(|o| text(o, source))
+                .unwrap_or_default();
+            (matches!(operator, "-v" | "-R") && raw.contains('['))
+                .then(|| format!("the test `{raw}` evaluates an array subscript"))
+        }
+        _ => None,
+    }
+}
+
+/// The `[[ … ]]` or `[ … ]` that `node` is inside, if any.
+fn enclosing_test<'a>(node: Node, source: &'a [u8]) -> Option<&'a str> {
+    let mut up = node.parent();
+    while let Some(parent) = up {
+        if parent.kind() == "test_command" {
+            return Some(text(parent, source));
+        }
+        up = parent.parent();
+    }
+    None
+}
+
+/// Arithmetic of numbers and operators only: nothing bash would look up or expand.
+fn plain_arithmetic(raw: &str) -> bool {
+    let inner = raw
+        .trim_start_matches('$')
+        .trim_start_matches("((")
+        .trim_start_matches('[')
+        .trim_end_matches("))")
+        .trim_end_matches(']');
+    inner
+        .chars()
+        .all(|c| c.is_ascii_digit() || c.is_whitespace() || "+-*/%()<>=!&|^~?:,".contains(c))
+}
+
+/// A subscript bash does not evaluate as code: a number, `@` or `*`.
+pub fn plain_subscript(index: &str) -> bool {
+    index == "@" || index == "*" || (!index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn text<'a>(node: Node, source: &'a [u8]) -> &'a str {

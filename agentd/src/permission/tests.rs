@@ -3,6 +3,13 @@
 use super::*;
 use serde_json::json;
 
+/// The test process's own `PATH`, for telling what program names run.
+fn path_var() -> &'static str {
+    static PATH: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| std::env::var("PATH").unwrap_or_default());
+    &PATH
+}
+
 fn verdict(
     tool: Tool,
     args: Value,
@@ -19,6 +26,8 @@ fn verdict(
             cwd: &cwd,
             plan_file: &plan,
             sandbox: false,
+            path_var: Some(path_var()),
+            protected: &ProtectedPaths::default(),
         },
         mode,
         grants,
@@ -127,6 +136,8 @@ fn an_always_rule_for_a_command_prefix_does_not_cover_chained_commands() {
         cwd: &cwd,
         plan_file: &cwd,
         sandbox: false,
+        path_var: Some(path_var()),
+        protected: &ProtectedPaths::default(),
     };
     let rule = rule_for(call).unwrap();
     assert_eq!(rule, AlwaysRule::CommandPrefix("cargo test".into()));
@@ -183,6 +194,8 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
                 cwd: &cwd,
                 plan_file: &cwd,
                 sandbox: false,
+                path_var: Some(path_var()),
+                protected: &ProtectedPaths::default(),
             },
             mode,
             grants,
@@ -219,6 +232,8 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
         cwd: &cwd,
         plan_file: &cwd,
         sandbox: false,
+        path_var: Some(path_var()),
+        protected: &ProtectedPaths::default(),
     };
     assert_eq!(
         rule_for(call),
@@ -242,6 +257,8 @@ fn config_rules_deny_before_anything_and_allow_without_asking() {
                 cwd: &cwd,
                 plan_file: &cwd,
                 sandbox: false,
+                path_var: Some(path_var()),
+                protected: &ProtectedPaths::default(),
             },
             mode,
             &[],
@@ -311,6 +328,8 @@ fn path_rules_match_the_resolved_path() {
                 cwd: &cwd,
                 plan_file: &cwd,
                 sandbox: false,
+                path_var: Some(path_var()),
+                protected: &ProtectedPaths::default(),
             },
             Mode::Default,
             &[],
@@ -335,6 +354,8 @@ fn auto_mode_runs_sandboxed_commands_and_inside_edits_and_asks_for_the_rest() {
                 cwd: &cwd,
                 plan_file: &cwd,
                 sandbox,
+                path_var: Some(path_var()),
+                protected: &ProtectedPaths::default(),
             },
             Mode::Auto,
             &[],

@@ -33,11 +33,18 @@ pub fn run(args: &[String]) -> ! {
         Ok(parsed) => parsed,
         Err(err) => fail(&err),
     };
+    // The working directory, by name: the one inherited still leads into the mounts as they
+    // were, past every read-only mount made below.
+    let cwd =
+        std::env::current_dir().unwrap_or_else(|e| fail(&format!("the working directory: {e}")));
     if let Err(err) = isolate(&policy) {
         fail(&err);
     }
     if let Err(err) = super::mounts::build(&policy) {
         fail(&err);
+    }
+    if let Err(err) = std::env::set_current_dir(&cwd) {
+        fail(&format!("the working directory {}: {err}", cwd.display()));
     }
     let (status_read, status_write) = pipe().unwrap_or_else(|e| fail(&format!("a pipe: {e}")));
     let (life_read, life_write) = pipe().unwrap_or_else(|e| fail(&format!("a pipe: {e}")));

@@ -40,6 +40,14 @@ impl Sandbox {
     /// The whole policy of the next call and its guard. Blocks: it walks the writable roots.
     pub fn prepare(&self) -> Result<(Policy, Guard), String> {
         let mut policy = self.policy.clone();
+        if let Some(tmp) = &policy.tmp {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(tmp)
+                .map_err(|e| format!("cannot make the private /tmp {}: {e}", tmp.display()))?;
+        }
         let git_entries = find_git_entries(&self.search)?;
         for entry in &git_entries {
             policy.protected.push(entry.clone());

@@ -67,14 +67,16 @@ pub fn build(policy: &Policy) -> Result<(), String> {
     Ok(())
 }
 
-/// Hides and protects the paths of `policy` that `which` selects and that are visible.
+/// Hides and protects the paths of `policy` that `which` selects and that are visible. What is
+/// hidden needs no protection (and stays writable for mount points).
 fn cover(policy: &Policy, which: impl Fn(&Path) -> bool) -> Result<(), String> {
     for dir in policy.hidden.iter().filter(|p| which(p)) {
         if dir.is_dir() {
             tmpfs(dir, "mode=755,size=64k").map_err(|e| format!("{}: {e}", dir.display()))?;
         }
     }
-    for path in policy.protected.iter().filter(|p| which(p)) {
+    let hidden = |p: &Path| policy.hidden.iter().any(|h| p.starts_with(h));
+    for path in policy.protected.iter().filter(|p| which(p) && !hidden(p)) {
         if std::fs::symlink_metadata(path).is_ok() {
             read_only(path).map_err(|e| format!("{}: {e}", path.display()))?;
         }

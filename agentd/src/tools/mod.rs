@@ -152,7 +152,7 @@ pub struct ToolContext {
     /// The environment commands run with (SPEC §5).
     pub env: Arc<Vec<(String, String)>>,
     /// The sandbox `bash` runs in (auto mode), if any.
-    pub sandbox: Option<crate::sandbox::Sandbox>,
+    pub sandbox: Option<Box<crate::sandbox::Sandbox>>,
     /// Where `bash` hands its output as it comes, for the views.
     pub progress: Option<progress::Progress>,
 }

@@ -46,12 +46,15 @@ impl SessionActor {
         };
         if msg.decision == Decision::AllowAlways {
             let (cwd, plan) = (self.cwd(), self.plan_file());
+            let protected = permission::ProtectedPaths::default();
             let call = permission::Call {
                 tool: pending.tool.as_call(),
                 args: &pending.args,
                 cwd: &cwd,
                 plan_file: &plan,
                 sandbox: false,
+                path_var: None,
+                protected: &protected,
             };
             if let Some(rule) = permission::rule_for(call) {
                 self.record(&Record::Rule { rule: rule.clone() });
@@ -107,7 +110,7 @@ pub struct Authorized {
     /// Whether it may run.
     pub authorization: Authorization,
     /// The sandbox of a `bash` call in auto mode (not asked to leave it).
-    pub sandbox: Option<crate::sandbox::Sandbox>,
+    pub sandbox: Option<Box<crate::sandbox::Sandbox>>,
 }
 
 /// Whether a call may run.
@@ -125,17 +128,25 @@ impl Message<Authorize> for SessionActor {
 
     async fn handle(&mut self, msg: Authorize, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         let (cwd, plan) = (self.cwd(), self.plan_file());
+        let protected = self.protected_paths();
+        let env = self.command_env(&self.env.config());
+        let path_var = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str());
         let call = permission::Call {
             tool: msg.tool.as_call(),
             args: &msg.args,
             cwd: &cwd,
             plan_file: &plan,
             sandbox: self.info.mode == protocol::Mode::Auto && crate::sandbox::available(),
+            path_var,
+            protected: &protected,
         };
         let sandbox = (call.sandbox
             && msg.tool == crate::permission::ToolRef::Builtin(crate::tools::Tool::Bash)
             && !call.unsandboxed())
-        .then(|| self.sandbox_policy());
+        .then(|| Box::new(self.sandbox_policy()));
         let authorization = self.authorize(&msg, call)?;
         Ok(Authorized {
             authorization,

@@ -268,7 +268,11 @@ impl Target {
 
 /// A call ready to run, refused, or overtaken by a cancel.
 enum Prepared {
-    Run(Target, serde_json::Value, Option<crate::sandbox::Sandbox>),
+    Run(
+        Target,
+        serde_json::Value,
+        Option<Box<crate::sandbox::Sandbox>>,
+    ),
     Refused(ToolOutput),
     Interrupted,
 }

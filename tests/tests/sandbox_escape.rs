@@ -1,0 +1,340 @@
+//! Auto mode's sandbox against a hostile model (SPEC §12): every way out that was found is
+//! tried by a real sandboxed `bash` call, and what it would have left behind is looked for
+//! outside. Each test says why it skips on a machine without the kernel features.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use protocol::{CreateSession, Mode, Reply, Request};
+use serde_json::json;
+use tests::model_server::{ModelServer, anthropic};
+use tests::{Daemon, Home, start_run, tool_results, until_finished};
+
+/// A project (a git repository) and, beside it, a directory nothing may write to.
+struct Dirs {
+    _base: tempfile::TempDir,
+    project: PathBuf,
+    outside: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let base = tempfile::tempdir().unwrap();
+    let dirs = Dirs {
+        project: base.path().join("project"),
+        outside: base.path().join("outside"),
+        _base: base,
+    };
+    std::fs::create_dir(&dirs.project).unwrap();
+    std::fs::create_dir(&dirs.outside).unwrap();
+    git(&dirs.project, &["init", "-q"]);
+    dirs
+}
+
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs")
+}
+
+/// Whether some process holds a lock on `path` (the survivors below take one).
+fn locked(path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor we own.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
+}
+
+fn unattended(model: &ModelServer) -> protocol::RunOptions {
+    protocol::RunOptions {
+        grants: Vec::new(),
+        ..tests::run_options(model)
+    }
+}
+
+/// Runs `commands` as sandboxed `bash` calls of one reply in an auto-mode session in `cwd`;
+/// the results, in order.
+async fn run_sandboxed(
+    daemon: &Daemon,
+    cwd: &Path,
+    worktree: bool,
+    commands: &[String],
+) -> Vec<(String, bool, String)> {
+    let mut script: Vec<_> = commands
+        .iter()
+        .map(|c| anthropic::tool("bash", json!({"command": c})))
+        .collect();
+    script.push(anthropic::text("done"));
+    let model = ModelServer::start(script).await;
+    let mut client = daemon.client().await;
+    let reply = client
+        .request(Request::CreateSession(CreateSession {
+            cwd: cwd.to_string_lossy().into_owned(),
+            model: None,
+            provider: None,
+            mode: Some(Mode::Auto),
+            max_turns: None,
+            title: None,
+            env: vec![
+                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+                ("HOME".into(), std::env::var("HOME").unwrap_or_default()),
+            ],
+            worktree,
+        }))
+        .await
+        .unwrap();
+    let Reply::SessionCreated(info) = reply else {
+        panic!("{reply:?}")
+    };
+    tests::subscribe(&client, &info.id, 0).await;
+    let mut incoming = client.take_incoming().unwrap();
+    start_run(&client, &info.id, "get out", unattended(&model)).await;
+    let run = until_finished(&mut incoming).await;
+    let results = tool_results(&run);
+    assert_eq!(results.len(), commands.len());
+    results
+}
+
+/// `prefix` running a shell that says it is ready, then waits for ever.
+fn hold(prefix: &str, name: &str) -> String {
+    format!("{prefix} sh -c 'echo ready > {name}.ready; exec sleep 300' > /dev/null 2>&1")
+}
+
+fn wait_ready(name: &str) -> String {
+    format!("until [ -s {name}.ready ]; do :; done")
+}
+
+/// A command that leaves `prefix …` running in the background once it holds its lock.
+fn survivor(prefix: &str, name: &str) -> String {
+    format!("{} & {}", hold(prefix, name), wait_ready(name))
+}
+
+#[tokio::test]
+async fn a_peer_gone_before_the_check_is_refused() {
+    let daemon = Daemon::start();
+    // The daemon is stopped while a child connects and exits, so that it looks only after.
+    tests::signal(daemon.pid(), libc::SIGSTOP);
+    let mut launder = Command::new(tests::binary("launder"))
+        .arg(daemon.paths().socket)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(launder.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    tests::signal(daemon.pid(), libc::SIGCONT);
+    assert_eq!(first, "sent");
+    let answer = lines.next().unwrap().unwrap();
+    launder.wait().unwrap();
+    assert!(
+        answer.starts_with("refused:") && answer.contains("cannot tell"),
+        "{answer}"
+    );
+    // An honest client is still served.
+    let client = daemon.client().await;
+    assert!(matches!(
+        client.request(Request::Status).await.unwrap(),
+        Reply::Status(_)
+    ));
+}
+
+#[tokio::test]
+async fn nothing_written_in_the_sandbox_runs_later_outside_it() {
+    let d = dirs();
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let out = d.outside.display();
+    let home = daemon.paths().config_dir.parent().unwrap().to_path_buf();
+    let socket = daemon.paths().socket;
+    let commands = [
+        // The daemon cannot be reached: not by a laundered connection, not by agentctl.
+        format!(
+            "{} {}",
+            tests::binary("launder").display(),
+            socket.display()
+        ),
+        format!(
+            "{} run --mode bypass --yes 'touch {out}/bypassed'",
+            tests::binary("agentctl").display()
+        ),
+        // Git's config and hooks stay as they are.
+        format!("git config core.fsmonitor 'touch {out}/fsmonitor'"),
+        format!(
+            "printf '#!/bin/sh\\ntouch {out}/hook\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout"
+        ),
+        "git config core.hooksPath hooks2".to_string(),
+        // A new repository that configures a command is removed once the call is over.
+        format!(
+            "mkdir -p sub && cd sub && git init -q && git config core.fsmonitor 'touch {out}/nested'"
+        ),
+        // A plain new repository is kept.
+        "mkdir -p plain && cd plain && git init -q".to_string(),
+        // The daemon's own files are out of sight.
+        format!("ls {}", home.display()),
+        format!("echo x > {}/planted", daemon.paths().data_dir.display()),
+        // A private /tmp, which TMPDIR names.
+        "echo private > /tmp/agentd-hostmark && cat /tmp/agentd-hostmark && echo \"$TMPDIR\""
+            .to_string(),
+        // Nothing outlives the call, however it detaches: each survivor holds a lock, and the
+        // command ends once it has it.
+        survivor("setsid env -i flock -x s1.lock", "s1"),
+        format!(
+            "(setsid sh -c \"{} &\" &); {}",
+            hold("flock s2.lock", "s2"),
+            wait_ready("s2")
+        ),
+        survivor("flock s3.lock", "s3"),
+        format!(
+            "(exec -c setsid {} &); {}",
+            hold("flock s4.lock", "s4"),
+            wait_ready("s4")
+        ),
+    ];
+    let results = run_sandboxed(&daemon, &d.project, false, &commands).await;
+    let output = |i: usize| &results[i].2;
+    assert!(output(0).contains("cannot connect"), "{}", output(0));
+    assert!(results[1].1, "agentctl in the sandbox: {}", output(1));
+    for i in 2..=4 {
+        assert!(results[i].1, "{}: {}", commands[i], output(i));
+    }
+    assert!(
+        output(5).contains("[sandbox: the command created"),
+        "{}",
+        output(5)
+    );
+    assert!(!d.project.join("sub/.git").exists());
+    assert!(
+        d.project.join("plain/.git/config").exists(),
+        "{}",
+        output(6)
+    );
+    assert!(results[7].1, "{}", output(7));
+    assert!(results[8].1, "{}", output(8));
+    assert!(!daemon.paths().data_dir.join("planted").exists());
+    assert!(output(9).contains("private\n/tmp\n"), "{}", output(9));
+    assert!(
+        !Path::new("/tmp/agentd-hostmark").exists(),
+        "the host's /tmp was written"
+    );
+    for lock in ["s1.lock", "s2.lock", "s3.lock", "s4.lock"] {
+        assert!(d.project.join(lock).exists(), "{lock} was not made");
+        assert!(
+            !locked(&d.project.join(lock)),
+            "a process of the call outlived it ({lock})"
+        );
+    }
+    // The user's git, outside the sandbox, runs nothing the sandbox planted.
+    for dir in [
+        d.project.clone(),
+        d.project.join("sub"),
+        d.project.join("plain"),
+    ] {
+        let status = git(&dir, &["status", "--short"]);
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    }
+    git(&d.project, &["checkout", "-q", "-b", "other"]);
+    let left: Vec<_> = std::fs::read_dir(&d.outside)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "planted commands ran outside the sandbox: {left:?}"
+    );
+    let sessions = daemon.client().await;
+    let Reply::Sessions { sessions, .. } = sessions
+        .request(Request::ListSessions { after: None })
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(sessions.len(), 1, "the sandbox drove the daemon");
+}
+
+#[tokio::test]
+async fn the_daemon_home_inside_the_project_is_hidden_and_read_only() {
+    let d = dirs();
+    // AGENTD_HOME (config, data and socket) inside the session's own directory.
+    let daemon = Daemon::start_in(Home::with_config_in(&d.project, ""));
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let paths = daemon.paths();
+    let commands = [
+        format!("ls -A {}", paths.config_dir.parent().unwrap().display()),
+        format!("echo x > {}/config.toml", paths.config_dir.display()),
+        format!(
+            "mv {} {}.moved",
+            paths.socket.display(),
+            paths.socket.display()
+        ),
+        "echo fine > inside.txt".to_string(),
+    ];
+    let results = run_sandboxed(&daemon, &d.project, false, &commands).await;
+    assert!(
+        results[0].2.contains("(no output)"),
+        "the home is visible: {}",
+        results[0].2
+    );
+    assert!(results[1].1 && results[2].1, "{results:?}");
+    assert!(paths.socket.exists(), "the socket was moved");
+    assert_eq!(std::fs::read_to_string(paths.config_file()).unwrap(), "");
+    assert!(!results[3].1, "{}", results[3].2);
+}
+
+#[tokio::test]
+async fn a_worktree_session_cannot_repoint_its_repository() {
+    let d = dirs();
+    std::fs::write(d.project.join("README.md"), "hi\n").unwrap();
+    git(&d.project, &["add", "."]);
+    git(&d.project, &["commit", "-qm", "first"]);
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let evil = d.outside.join("evil");
+    std::fs::create_dir_all(evil.join("hooks")).unwrap();
+    std::fs::write(
+        evil.join("config"),
+        format!(
+            "[core]\n\tfsmonitor = touch {}/commondir-ran\n",
+            d.outside.display()
+        ),
+    )
+    .unwrap();
+    let commands = [
+        format!("echo {} > \"$(git rev-parse --git-dir)/commondir\"", evil.display()),
+        "echo '[core]' > \"$(git rev-parse --git-dir)/config.worktree\"".to_string(),
+        "echo changed > README.md && git -c user.name=t -c user.email=t@t commit -qam change && echo committed".to_string(),
+    ];
+    let results = run_sandboxed(&daemon, &d.project, true, &commands).await;
+    assert!(results[0].1, "{}", results[0].2);
+    assert!(results[1].1, "{}", results[1].2);
+    assert!(
+        results[2].2.contains("committed"),
+        "the branch can still be committed to: {}",
+        results[2].2
+    );
+    let worktrees = daemon.paths().data_dir.join("worktrees");
+    let worktree = std::fs::read_dir(&worktrees)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let status = git(&worktree, &["status", "--short"]);
+    assert!(status.status.success());
+    assert!(!d.outside.join("commondir-ran").exists());
+}
