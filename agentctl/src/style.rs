@@ -92,8 +92,20 @@ impl Style {
 /// returns, backspaces) shown as `�`, so that a file or a model cannot hide or forge what the
 /// user reads. Tabs and newlines stay.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char =
-        |c: char| (c.is_control() && c != '\t' && c != '\n') || ('\u{80}'..='\u{9f}').contains(&c);
+    shown(text, true)
+}
+
+/// [`printable`] for what must stay on one line (a path, a name, a table cell): newlines and
+/// tabs are shown as `�` too.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    shown(text, false)
+}
+
+fn shown(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && !(keep_lines && (c == '\t' || c == '\n')))
+            || ('\u{80}'..='\u{9f}').contains(&c)
+    };
     if text.chars().any(unsafe_char) {
         std::borrow::Cow::Owned(
             text.chars()
@@ -116,5 +128,9 @@ mod tests {
             "a\u{fffd}[8mhidden\u{fffd}\tb\n"
         );
         assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            one_line("a\nb\tc\x1b]0;x\x07"),
+            "a\u{fffd}b\u{fffd}c\u{fffd}]0;x\u{fffd}"
+        );
     }
 }

@@ -57,7 +57,7 @@ pub fn tool_summary(name: &str, args: &str) -> String {
     } else {
         detail
     };
-    format!("{name} {detail}").trim_end().to_string()
+    crate::style::one_line(format!("{name} {detail}").trim_end()).into_owned()
 }
 
 fn duration(ms: u64) -> String {
@@ -400,6 +400,7 @@ impl HumanView {
             Event::PermissionRequested {
                 request, summary, ..
             } => {
+                let summary = crate::style::one_line(summary);
                 self.line(&style.yellow(&format!("? permission needed ({request}): {summary}")));
             }
             Event::PermissionResolved {
@@ -407,6 +408,7 @@ impl HumanView {
                 decision,
                 by_client,
             } => {
+                let by_client = crate::style::one_line(by_client);
                 self.line(&style.dim(&format!(
                     "  permission {request}: {decision} by {by_client}"
                 )));
@@ -416,6 +418,7 @@ impl HumanView {
                 wait_ms,
                 reason,
             } => {
+                let reason = crate::style::printable(reason);
                 self.line(&style.yellow(&format!(
                     "↻ retry {attempt} in {}: {reason}",
                     duration(*wait_ms)
@@ -432,9 +435,11 @@ impl HumanView {
                 )));
             }
             Event::Health { kind, detail } => {
+                let detail = crate::style::printable(detail);
                 self.line(&style.yellow(&format!("⚠ {kind}: {detail}")));
             }
             Event::FileChanged { path } => {
+                let path = crate::style::one_line(path);
                 self.line(&style.dim(&format!("• {path} changed on disk")))
             }
             Event::ModeChanged { mode } => self.line(&style.dim(&format!("• mode: {mode}"))),
@@ -467,6 +472,7 @@ impl HumanView {
                     self.line(&style.yellow("(the last reply was cut off at the output limit)"));
                 }
                 if let Some(error) = error {
+                    let error = crate::style::printable(error);
                     self.line(&style.red(&format!("✗ {error}")));
                 }
                 if !returned_messages.is_empty() {
@@ -512,7 +518,10 @@ impl HumanView {
                     usage_line(usage)
                 )));
             }
-            Event::Error { message } => self.line(&style.red(&format!("error: {message}"))),
+            Event::Error { message } => {
+                let message = crate::style::printable(message);
+                self.line(&style.red(&format!("error: {message}")));
+            }
             Event::SessionDeleted => self.line(&style.dim("• the session was deleted")),
         }
     }

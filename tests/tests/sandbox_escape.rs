@@ -338,3 +338,51 @@ async fn a_worktree_session_cannot_repoint_its_repository() {
     assert!(status.status.success());
     assert!(!d.outside.join("commondir-ran").exists());
 }
+
+#[tokio::test]
+async fn the_write_and_edit_tools_ask_before_touching_a_protected_path() {
+    let d = dirs();
+    let daemon = Daemon::start();
+    let config = d.project.join(".git/config");
+    let before = std::fs::read(&config).unwrap();
+    let home = daemon.paths().config_file();
+    let calls = [
+        (
+            "write",
+            json!({"path": ".git/config", "content": "[core]\n\tfsmonitor = touch x\n"}),
+        ),
+        (
+            "edit",
+            json!({"path": ".git/config", "old_string": "[core]", "new_string": "[core]\n\thooksPath = h"}),
+        ),
+        (
+            "write",
+            json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+        ),
+        (
+            "write",
+            json!({"path": home.display().to_string(), "content": "x = 1\n"}),
+        ),
+        ("write", json!({"path": "ok.txt", "content": "fine\n"})),
+    ];
+    let mut script: Vec<_> = calls
+        .iter()
+        .map(|(t, a)| anthropic::tool(t, a.clone()))
+        .collect();
+    script.push(anthropic::text("done"));
+    let model = ModelServer::start(script).await;
+    let (client, id, mut incoming) =
+        tests::session_with_mode(&daemon, &d.project, Mode::Auto).await;
+    start_run(&client, &id, "plant", unattended(&model)).await;
+    let results = tool_results(&until_finished(&mut incoming).await);
+    for (i, (_, is_error, output)) in results.iter().take(4).enumerate() {
+        assert!(
+            *is_error && output.starts_with("denied: nobody is there to ask"),
+            "{:?}: {output}",
+            calls[i]
+        );
+    }
+    assert!(!results[4].1, "{}", results[4].2);
+    assert_eq!(std::fs::read(&config).unwrap(), before);
+    assert!(!d.project.join(".git/hooks/pre-commit").exists());
+}

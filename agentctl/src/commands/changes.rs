@@ -47,7 +47,7 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
                 ChangeKind::Modified => "",
                 ChangeKind::Deleted => "deleted",
             };
-            let path = crate::style::printable(&file.path);
+            let path = crate::style::one_line(&file.path);
             lines.push(
                 format!(" {path:<width$} | {counts} {kind}")
                     .trim_end()
@@ -69,6 +69,7 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
         }
     }
     for path in &diff.not_stored {
+        let path = crate::style::one_line(path);
         lines.push(style.yellow(&format!(
             "{path}: not recorded (over the checkpoint size limit, or a repository of its own)"
         )));
@@ -84,18 +85,19 @@ pub fn rewind_lines(report: &RewindReport, style: Style) -> Vec<String> {
         ("restored", "removed")
     };
     let mut lines = Vec::new();
-    for path in &report.restored {
+    let shown = |path: &String| crate::style::one_line(path).into_owned();
+    for path in report.restored.iter().map(shown) {
         lines.push(format!("{} {path}", style.green(restore)));
     }
-    for path in &report.removed {
+    for path in report.removed.iter().map(shown) {
         lines.push(format!("{} {path}", style.red(remove)));
     }
-    for path in &report.kept {
+    for path in report.kept.iter().map(shown) {
         lines.push(style.yellow(&format!(
             "kept {path}: changed outside the agent since the run, or the run's end was not recorded (--force restores it too)"
         )));
     }
-    for problem in &report.failed {
+    for problem in report.failed.iter().map(shown) {
         lines.push(style.yellow(&format!("not restored: {problem}")));
     }
     if report.restored.is_empty() && report.removed.is_empty() {

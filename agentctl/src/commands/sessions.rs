@@ -54,11 +54,12 @@ fn print_table(sessions: &[SessionInfo]) {
                 s.turns.to_string(),
                 format!("{}/{}", s.steer_queued, s.follow_up_queued),
                 format::ago(s.last_activity_ms, now),
-                s.branch.clone().unwrap_or_default(),
-                match &s.title {
+                crate::style::one_line(s.branch.as_deref().unwrap_or_default()).into_owned(),
+                crate::style::one_line(&match &s.title {
                     Some(title) => format!("{}  {title}", s.cwd),
                     None => s.cwd.clone(),
-                },
+                })
+                .into_owned(),
             ]
             .into()
         })
@@ -122,7 +123,7 @@ pub async fn remove(paths: &Paths, id: String, force: bool) -> Result<u8, Failur
     .await?;
     println!("deleted {id}");
     if let Reply::Deleted { notes } = reply {
-        for note in notes {
+        for note in notes.iter().map(|n| crate::style::printable(n)) {
             println!("{note}");
         }
     }
