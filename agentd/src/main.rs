@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     raise_open_file_limit();
+    return_large_buffers();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -57,6 +58,17 @@ fn main() -> ExitCode {
             eprintln!("agentd: {err}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Large buffers (a client's frame, a file read whole) are given back to the system when freed,
+/// so that memory follows what is live: glibc would otherwise raise its mmap threshold after
+/// the first large free and keep later ones in its heap.
+fn return_large_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called before any other thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
 }
 

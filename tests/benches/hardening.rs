@@ -123,8 +123,41 @@ async fn stalled_frame() {
     );
 }
 
+/// Peak memory while 60 clients each hold 8 MiB of an unfinished 16 MiB frame.
+async fn stalled_partial_frames() {
+    let daemon = Daemon::start_in(Home::with_config("frame_timeout_ms = 600000\n"));
+    let before = peak_rss(daemon.pid());
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..60 {
+        let mut stream = tests::wire::raw(&daemon).await;
+        tests::wire::hello(&mut stream).await;
+        tasks.spawn(async move {
+            let mut bytes = (16u32 * 1024 * 1024).to_be_bytes().to_vec();
+            bytes.resize(4 + 8 * 1024 * 1024, 7);
+            let _ = stream.write_all(&bytes).await;
+            stream
+        });
+    }
+    let mut held = Vec::new();
+    while let Some(stream) = tasks.join_next().await {
+        held.push(stream.unwrap());
+    }
+    let client = daemon.client().await;
+    let now = match client.request(Request::Status).await {
+        Ok(protocol::Reply::Status(status)) => status.rss_bytes.unwrap_or(0),
+        _ => 0,
+    };
+    println!(
+        "60 stalled 8 MiB partial frames: daemon peak RSS {} MiB, {} MiB once all were read (was {} MiB before them; frame budget 64 MiB)",
+        peak_rss(daemon.pid()) / (1024 * 1024),
+        now / (1024 * 1024),
+        before / (1024 * 1024)
+    );
+}
+
 #[tokio::main]
 async fn main() {
+    stalled_partial_frames().await;
     memory_while_reading_dev_zero().await;
     cancel_with_a_full_pool().await;
     stalled_frame().await;

@@ -1,5 +1,6 @@
-//! Sandbox figure: the time the sandbox set-up (the helper, no-new-privs, a user and network
-//! namespace, Landlock) adds to a trivial command, `bash -c true`, median of many.
+//! Sandbox figure: the time the sandbox set-up (the helper, user, mount, PID and network
+//! namespaces, a private /tmp, a protected `.git`, a hidden socket directory, a first process
+//! that reaps, Landlock) adds to a trivial command, `bash -c true`, median of many.
 //!
 //! Run with `cargo build --release && cargo bench -p tests --bench sandbox`.
 
@@ -26,7 +27,15 @@ fn median_of(runs: usize, mut make: impl FnMut() -> Command) -> Duration {
 fn main() {
     const RUNS: usize = 300;
     let helper = tests::binary("agentd");
-    let tmp = std::env::temp_dir();
+    let base = tempfile::tempdir().unwrap();
+    let (project, tmp, hidden) = (
+        base.path().join("p"),
+        base.path().join("t"),
+        base.path().join("h"),
+    );
+    for dir in [&project, &tmp, &hidden, &project.join(".git")] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
     let plain = median_of(RUNS, || {
         let mut cmd = Command::new("bash");
         cmd.args(["-c", "true"]);
@@ -39,9 +48,16 @@ fn main() {
             if network {
                 cmd.arg("--network");
             }
-            cmd.arg("--write")
+            cmd.arg("--tmp")
                 .arg(&tmp)
-                .args(["--", "bash", "-c", "true"]);
+                .arg("--write")
+                .arg(&project)
+                .arg("--protect")
+                .arg(project.join(".git"))
+                .arg("--hide")
+                .arg(&hidden)
+                .args(["--", "bash", "-c", "true"])
+                .current_dir(&project);
             cmd
         })
     };

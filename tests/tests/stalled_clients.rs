@@ -3,21 +3,9 @@
 //! connections idle since `Hello` make room for a new client.
 
 use protocol::{ErrorCode, Reply, Request};
-use tests::Daemon;
 use tests::wire::{expect_error_and_close, hello, raw};
+use tests::{Daemon, peak_rss};
 use tokio::io::AsyncWriteExt;
-
-/// The daemon's peak resident memory (`VmHWM`), in bytes.
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap();
-    kb * 1024
-}
 
 #[tokio::test]
 async fn two_hundred_stalled_partial_frames_hold_bounded_memory() {
