@@ -214,6 +214,19 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
     ("ln -s \"$(command -v rm)\" bin/lsx; lsx d75", Asks),
     ("exec -a ls rm d76", Denied),
     ("env -iS'rm d77'", Denied),
+    ("echo d78 | xargs -l rm", Denied),
+    ("xargs -e rm d79 < /dev/null", Denied),
+    ("strace -f --output /dev/null rm d80", Denied),
+    ("chroot --userspec root:root / rm \"$PWD/d81\"", Denied),
+    ("prlimit --nofile=1000 rm d82", Asks),
+    ("choom -n 0 -- rm d83", Asks),
+    ("/lib64/ld-linux-x86-64.so.2 /bin/rm d84", Asks),
+    ("make --eval='x:;rm d85' x", Asks),
+    ("printf '!rm d86\\n' | ed", Asks),
+    ("git ls-remote --upload-pack='rm d87; false' .", Asks),
+    ("git grep -O'rm d88; true' x -- f", Asks),
+    ("for x in 'a[$(rm d89)]'; do echo ${!x}; done", Asks),
+    ("printf 'rm d90\\n' > s; bash s", Asks),
     // The plain cases still run.
     ("ls d1", Runs),
     ("echo ok", Runs),
@@ -221,7 +234,7 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
 ];
 
 /// The victims of [`DENIED_PROGRAM_TABLE`].
-const VICTIMS: usize = 77;
+const VICTIMS: usize = 90;
 
 fn install_fakes(bin: &Path) {
     std::fs::create_dir_all(bin).unwrap();

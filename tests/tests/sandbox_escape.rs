@@ -386,3 +386,137 @@ async fn the_write_and_edit_tools_ask_before_touching_a_protected_path() {
     assert_eq!(std::fs::read(&config).unwrap(), before);
     assert!(!d.project.join(".git/hooks/pre-commit").exists());
 }
+
+#[tokio::test]
+async fn git_directories_made_in_the_sandbox_cannot_carry_commands_out() {
+    let d = dirs();
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let out = d.outside.display();
+    let commands = [
+        // A command after 70 kB of padding in a new repository's config.
+        format!(
+            "mkdir -p padded && cd padded && git init -q && {{ cat .git/config; head -c 70000 /dev/zero | tr '\\0' x | sed 's/^/#/'; echo; printf '[core]\\n\\tfsmonitor = \"touch {out}/padded; false\"\\n'; }} > ../c && cat ../c > .git/config"
+        ),
+        // Hooks that link to a directory that stays writable.
+        "mkdir -p linked && cd linked && git init -q && rm -rf .git/hooks && mkdir myhooks && ln -s ../myhooks .git/hooks".to_string(),
+        format!("printf '#!/bin/sh\\ntouch {out}/linked-hook\\n' > linked/myhooks/pre-commit; chmod +x linked/myhooks/pre-commit"),
+        // A directory git takes for a bare repository, with a pager.
+        format!("mkdir -p bare/objects bare/refs && echo 'ref: refs/heads/main' > bare/HEAD && printf '[core]\\n\\tpager = \"touch {out}/pager; cat\"\\n' > bare/config"),
+    ];
+    let results = run_sandboxed(&daemon, &d.project, false, &commands).await;
+    for (i, dir) in ["padded/.git", "linked/.git", "", "bare"]
+        .iter()
+        .enumerate()
+    {
+        if dir.is_empty() {
+            continue;
+        }
+        assert!(
+            results[i].2.contains("[sandbox: the command created"),
+            "{}: {}",
+            commands[i],
+            results[i].2
+        );
+        assert!(!d.project.join(dir).exists(), "{dir} was kept");
+    }
+    let left: Vec<_> = std::fs::read_dir(&d.outside)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[tokio::test]
+async fn links_left_in_the_private_tmp_cannot_send_mounts_to_the_host() {
+    // The project lives under the host's /tmp: each call brings it back into the private one.
+    let d = dirs();
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let first = d
+        .project
+        .iter()
+        .nth(2)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let commands = [
+        format!(
+            "mv /tmp/{first} /tmp/moved && ln -s {} /tmp/{first} && echo planted",
+            d.outside.display()
+        ),
+        "echo again > again.txt && echo fine".to_string(),
+    ];
+    let results = run_sandboxed(&daemon, &d.project, false, &commands).await;
+    assert!(results[0].2.contains("planted"), "{}", results[0].2);
+    assert!(results[1].2.contains("fine"), "{}", results[1].2);
+    assert!(d.project.join("again.txt").exists());
+    let left: Vec<_> = std::fs::read_dir(&d.outside)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "a mount point was made on the host: {left:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_in_the_home_directory_cannot_add_dot_files() {
+    let d = dirs();
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    // The project is the home directory of the commands.
+    std::fs::write(d.project.join(".bashrc"), "# mine\n").unwrap();
+    let script = vec![
+        anthropic::tool(
+            "bash",
+            json!({"command": "echo 'touch x' >> .bashrc; echo 'alias ls=x' > .bash_aliases; mkdir -p .local/bin && printf '#!/bin/sh\\n' > .local/bin/git; echo ok > notes.txt"}),
+        ),
+        anthropic::text("done"),
+    ];
+    let model = ModelServer::start(script).await;
+    let mut client = daemon.client().await;
+    let Reply::SessionCreated(info) = client
+        .request(Request::CreateSession(CreateSession {
+            cwd: d.project.to_string_lossy().into_owned(),
+            model: None,
+            provider: None,
+            mode: Some(Mode::Auto),
+            max_turns: None,
+            title: None,
+            env: vec![
+                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+                ("HOME".into(), d.project.to_string_lossy().into_owned()),
+            ],
+            worktree: false,
+        }))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    tests::subscribe(&client, &info.id, 0).await;
+    let mut incoming = client.take_incoming().unwrap();
+    start_run(&client, &info.id, "settle in", unattended(&model)).await;
+    let results = tool_results(&until_finished(&mut incoming).await);
+    assert_eq!(
+        std::fs::read_to_string(d.project.join(".bashrc")).unwrap(),
+        "# mine\n"
+    );
+    assert!(
+        !d.project.join(".bash_aliases").exists(),
+        "{}",
+        results[0].2
+    );
+    assert!(!d.project.join(".local").exists(), "{}", results[0].2);
+    assert!(d.project.join("notes.txt").exists(), "{}", results[0].2);
+}

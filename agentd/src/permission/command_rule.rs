@@ -97,14 +97,38 @@ impl CommandRule {
             return DenyCheck::Denied(self.pattern.clone());
         }
         let mut unknown = None;
-        for invocation in expand(command).invocations {
-            match self.denies_invocation(&invocation) {
+        let invocations = expand(command).invocations;
+        for invocation in &invocations {
+            match self.denies_invocation(invocation) {
                 DenyCheck::Denied(rule) => return DenyCheck::Denied(rule),
                 DenyCheck::Unknown(why) => unknown = Some(why),
                 DenyCheck::Clear => {}
             }
         }
-        unknown.map_or(DenyCheck::Clear, DenyCheck::Unknown)
+        unknown
+            .or_else(|| self.named_in_arguments(&invocations))
+            .map_or(DenyCheck::Clear, DenyCheck::Unknown)
+    }
+
+    /// Why the arguments of `invocations` may reach the program this rule names: they name it
+    /// (`prlimit … rm x`, `make --eval='x:;rm x'`, `git grep -O'rm x'`). Programs run by
+    /// programs the rules do not know are found this way, whatever runs them; a command that
+    /// only mentions the program is asked about too.
+    fn named_in_arguments(&self, invocations: &[Invocation]) -> Option<String> {
+        let wanted = self.program.as_ref()?;
+        let named = invocations.iter().find_map(|invocation| match invocation {
+            Invocation::Run { args, .. } => args.iter().find_map(|arg| {
+                arg.text()
+                    .split(|c: char| !(c.is_alphanumeric() || "._/+-".contains(c)))
+                    .map(basename)
+                    .find(|token| !token.is_empty() && wanted.is_match(token))
+            }),
+            Invocation::Unknown(_) => None,
+        })?;
+        Some(format!(
+            "its arguments name `{named}`, which the rule `{}` refuses, and what runs them cannot be told",
+            self.pattern
+        ))
     }
 
     fn denies_invocation(&self, invocation: &Invocation) -> DenyCheck {

@@ -6,6 +6,7 @@ pub mod command_rule;
 pub mod opaque;
 pub mod rules;
 pub mod shell;
+pub mod wrapper_options;
 pub mod wrappers;
 
 use std::path::{Path, PathBuf};

@@ -87,7 +87,30 @@ fn dangerous_assignment(assignment: &str) -> bool {
 
 /// Programs that run other programs from their arguments and that the rules do not see
 /// through.
-const RUNNERS: [&str; 30] = [
+const RUNNERS: &[&str] = &[
+    "prlimit",
+    "choom",
+    "ed",
+    "red",
+    "runcon",
+    "numactl",
+    "cgexec",
+    "systemd-nspawn",
+    "chpst",
+    "pkexec",
+    "eatmydata",
+    "dbus-run-session",
+    "tini",
+    "dumb-init",
+    "daemonize",
+    "start-stop-daemon",
+    "cpulimit",
+    "trickle",
+    "sshpass",
+    "xdg-open",
+    "ssh-agent",
+    "flatpak-spawn",
+    "xargs-parallel",
     "nsenter",
     "firejail",
     "systemd-run",
@@ -208,6 +231,19 @@ fn program_opaque(name: &str, args: &[Word]) -> Option<String> {
             .then(|| format!("`{name}` runs a local command from its options")),
         "zip" => has(&["-TT", "--unzip-command"])
             .then(|| "`zip -TT` runs a program from its arguments".into()),
+        "make" | "gmake" => texts
+            .iter()
+            .any(|t| {
+                t.starts_with("--eval")
+                    || *t == "-E"
+                    || t.starts_with("--file=-")
+                    || t.starts_with("--makefile=-")
+                    || *t == "-f-"
+            })
+            .then(|| format!("`{name}` runs a recipe given on its command line or input")),
+        _ if name.starts_with("ld-linux") || (name.starts_with("ld") && name.contains(".so")) => {
+            Some(format!("`{name}` runs the program it is given"))
+        }
         _ if RUNNERS.contains(&name) => {
             Some(format!("`{name}` runs other programs from its arguments"))
         }
@@ -439,21 +475,7 @@ fn git_overrides(args: &[Word]) -> Option<String> {
                 .filter(|k| dangerous(k))
                 .map(|k| format!("`git config {k}` sets a command git runs later"));
         } else if !t.starts_with('-') {
-            // The subcommand: later `-c` belong to it.
-            if matches!(
-                t,
-                "rebase" | "bisect" | "submodule" | "filter-branch" | "difftool" | "mergetool"
-            ) && texts[i + 1..].iter().any(|a| {
-                matches!(
-                    *a,
-                    "--exec" | "-x" | "run" | "foreach" | "--extcmd" | "-t" | "--tool"
-                ) || a.starts_with("--exec=")
-                    || a.starts_with("--extcmd=")
-                    || a.starts_with("--tool=")
-            }) {
-                return Some(format!("`git {t}` runs a command from its arguments"));
-            }
-            return None;
+            return git_subcommand_runs(t, &texts[i + 1..]);
         } else if matches!(t, "-C" | "--git-dir" | "--work-tree" | "--namespace") {
             i += 2;
             continue;
@@ -473,6 +495,35 @@ fn git_overrides(args: &[Word]) -> Option<String> {
         i += 1;
     }
     None
+}
+
+/// Why `git SUBCOMMAND ARGS` runs a program its arguments name, if it does.
+fn git_subcommand_runs(subcommand: &str, args: &[&str]) -> Option<String> {
+    const RUNNING: [&str; 11] = [
+        "--exec",
+        "--extcmd",
+        "--tool",
+        "--upload-pack",
+        "--receive-pack",
+        "--open-files-in-pager",
+        "--config",
+        "--template",
+        "--command",
+        "--shell",
+        "--strategy",
+    ];
+    let t = subcommand;
+    let runs = |a: &&str| {
+        RUNNING.iter().any(|o| a.starts_with(o))
+            || (a.starts_with("-O") && t == "grep")
+            || (matches!(*a, "-x" | "-t") && matches!(t, "rebase" | "difftool" | "mergetool"))
+            || (a.starts_with("-u")
+                && matches!(t, "clone" | "fetch" | "ls-remote" | "pull" | "archive"))
+            || (a.starts_with("-c") && t == "clone")
+            || (matches!(*a, "run" | "foreach") && matches!(t, "bisect" | "submodule"))
+    };
+    (matches!(t, "filter-branch" | "daemon" | "instaweb" | "web--browse") || args.iter().any(runs))
+        .then(|| format!("`git {t}` runs a command from its arguments"))
 }
 
 /// The short-flag clusters of `args` (`-lc` → `lc`), before the first operand.

@@ -76,8 +76,14 @@ pub struct CommandLine {
 #[error("the command line could not be parsed as a whole")]
 pub struct Unparsable;
 
+/// The longest command line read; a longer one is not parsed (it asks).
+const MAX_LINE: usize = 64 * 1024;
+
 /// Parses `line` as bash.
 pub fn parse(line: &str) -> Result<CommandLine, Unparsable> {
+    if line.len() > MAX_LINE {
+        return Err(Unparsable);
+    }
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
@@ -89,9 +95,10 @@ pub fn parse(line: &str) -> Result<CommandLine, Unparsable> {
     }
     let source = line.as_bytes();
     let mut found = CommandLine::default();
-    // An explicit stack: a line of deeply nested subshells must not overflow ours.
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
+    // An explicit stack: a line of deeply nested subshells must not overflow ours. Each node
+    // goes with the test (`[[ … ]]` or `[ … ]`) it is inside, if any.
+    let mut stack = vec![(root, Test::None)];
+    while let Some((node, test)) = stack.pop() {
         match node.kind() {
             "command" => found.commands.push(simple_command(node, source)),
             "declaration_command" | "unset_command" => {
@@ -107,22 +114,38 @@ pub fn parse(line: &str) -> Result<CommandLine, Unparsable> {
             }
             _ => {}
         }
-        if let Some(why) = opaque_construct(node, source) {
+        if let Some(why) = opaque_construct(node, source, test) {
             found.opaque.push(why);
         }
+        let test = match node.kind() {
+            "test_command" if text(node, source).starts_with("[[") => Test::Double,
+            "test_command" => Test::Single,
+            _ => test,
+        };
         // Later commands are found inside these nodes too (substitutions in arguments,
         // bodies of compound commands); pushed in reverse so they come out in order.
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
+        stack.extend(children.into_iter().rev().map(|child| (child, test)));
     }
     Ok(found)
 }
 
+/// The test a node is inside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Test {
+    None,
+    /// `[ … ]`, `test …`
+    Single,
+    /// `[[ … ]]`
+    Double,
+}
+
 /// Why a syntax node hides what it runs, if it does. Bash evaluates arithmetic (`$(( ))`,
-/// `(( ))`, `for ((;;))`, `[[ a -eq b ]]`, array subscripts) recursively: a variable or a
-/// quoted string there can hold `a[$(command)]`, which runs the command.
-fn opaque_construct(node: Node, source: &[u8]) -> Option<String> {
+/// `(( ))`, `for ((;;))`, `[[ a -eq b ]]`, array subscripts, `${x:offset}`) recursively: a
+/// variable or a quoted string there can hold `a[$(command)]`, which runs the command; so do
+/// `${!name}` (the name may hold a subscript) and `${x@P}` (prompt expansion).
+fn opaque_construct(node: Node, source: &[u8], test: Test) -> Option<String> {
     let raw = text(node, source);
     match node.kind() {
         "function_definition" => Some("it defines a function".into()),
@@ -138,9 +161,8 @@ fn opaque_construct(node: Node, source: &[u8]) -> Option<String> {
             (!index.is_some_and(plain_subscript))
                 .then(|| format!("an array subscript `{raw}` that is not a number"))
         }
-        "binary_expression"
-            if enclosing_test(node, source).is_some_and(|t| t.starts_with("[[")) =>
-        {
+        "expansion" => expansion_opaque(raw),
+        "binary_expression" if test == Test::Double => {
             let operator = node
                 .child_by_field_name("operator")
                 .map(|o| text(o, source))
@@ -153,7 +175,7 @@ fn opaque_construct(node: Node, source: &[u8]) -> Option<String> {
             (arithmetic && !plain)
                 .then(|| format!("`[[ {raw} ]]` compares as arithmetic what is not a number"))
         }
-        "unary_expression" if enclosing_test(node, source).is_some() => {
+        "unary_expression" if test != Test::None => {
             let operator = node
                 .child_by_field_name("operator")
                 .map(|o| text(o, source))
@@ -165,16 +187,43 @@ fn opaque_construct(node: Node, source: &[u8]) -> Option<String> {
     }
 }
 
-/// The `[[ … ]]` or `[ … ]` that `node` is inside, if any.
-fn enclosing_test<'a>(node: Node, source: &'a [u8]) -> Option<&'a str> {
-    let mut up = node.parent();
-    while let Some(parent) = up {
-        if parent.kind() == "test_command" {
-            return Some(text(parent, source));
-        }
-        up = parent.parent();
+/// Why a parameter expansion `${…}` evaluates code, if it does.
+fn expansion_opaque(raw: &str) -> Option<String> {
+    let inner = raw.strip_prefix("${")?.strip_suffix('}')?;
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if let Some(name) = inner.strip_prefix('!') {
+        // `${!prefix*}` and `${!array[@]}` list names; any other `${!x}` reads the variable x
+        // names, and that name may hold a subscript.
+        let listing = name
+            .strip_suffix(['*', '@'])
+            .is_some_and(|n| n.chars().all(word))
+            || name
+                .strip_suffix("[@]")
+                .or_else(|| name.strip_suffix("[*]"))
+                .is_some_and(|n| n.chars().all(word));
+        return (!listing).then(|| format!("`{raw}` reads a variable by a name it computes"));
     }
-    None
+    let inner = inner.strip_prefix('#').unwrap_or(inner);
+    let name_len = if inner.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        inner.find(|c: char| !word(c)).unwrap_or(inner.len())
+    } else {
+        inner.chars().next().map_or(0, char::len_utf8)
+    };
+    let mut rest = inner.get(name_len..).unwrap_or_default();
+    // A subscript is looked at as a node of its own.
+    if rest.starts_with('[') {
+        rest = rest.split_once(']').map_or("", |(_, after)| after);
+    }
+    if let Some(op) = rest.strip_prefix('@') {
+        return op
+            .starts_with('P')
+            .then(|| format!("`{raw}` expands a prompt, which runs substitutions"));
+    }
+    let offsets = rest.strip_prefix(':')?;
+    if offsets.starts_with(['-', '=', '?', '+']) {
+        return None;
+    }
+    (!plain_arithmetic(offsets)).then(|| format!("`{raw}` evaluates its offset as arithmetic"))
 }
 
 /// Arithmetic of numbers and operators only: nothing bash would look up or expand.
@@ -423,6 +472,40 @@ mod tests {
     fn what_cannot_be_parsed_is_said() {
         assert_eq!(parse("echo \"unterminated"), Err(Unparsable));
         assert_eq!(parse("cargo test )"), Err(Unparsable));
+    }
+
+    #[test]
+    fn expansions_that_evaluate_code_are_opaque() {
+        for line in [
+            "ls ${x@P}",
+            "ls ${!x}",
+            "ls ${PWD:x:1}",
+            "ls ${x:+${PWD:x}}",
+            "ls ${a[$i]}",
+            "[[ $x -eq 1 ]]",
+            "[ -v 'a[$(id)]' ]",
+        ] {
+            assert!(!parse(line).unwrap().opaque.is_empty(), "{line}");
+        }
+        for line in [
+            "ls ${x}",
+            "ls ${x:-d}",
+            "ls ${x:1:2}",
+            "ls ${#x}",
+            "ls ${!a[@]}",
+            "ls ${x@Q}",
+            "[ $x -eq 1 ]",
+            "[[ 1 -eq 1 ]]",
+        ] {
+            assert!(parse(line).unwrap().opaque.is_empty(), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_long_chain_of_tests_is_read_in_linear_time() {
+        let line = format!("[[ {} ]]", vec!["1 -eq 1"; 4000].join(" && "));
+        // Once cubic, this took minutes and held the session's actor.
+        assert!(parse(&line).is_ok());
     }
 
     #[test]

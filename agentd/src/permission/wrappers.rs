@@ -6,6 +6,7 @@
 //! form the rules cannot follow is reported as opaque.
 
 use super::shell::{self, SimpleCommand, Word};
+use super::wrapper_options;
 
 /// How deep nested scripts are looked into.
 const MAX_NESTING: usize = 4;
@@ -183,131 +184,18 @@ enum Wrapped<'a> {
     Opaque(String),
 }
 
-/// What the wrapper `name` runs with `args`.
+/// What the wrapper `name` runs with `args`, read by its option table
+/// ([`super::wrapper_options`]); an option the table does not know makes it opaque.
 fn wrapped<'a>(name: &str, args: &'a [Word]) -> Wrapped<'a> {
-    // Options that take a value, and how many operands come before the command.
-    let (with_value, operands): (&[&str], usize) = match name {
-        "env" => (&["-u", "-C", "--unset", "--chdir"], 0),
-        "sudo" => (
-            &[
-                "-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "--user", "--group",
-            ],
-            0,
-        ),
-        "doas" => (&["-u", "-C"], 0),
-        "nice" => (&["-n", "--adjustment"], 0),
-        "ionice" => (&["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"], 0),
-        "timeout" => (&["-s", "-k", "--signal", "--kill-after"], 1),
-        "xargs" => (
-            &[
-                "-I",
-                "-i",
-                "-n",
-                "-L",
-                "-l",
-                "-P",
-                "-d",
-                "-a",
-                "-E",
-                "-e",
-                "-s",
-                "--delimiter",
-                "--arg-file",
-                "--max-args",
-                "--max-procs",
-                "--replace",
-                "--max-lines",
-                "--eof",
-                "--max-chars",
-                "--process-slot-var",
-            ],
-            0,
-        ),
-        "exec" => (&["-a"], 0),
-        "stdbuf" => (&["-i", "-o", "-e"], 0),
-        "taskset" => (&[], 1),
-        "chrt" => (&["-T", "-P", "-D"], 1),
-        "flock" => (&["-w", "--timeout", "-E", "--conflict-exit-code"], 1),
-        "setpriv" => (
-            &[
-                "--reuid",
-                "--regid",
-                "--ruid",
-                "--rgid",
-                "--euid",
-                "--egid",
-                "--groups",
-                "--inh-caps",
-                "--ambient-caps",
-                "--bounding-set",
-                "--securebits",
-                "--pdeathsig",
-                "--selinux-label",
-                "--apparmor-profile",
-                "--landlock-access",
-                "--landlock-rule",
-            ],
-            0,
-        ),
-        "unshare" => (
-            &[
-                "--propagation",
-                "--setgroups",
-                "--map-user",
-                "--map-group",
-                "--map-users",
-                "--map-groups",
-                "-R",
-                "--root",
-                "-w",
-                "--wd",
-                "-S",
-                "--setuid",
-                "-G",
-                "--setgid",
-            ],
-            0,
-        ),
-        "strace" | "ltrace" => (
-            &[
-                "-e", "-o", "-p", "-s", "-a", "-b", "-E", "-I", "-O", "-P", "-S", "-u", "-X", "-U",
-                "-n",
-            ],
-            0,
-        ),
-        "watch" => (&["-n", "-d", "--interval", "-q", "--equexit"], 0),
-        "script" => (
-            &[
-                "-T",
-                "--log-timing",
-                "-I",
-                "--log-in",
-                "-O",
-                "--log-out",
-                "-B",
-                "--log-io",
-                "-E",
-                "--echo",
-                "-o",
-                "--output-limit",
-                "-m",
-                "--logging-format",
-            ],
-            0,
-        ),
-        "command" | "builtin" | "nohup" | "time" | "setsid" | "unbuffer" | "caffeinate"
-        | "chroot" | "busybox" => (&[], usize::from(name == "chroot")),
-        _ => return Wrapped::NotAWrapper,
+    let Some(options) = wrapper_options::of(name) else {
+        return Wrapped::NotAWrapper;
     };
-    // `command -v rm` and `command -V rm` only say where `rm` is.
-    if name == "command"
-        && args
-            .first()
-            .and_then(Word::literal)
-            .is_some_and(|t| t == "-v" || t == "-V")
-    {
-        return Wrapped::Command(&[]);
-    }
+    let unknown = |option: &str| {
+        Wrapped::Opaque(format!(
+            "`{name} {option}` is an option the rules do not know, so what it runs cannot be told"
+        ))
+    };
+    let (mut script, mut no_command, mut exec) = (None, false, false);
     let mut i = 0;
     while let Some(word) = args.get(i) {
         let Some(text) = word.literal() else { break };
@@ -315,43 +203,91 @@ fn wrapped<'a>(name: &str, args: &'a [Word]) -> Wrapped<'a> {
             i += 1;
             break;
         }
-        if !text.starts_with('-') || text.len() == 1 {
-            // `env NAME=value cmd`, `env - cmd`
-            if name == "env" && (text.contains('=') || text == "-") {
-                i += 1;
-                continue;
-            }
+        // `env NAME=value cmd`, `env - cmd`, `nice -5 cmd`
+        let old_nice = name == "nice"
+            && text
+                .strip_prefix('-')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if (name == "env" && (text == "-" || (!text.starts_with('-') && text.contains('='))))
+            || old_nice
+        {
+            i += 1;
+            continue;
+        }
+        if !text.starts_with('-') || text == "-" {
             break;
         }
-        // `env -S 'cmd args'`, `flock F -c 'cmd'`, `script -c 'cmd'`: a string of words.
-        if let Some(script) = split_string(name, text, args.get(i + 1)) {
-            return Wrapped::Script(script);
-        }
-        let (flag, attached) = match text.split_once('=') {
-            Some((flag, _)) => (flag, true),
-            None => (text, false),
-        };
-        i += if with_value.contains(&flag) && !attached {
-            2
-        } else {
-            1
-        };
-    }
-    if name == "flock" {
-        // `flock F -c 'cmd'` puts its options after the lock file too.
-        if let Some(pos) = args
-            .iter()
-            .position(|w| w.literal().is_some_and(|t| t == "-c" || t == "--command"))
-        {
-            return match args.get(pos + 1) {
-                Some(script) => Wrapped::Script(script.clone()),
-                None => Wrapped::Command(&[]),
+        let next = args.get(i + 1);
+        if let Some(long) = text.strip_prefix("--") {
+            let (key, value) = match long.split_once('=') {
+                Some((key, value)) => (format!("--{key}"), Some(value)),
+                None => (text.to_string(), None),
             };
+            let key = key.as_str();
+            exec |= key == "--exec";
+            no_command |= options.no_command.1.contains(&key);
+            if options.script.1.contains(&key) {
+                script = Some(value.map_or_else(
+                    || next.cloned().unwrap_or(Word::Literal(String::new())),
+                    |v| Word::Literal(v.to_string()),
+                ));
+                break;
+            }
+            if options.long_flags.contains(&key) {
+                i += 1;
+            } else if options.long_values.contains(&key) {
+                i += if value.is_some() { 1 } else { 2 };
+            } else {
+                return unknown(key);
+            }
+            continue;
         }
+        let mut takes_next = false;
+        for (at, c) in text.char_indices().skip(1) {
+            let rest = text.get(at + c.len_utf8()..).unwrap_or_default();
+            no_command |= options.no_command.0.contains(c);
+            exec |= name == "watch" && c == 'x';
+            if options.script.0.contains(c) {
+                script = Some(if rest.is_empty() {
+                    next.cloned().unwrap_or(Word::Literal(String::new()))
+                } else {
+                    Word::Literal(rest.to_string())
+                });
+                break;
+            }
+            if options.flags.contains(c) {
+                continue;
+            }
+            if options.optional.contains(c) {
+                break;
+            }
+            if options.values.contains(c) {
+                takes_next = rest.is_empty();
+                break;
+            }
+            return unknown(&format!("-{c}"));
+        }
+        if script.is_some() {
+            break;
+        }
+        i += 1 + usize::from(takes_next);
+    }
+    if let Some(script) = script {
+        return Wrapped::Script(script);
+    }
+    if no_command {
+        return Wrapped::Command(&[]);
     }
     let rest = args
-        .get((i + operands).min(args.len())..)
+        .get((i + options.operands).min(args.len())..)
         .unwrap_or_default();
+    // `flock FILE -c 'cmd'` puts its option after the lock file.
+    if name == "flock"
+        && let Some(flag) = rest.first().and_then(Word::literal)
+        && (flag == "-c" || flag == "--command")
+    {
+        return Wrapped::Script(rest.get(1).cloned().unwrap_or(Word::Literal(String::new())));
+    }
     match name {
         // Without `-c`, `script` runs an interactive shell; its operand is a log file.
         "script" => Wrapped::Opaque("`script` without -c runs a shell".into()),
@@ -359,8 +295,8 @@ fn wrapped<'a>(name: &str, args: &'a [Word]) -> Wrapped<'a> {
         "unshare" | "sudo" | "doas" if rest.is_empty() => {
             Wrapped::Opaque(format!("`{name}` without a command runs a shell"))
         }
-        // `watch` joins its words and runs them with `sh -c`.
-        "watch" => {
+        // `watch` joins its words and runs them with `sh -c`, unless `-x`.
+        "watch" if !exec => {
             if rest.iter().any(Word::is_dynamic) {
                 return Wrapped::Opaque("`watch` of computed text".into());
             }
@@ -368,34 +304,6 @@ fn wrapped<'a>(name: &str, args: &'a [Word]) -> Wrapped<'a> {
             Wrapped::Script(Word::Literal(joined))
         }
         _ => Wrapped::Command(rest),
-    }
-}
-
-/// The shell string a wrapper's option carries: `env -S STR` (`--split-string`, attached or
-/// not), `script -c STR` (`--command`), `su -c STR`.
-fn split_string(name: &str, flag: &str, next: Option<&Word>) -> Option<Word> {
-    let long = match name {
-        "env" => "--split-string",
-        "script" => "--command",
-        _ => return None,
-    };
-    let short = if name == "env" { 'S' } else { 'c' };
-    if let Some(value) = flag.strip_prefix(&format!("{long}=")) {
-        return Some(Word::Literal(value.to_string()));
-    }
-    if flag == long {
-        return next.cloned().or(Some(Word::Literal(String::new())));
-    }
-    if flag.starts_with("--") {
-        return None;
-    }
-    // A cluster: `-iS'cmd'`, `-qc 'cmd'`; what follows the letter is the value, else the next
-    // word is.
-    let (_, attached) = flag.split_once(short)?;
-    if attached.is_empty() {
-        next.cloned().or(Some(Word::Literal(String::new())))
-    } else {
-        Some(Word::Literal(attached.to_string()))
     }
 }
 
@@ -447,8 +355,35 @@ mod tests {
     }
 
     #[test]
-    fn a_wrapper_without_a_command_is_opaque() {
-        for line in ["unshare -r", "script -q", "sudo -s"] {
+    fn option_values_are_never_taken_for_the_program() {
+        assert_eq!(
+            programs("echo v | xargs -l rm -rf"),
+            ["echo", "xargs", "rm"]
+        );
+        assert_eq!(programs("xargs -e rm -rf"), ["xargs", "rm"]);
+        assert_eq!(programs("xargs -i{} rm {}"), ["xargs", "rm"]);
+        assert_eq!(
+            programs("strace -f --output /dev/null rm -rf v"),
+            ["strace", "rm"]
+        );
+        assert_eq!(
+            programs("chroot --userspec root:root / rm -rf v"),
+            ["chroot", "rm"]
+        );
+        assert_eq!(programs("nice -10 rm x"), ["nice", "rm"]);
+        assert_eq!(programs("watch -x rm x"), ["watch", "rm"]);
+        assert_eq!(programs("taskset -p 1 2"), ["taskset"]);
+    }
+
+    #[test]
+    fn a_wrapper_without_a_command_or_with_an_unknown_option_is_opaque() {
+        for line in [
+            "unshare -r",
+            "script -q",
+            "sudo -s",
+            "nice --weird rm x",
+            "xargs -Z rm",
+        ] {
             let parsed = shell::parse(line).unwrap();
             assert!(!expand(&parsed.commands[0]).opaque.is_empty(), "{line}");
         }

@@ -1,15 +1,17 @@
-//! Around each sandboxed call: before it, the `.git` entries under the writable roots are found
-//! (they and what they point at become protected mounts); after it, whatever protected name
-//! the command created where none was (a new `.git`, a start-up file) is looked at. A mount
-//! cannot cover a path that does not exist yet, so a new one is checked once the call's
+//! Around each sandboxed call: before it, the git directories under the writable roots are
+//! found (`.git` entries, and directories that git would take for a bare repository); they and
+//! what they point at become protected mounts. After it, whatever protected name the command
+//! created where none was (a new git directory, a dot file in the home directory) is looked at.
+//! A mount cannot cover a path that does not exist yet, so a new one is checked once the call's
 //! processes are all gone: a git directory as `git init` or `git clone` leaves it is kept, one
-//! that configures commands or hooks is removed, and the result says so.
+//! that configures commands, has hooks or links elsewhere is removed, and the result says so.
+//! The check after a call has no limit: it must see everything the call made.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::policy::Policy;
-use super::protected::{STARTUP_FILES, common_dir_of, git_file_target};
+use super::protected::{common_dir_of, git_file_target};
 
 /// The most directory entries looked at under the writable roots before a call; past it the
 /// call is refused rather than run with `.git` directories left unprotected.
@@ -33,7 +35,8 @@ pub struct Sandbox {
 pub struct Guard {
     search: Vec<PathBuf>,
     git_entries: HashSet<PathBuf>,
-    absent: Vec<PathBuf>,
+    /// The home directory when it is writable, and the dot entries it had.
+    home: Option<(PathBuf, HashSet<std::ffi::OsString>)>,
 }
 
 impl Sandbox {
@@ -48,7 +51,7 @@ impl Sandbox {
                 .create(tmp)
                 .map_err(|e| format!("cannot make the private /tmp {}: {e}", tmp.display()))?;
         }
-        let git_entries = find_git_entries(&self.search)?;
+        let git_entries = find_git_entries(&self.search, Some(MAX_ENTRIES))?;
         for entry in &git_entries {
             policy.protected.push(entry.clone());
             let meta = std::fs::symlink_metadata(entry);
@@ -65,24 +68,25 @@ impl Sandbox {
                 }
             }
         }
-        let mut absent = Vec::new();
-        if let Some(home) = &self.home
-            && self.policy.writable.iter().any(|w| home.starts_with(w))
-        {
-            for file in STARTUP_FILES.iter().map(|f| home.join(f)) {
-                if std::fs::symlink_metadata(&file).is_ok() {
-                    policy.protected.push(file);
-                } else {
-                    absent.push(file);
-                }
-            }
-        }
+        // A writable home directory keeps its dot files (start-up files, configs, `.local/bin`)
+        // read-only, and gets no new ones.
+        let home = self
+            .home
+            .as_ref()
+            .filter(|home| self.policy.writable.iter().any(|w| home.starts_with(w)))
+            .map(|home| {
+                let dots = dot_entries(home);
+                policy
+                    .protected
+                    .extend(dots.iter().map(|name| home.join(name)));
+                (home.clone(), dots)
+            });
         policy.protected.sort();
         policy.protected.dedup();
         let guard = Guard {
             search: self.search.clone(),
             git_entries: git_entries.into_iter().collect(),
-            absent,
+            home,
         };
         Ok((policy, guard))
     }
@@ -93,18 +97,18 @@ impl Guard {
     /// outside the sandbox, and says what it removed. Blocks: it walks the writable roots.
     pub fn after(self) -> Vec<String> {
         let mut notes = Vec::new();
-        let now = match find_git_entries(&self.search) {
-            Ok(now) => now,
-            Err(err) => return vec![format!("cannot check what the command created: {err}")],
-        };
+        let now = find_git_entries(&self.search, None).unwrap_or_default();
         for entry in now.iter().filter(|e| !self.git_entries.contains(*e)) {
             if let Some(why) = unsafe_git_entry(entry) {
                 notes.push(remove(entry, &format!("a git directory that {why}")));
             }
         }
-        for file in &self.absent {
-            if std::fs::symlink_metadata(file).is_ok() {
-                notes.push(remove(file, "a start-up file that shells or git run later"));
+        if let Some((home, before)) = &self.home {
+            for name in dot_entries(home).difference(before) {
+                notes.push(remove(
+                    &home.join(name),
+                    "a dot file in the home directory, which shells, git and tools obey",
+                ));
             }
         }
         notes
@@ -128,8 +132,23 @@ fn remove(path: &Path, what: &str) -> String {
     }
 }
 
-/// Every entry named `.git` below `roots`, without following symlinks or entering `.git`.
-fn find_git_entries(roots: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// The names of the entries of `dir` that start with a dot.
+fn dot_entries(dir: &Path) -> HashSet<std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name())
+                .filter(|n| n.as_encoded_bytes().starts_with(b"."))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every git directory below `roots`: entries named `.git`, and directories git would take
+/// for a bare repository (a `HEAD` file beside `objects` and `refs`). Symlinks are not
+/// followed and git directories are not entered. Past `limit` entries, an error.
+fn find_git_entries(roots: &[PathBuf], limit: Option<usize>) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     let mut seen = 0usize;
     let mut stack: Vec<PathBuf> = roots.iter().filter(|r| r.is_dir()).cloned().collect();
@@ -137,56 +156,88 @@ fn find_git_entries(roots: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_ENTRIES {
-                return Err(format!(
-                    "the writable directories hold more than {MAX_ENTRIES} entries, too many to find their .git directories before each command; start the session in a smaller directory, or run the command with \"sandbox\": false"
-                ));
-            }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if entry.file_name() == ".git" {
-                found.push(entry.path());
+        let entries: Vec<(std::ffi::OsString, std::fs::FileType)> = entries
+            .flatten()
+            .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
+            .collect();
+        seen += entries.len();
+        if limit.is_some_and(|limit| seen > limit) {
+            return Err(format!(
+                "the writable directories hold more than {MAX_ENTRIES} entries, too many to find their git directories before each command; start the session in a smaller directory, or run the command with \"sandbox\": false"
+            ));
+        }
+        let has = |name: &str, dir: bool| {
+            entries
+                .iter()
+                .any(|(n, t)| n == name && if dir { t.is_dir() } else { t.is_file() })
+        };
+        if has("HEAD", false) && has("objects", true) && has("refs", true) {
+            found.push(dir);
+            continue;
+        }
+        for (name, kind) in entries {
+            if name == ".git" {
+                found.push(dir.join(name));
             } else if kind.is_dir() {
-                stack.push(entry.path());
+                stack.push(dir.join(name));
             }
         }
     }
     Ok(found)
 }
 
-/// Why a `.git` entry the sandbox created could run code outside it, or `None` when it is a
-/// plain repository as `git init` or `git clone` make it.
+/// Why a git directory the sandbox created could run code outside it, or `None` when it is a
+/// plain repository as `git init` or `git clone` make it: a real directory, no links in it,
+/// no other git directory named, only sample hooks, and a config that names no command.
 fn unsafe_git_entry(entry: &Path) -> Option<&'static str> {
     let meta = std::fs::symlink_metadata(entry).ok()?;
     if !meta.is_dir() {
         return Some("points elsewhere");
     }
-    if ["commondir", "modules", "worktrees"]
+    if ["commondir", "modules", "worktrees", "config.worktree"]
         .iter()
         .any(|name| std::fs::symlink_metadata(entry.join(name)).is_ok())
     {
         return Some("shares or nests other git directories");
     }
+    // Nothing in it may lead elsewhere (a linked `hooks` would stay writable).
+    let mut stack = vec![entry.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Some("cannot be read whole");
+        };
+        for e in entries.flatten() {
+            seen += 1;
+            match e.file_type() {
+                Ok(t) if t.is_symlink() => return Some("links elsewhere"),
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => {}
+                _ => return Some("holds files of unusual kinds"),
+            }
+            if seen > MAX_ENTRIES {
+                return Some("is too large to check");
+            }
+        }
+    }
     let hooks_ok = match std::fs::read_dir(entry.join("hooks")) {
-        Ok(hooks) => hooks.flatten().all(|h| {
-            h.file_name().to_string_lossy().ends_with(".sample")
-                && h.file_type().is_ok_and(|t| t.is_file())
-        }),
+        Ok(hooks) => hooks
+            .flatten()
+            .all(|h| h.file_name().to_string_lossy().ends_with(".sample")),
         Err(_) => true,
     };
     if !hooks_ok {
         return Some("has hooks");
     }
-    match std::fs::symlink_metadata(entry.join("config")) {
-        Ok(m) if !m.is_file() => Some("has an unusual config"),
-        Ok(_) => {
-            let text = crate::regular_file::read_text(&entry.join("config"), 64 * 1024)?;
-            (!inert_config(&text)).then_some("configures commands")
-        }
-        Err(_) => None,
+    const MAX_CONFIG: usize = 1 << 20;
+    match crate::regular_file::read_at_most(&entry.join("config"), MAX_CONFIG) {
+        Ok((_, true)) => Some("has a config too large to check"),
+        Ok((bytes, false)) => match std::str::from_utf8(&bytes) {
+            Ok(text) if inert_config(text) => None,
+            _ => Some("configures commands"),
+        },
+        Err(_) if std::fs::symlink_metadata(entry.join("config")).is_err() => None,
+        Err(_) => Some("has an unusual config"),
     }
 }
 
@@ -291,11 +342,36 @@ mod tests {
         std::fs::write(root.join("fsm/.git/config"), "[core]\n\tfsmonitor = x\n").unwrap();
         std::fs::create_dir_all(root.join("file")).unwrap();
         std::fs::write(root.join("file/.git"), "gitdir: /elsewhere\n").unwrap();
+        // Past 64 KiB of padding, a command at the end of the config.
+        std::fs::create_dir_all(root.join("padded/.git")).unwrap();
+        let padding = format!("#{}\n", "x".repeat(70_000));
+        std::fs::write(
+            root.join("padded/.git/config"),
+            format!("{padding}[core]\n\tfsmonitor = x\n"),
+        )
+        .unwrap();
+        // A hooks directory that links to a writable one.
+        std::fs::create_dir_all(root.join("linked/.git")).unwrap();
+        std::fs::create_dir_all(root.join("linked/myhooks")).unwrap();
+        std::os::unix::fs::symlink("../myhooks", root.join("linked/.git/hooks")).unwrap();
+        // A directory git takes for a bare repository, with a pager command.
+        for dir in ["bare/objects", "bare/refs"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(root.join("bare/config"), "[core]\n\tpager = x\n").unwrap();
         let notes = guard.after();
-        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(notes.len(), 6, "{notes:?}");
         assert!(root.join("plain/.git/config").exists());
         assert!(root.join("old/.git").exists());
-        for gone in ["hooked/.git", "fsm/.git", "file/.git"] {
+        for gone in [
+            "hooked/.git",
+            "fsm/.git",
+            "file/.git",
+            "padded/.git",
+            "linked/.git",
+            "bare",
+        ] {
             assert!(!root.join(gone).exists(), "{gone}");
         }
     }

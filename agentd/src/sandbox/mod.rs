@@ -78,7 +78,7 @@ fn probe(helper: &Path) -> Support {
     let protected = work.join(".git");
     let _ = std::fs::create_dir(&protected);
     let policy = Policy {
-        writable: vec![work],
+        writable: vec![work.clone()],
         protected: vec![protected],
         hidden: vec![hidden],
         tmp: Some(tmp),
@@ -88,6 +88,7 @@ fn probe(helper: &Path) -> Support {
     args.push("true".into());
     match std::process::Command::new(helper)
         .args(&args)
+        .current_dir(&work)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

@@ -9,6 +9,7 @@
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -45,7 +46,7 @@ pub fn build(policy: &Policy) -> Result<(), String> {
     cover(policy, |_| true)?;
 
     // Writable roots that the steps above hid or made read-only come back as they are.
-    let mut restored = Vec::new();
+    let mut restored: Vec<PathBuf> = Vec::new();
     for (path, fd) in &roots {
         let hidden = !same_file(path, fd);
         let inside_protected = policy
@@ -53,8 +54,14 @@ pub fn build(policy: &Policy) -> Result<(), String> {
             .iter()
             .any(|p| path.starts_with(p) && path != p);
         if hidden || inside_protected {
-            make_mount_point(path, fd)?;
-            bind(&fd_path(fd), path, true).map_err(|e| format!("{}: {e}", path.display()))?;
+            // What covers the way there is the sandbox's own (its /tmp, an empty tmpfs), not
+            // the host's, unless a root already restored is on the way.
+            let scratch: Vec<&Path> = std::iter::once(Path::new(TMP_MOUNT))
+                .chain(policy.hidden.iter().map(PathBuf::as_path))
+                .collect();
+            let point = mount_point(path, fd, &scratch, &restored)?;
+            bind(&fd_path(fd), &fd_path(&point), true)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
             restored.push(path.clone());
         }
     }
@@ -98,21 +105,104 @@ fn read_only(path: &Path) -> std::io::Result<()> {
     )
 }
 
-/// Creates what `path` must be for a bind mount of `source` there (a directory or an empty
-/// file), where a covering mount left nothing.
-fn make_mount_point(path: &Path, source: &OwnedFd) -> Result<(), String> {
-    if std::fs::symlink_metadata(path).is_ok() {
-        return Ok(());
-    }
+/// Opens the place a bind mount of `source` at `path` goes, creating the directories (and, for
+/// a file, the empty file) that are missing, never following a symlink: a command could have
+/// left links in its private /tmp to send the mount, and the directories made for it, to the
+/// host. What is in the way below `scratch` (the sandbox's own /tmp or tmpfs, not a root in
+/// `restored`) is removed; anywhere else it is an error.
+fn mount_point(
+    path: &Path,
+    source: &OwnedFd,
+    scratch: &[&Path],
+    restored: &[PathBuf],
+) -> Result<OwnedFd, String> {
+    use std::os::fd::FromRawFd;
+    let fail =
+        |what: &str, e: std::io::Error| format!("a mount point at {}: {what}: {e}", path.display());
     let is_dir = fstat(source).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
-    let made = if is_dir {
-        std::fs::create_dir_all(path)
-    } else {
-        path.parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::File::create(path).map(drop))
-    };
-    made.map_err(|e| format!("a mount point at {}: {e}", path.display()))
+    let parts: Vec<&std::ffi::OsStr> = path
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let mut dir = open_path(Path::new("/")).map_err(|e| fail("/", e))?;
+    let mut here = PathBuf::from("/");
+    for (i, name) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let want_dir = !last || is_dir;
+        here.push(name);
+        let c = CString::new(name.as_bytes())
+            .map_err(|_| format!("{} has a NUL byte", path.display()))?;
+        let removable = scratch.iter().any(|s| here.starts_with(s) && here != *s)
+            && !restored.iter().any(|r| here.starts_with(r));
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let flags = libc::O_PATH
+                | libc::O_NOFOLLOW
+                | libc::O_CLOEXEC
+                | if want_dir { libc::O_DIRECTORY } else { 0 };
+            // SAFETY: openat with a NUL-terminated name relative to a descriptor we own.
+            let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
+            if fd >= 0 {
+                // SAFETY: a new descriptor of our own.
+                dir = unsafe { OwnedFd::from_raw_fd(fd) };
+                break;
+            }
+            let err = std::io::Error::last_os_error();
+            if tries > 2 {
+                return Err(fail(&here.display().to_string(), err));
+            }
+            match err.raw_os_error() {
+                Some(libc::ENOENT) => {
+                    // SAFETY: mkdirat and openat with a NUL-terminated name relative to a
+                    // descriptor we own.
+                    let made = unsafe {
+                        if want_dir {
+                            libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o755)
+                        } else {
+                            let f = libc::openat(
+                                dir.as_raw_fd(),
+                                c.as_ptr(),
+                                libc::O_CREAT
+                                    | libc::O_EXCL
+                                    | libc::O_WRONLY
+                                    | libc::O_NOFOLLOW
+                                    | libc::O_CLOEXEC,
+                                0o644,
+                            );
+                            if f >= 0 {
+                                libc::close(f);
+                                0
+                            } else {
+                                -1
+                            }
+                        }
+                    };
+                    if made != 0 {
+                        return Err(fail(
+                            &here.display().to_string(),
+                            std::io::Error::last_os_error(),
+                        ));
+                    }
+                }
+                Some(libc::ELOOP | libc::ENOTDIR) if removable => {
+                    // SAFETY: unlinkat of a NUL-terminated name relative to a descriptor we own;
+                    // a link or file, never a directory (no AT_REMOVEDIR).
+                    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+                        return Err(fail(
+                            &here.display().to_string(),
+                            std::io::Error::last_os_error(),
+                        ));
+                    }
+                }
+                _ => return Err(fail(&here.display().to_string(), err)),
+            }
+        }
+    }
+    Ok(dir)
 }
 
 fn open_path(path: &Path) -> std::io::Result<OwnedFd> {

@@ -1,37 +1,17 @@
 //! Protected paths (SPEC §12): what is written there runs later outside the sandbox, so it
 //! stays read-only even inside a writable root, in the sandbox and for the `write` and `edit`
 //! tools in every mode but `bypass`: every `.git` (directory or file) and what a `.git` file or
-//! a `commondir` points at, the daemon's config, data and socket directories, and the shell's
-//! start-up files in the home directory.
+//! a `commondir` points at, the daemon's config, data and socket directories, and the dot files
+//! of the home directory (shell start-up files, git's and other tools' configs, `.local/bin`).
 
 use std::path::{Path, PathBuf};
-
-/// Files in the home directory that shells, git and ssh run or obey at start.
-pub const STARTUP_FILES: [&str; 16] = [
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".zlogout",
-    ".kshrc",
-    ".config/fish",
-    ".gitconfig",
-    ".config/git",
-    ".ssh",
-    ".config/agentd",
-];
 
 /// Where protected paths are for one session.
 #[derive(Debug, Clone, Default)]
 pub struct ProtectedPaths {
     /// The daemon's directories (config, data, socket).
     pub daemon_dirs: Vec<PathBuf>,
-    /// The home directory, whose start-up files are protected.
+    /// The home directory, whose dot files are protected.
     pub home: Option<PathBuf>,
     /// The session directory: a worktree session's own worktree lives under the daemon's data
     /// directory and stays writable.
@@ -65,15 +45,18 @@ impl ProtectedPaths {
                 dir.display()
             ));
         }
+        // A session working inside a dot directory of the home directory may write there.
         if let Some(home) = &self.home
-            && let Some(file) = STARTUP_FILES
-                .iter()
-                .map(|f| home.join(f))
-                .find(|f| path.starts_with(f))
+            && let Some(first) = path
+                .strip_prefix(home)
+                .ok()
+                .and_then(|r| r.components().next())
+            && first.as_os_str().as_encoded_bytes().starts_with(b".")
+            && !self.session_dir.starts_with(home.join(first))
         {
             return Some(format!(
-                "{} is a start-up file that shells or git run later",
-                file.display()
+                "{} is a dot file of the home directory, which shells, git and tools obey",
+                home.join(first).display()
             ));
         }
         None
@@ -143,6 +126,7 @@ mod tests {
         assert!(refused("/h/data/worktrees/s1/.git"));
         assert!(refused("/home/u/.bashrc"));
         assert!(refused("/home/u/.ssh/authorized_keys"));
+        assert!(refused("/home/u/.local/bin/git"));
         assert!(!refused("/h/data/worktrees/s1/src/main.rs"));
         assert!(!refused("/home/u/project/.bashrc"));
         assert!(!refused("/p/.gitignore"));
