@@ -5,9 +5,39 @@ use crate::style::Style;
 
 /// The terminal's width in columns (80 when it cannot be told).
 pub fn terminal_width() -> usize {
-    crossterm::terminal::size()
+    terminal_size()
         .map_or(80, |(cols, _)| cols as usize)
         .max(20)
+}
+
+/// The size of the terminal standard output is, as columns and rows; `None` when it is not a
+/// terminal. Asked of the terminal itself: never by running a program (crossterm runs `tput`
+/// when its own query fails).
+pub fn terminal_size() -> Option<(u16, u16)> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let mut size = libc::winsize {
+            ws_row: 0,
+            ws_col: 0,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let fd = std::io::stdout().as_raw_fd();
+        // SAFETY: TIOCGWINSZ writes a winsize into the struct we pass; on a descriptor that is
+        // not a terminal it fails and writes nothing.
+        let done = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) };
+        (done == 0 && size.ws_col > 0).then_some((size.ws_col, size.ws_row))
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::IsTerminal;
+        if std::io::stdout().is_terminal() {
+            crossterm::terminal::size().ok()
+        } else {
+            None
+        }
+    }
 }
 
 /// A tool call under way, as its line shows it.

@@ -200,9 +200,7 @@ impl HumanView {
                     }
                 }
                 // A long paragraph is printed as it streams, wrapped at the terminal's width.
-                let width = crossterm::terminal::size()
-                    .map_or(80, |(cols, _)| cols as usize)
-                    .max(20);
+                let width = crate::running::terminal_width();
                 while partial.chars().count() > width {
                     let cut = partial
                         .char_indices()
@@ -253,7 +251,7 @@ impl HumanView {
         let Some(running) = &mut self.running else {
             return;
         };
-        let width = crossterm::terminal::size().map_or(80, |(cols, _)| cols as usize);
+        let width = crate::running::terminal_size().map_or(80, |(cols, _)| cols as usize);
         let line = running.line(style, width);
         running.drawn = true;
         self.out(&format!("\r\x1b[K{line}"));

@@ -77,6 +77,11 @@ impl Paths {
         self.data_dir.join("plans")
     }
 
+    /// Where the checkpoint stores are, one per work tree.
+    pub fn checkpoints_dir(&self) -> PathBuf {
+        self.data_dir.join("checkpoints")
+    }
+
     /// Where sessions started with `--worktree` have their git worktree.
     pub fn worktrees_dir(&self) -> PathBuf {
         self.data_dir.join("worktrees")

@@ -67,7 +67,7 @@ fn library() {
     // store's index would be hashed again (git's "racily clean" entries).
     std::thread::sleep(Duration::from_millis(1100));
     let store = base.path().join("store");
-    let checkpoints = Checkpoints::new(store.clone(), work.clone());
+    let checkpoints = Checkpoints::new(&store, "bench", work.clone());
     let (_, first) = timed(|| checkpoints.record(RunId(1), Point::Start, &limits).unwrap());
     let first_disk = du(&store);
     for f in 0..10 {

@@ -18,19 +18,19 @@ impl Checkpoints {
         run: Option<RunId>,
         limits: &CheckpointConfig,
     ) -> Result<RunDiff, CheckpointError> {
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let repo = self.open(false)?;
+        let (mut state, repo) = self.open(false)?;
         let odb = repo.odb()?;
         // A snapshot of the directory as it is is only compared with: it stays in memory.
         let _staging = snapshot::Staging::new(&odb)?;
-        let runs = Self::runs(&repo);
+        let runs = self.runs(&repo);
         let run = Self::pick(&runs, run)?;
-        let start = Self::load(&repo, run, super::Point::Start)
+        let start = self
+            .load(&repo, run, super::Point::Start)
             .ok_or_else(|| CheckpointError::Missing(format!("run {run} has no checkpoint")))?;
-        let (end, open) = match Self::end_of(&repo, &runs, run) {
+        let (end, open) = match self.end_of(&repo, &runs, run) {
             Some(end) => (end, false),
             None => {
-                let (now, _) = snapshot::take(&repo, &self.cwd, limits)?;
+                let now = self.look(&mut state, &odb, limits)?;
                 (
                     super::Checkpoint {
                         tree: now.tree,

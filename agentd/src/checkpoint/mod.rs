@@ -2,12 +2,11 @@
 //! change and at its end, so that what the run did (through any tool, `bash` included) can be
 //! shown and undone.
 //!
-//! Each session has a shadow git object store under `<data>/sessions/<id>/checkpoints/`, a bare
-//! repository whose work tree is the session directory for the length of one operation. The
-//! user's own `.git` is never read or written: the shadow store has its own index, honours the
-//! directory's `.gitignore` files, and stores bytes exactly as they are (its `info/attributes`
-//! turns every filter off). A run's checkpoints are commits under `refs/runs/<run>/start` and
-//! `refs/runs/<run>/end`.
+//! The shadow object store is shared by every session of a work tree ([`store`]); the user's
+//! own `.git` is never read or written. A snapshot walks the directory as `git status` would
+//! (`.gitignore` honoured) and hashes only what changed since the store's last one
+//! ([`stat_cache`]); bytes are stored exactly as they are. A run's checkpoints are commits
+//! under `refs/agentd/<session>/<run>/start` and `…/end`.
 //!
 //! Everything here blocks (file I/O, hashing); callers run it off the async threads.
 
@@ -15,18 +14,23 @@ mod config;
 mod diff;
 mod rewind;
 mod snapshot;
+mod stat_cache;
+mod store;
+mod walk;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::Arc;
 
-use git2::{Oid, Repository, RepositoryInitOptions};
+use git2::{Oid, Repository};
 use protocol::RunId;
 use serde::{Deserialize, Serialize};
 
 pub use config::CheckpointConfig;
 pub use snapshot::Snapshot;
 use snapshot::Staging;
+use stat_cache::StatCache;
+use store::{Store, StoreState};
 
 /// Which end of a run a checkpoint records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,61 +90,95 @@ pub enum CheckpointError {
     Missing(String),
 }
 
-/// One session's checkpoints. Operations on the store are serialised: one at a time writes the
-/// shadow index.
+/// One session's checkpoints. Operations on a store are serialised across its sessions.
 pub struct Checkpoints {
-    store: PathBuf,
+    store: Arc<Store>,
+    session: String,
     cwd: PathBuf,
-    busy: Mutex<()>,
+    /// Where the session directory sits in the store's work tree (`sub/dir/`, or empty).
+    prefix: Vec<u8>,
+    /// The session's store of an older version (`<data>/sessions/<id>/checkpoints`), moved into
+    /// the shared store at its first use.
+    legacy: Option<PathBuf>,
 }
 
 /// What diff and rewind say before any run recorded a checkpoint.
 const NOTHING_YET: &str = "no run of this session has changed files yet";
 
-const ATTRIBUTES: &str = "# Bytes are stored as they are: no end-of-line conversion, no filters.\n* -text -ident -filter\n";
-
 impl Checkpoints {
-    /// The checkpoints kept in `store` of the session directory `cwd`; nothing is created until
-    /// the first checkpoint.
-    pub fn new(store: PathBuf, cwd: PathBuf) -> Checkpoints {
+    /// The checkpoints of session `session` in `cwd`, in the shared store for `cwd`'s work
+    /// tree under `stores` (`<data>/checkpoints`); nothing is created until the first
+    /// checkpoint.
+    pub fn new(stores: &Path, session: &str, cwd: PathBuf) -> Checkpoints {
+        let store = Store::of(stores, &cwd);
+        let real = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
+        let prefix = match real.strip_prefix(&store.root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => {
+                let mut bytes = rel.as_os_str().as_encoded_bytes().to_vec();
+                bytes.push(b'/');
+                bytes
+            }
+            _ => Vec::new(),
+        };
         Checkpoints {
             store,
+            session: session.to_string(),
             cwd,
-            busy: Mutex::new(()),
+            prefix,
+            legacy: None,
         }
     }
 
-    /// The shadow store's directory.
-    pub fn store(&self) -> &Path {
-        &self.store
+    /// Also takes over the checkpoints an older version kept in `dir` for this session.
+    pub fn with_legacy(mut self, dir: PathBuf) -> Checkpoints {
+        self.legacy = dir.join("HEAD").is_file().then_some(dir);
+        self
     }
 
-    /// Opens the shadow store with the session directory as its work tree, creating it first
-    /// if needed.
-    fn open(&self, create: bool) -> Result<Repository, CheckpointError> {
-        let repo = match Repository::open_bare(&self.store) {
-            Ok(repo) => repo,
-            Err(_) if create => {
-                let repo = Repository::init_opts(
-                    &self.store,
-                    RepositoryInitOptions::new().bare(true).mkdir(true),
-                )?;
-                let mut config = repo.config()?;
-                // The user's global settings must not change what is stored.
-                config.set_bool("core.autocrlf", false)?;
-                config.set_bool("core.filemode", true)?;
-                config.set_bool("core.symlinks", true)?;
-                config.set_bool("gc.auto", false)?;
-                std::fs::create_dir_all(self.store.join("info"))?;
-                std::fs::write(self.store.join("info").join("attributes"), ATTRIBUTES)?;
-                repo
-            }
-            Err(_) => {
-                return Err(CheckpointError::Missing(NOTHING_YET.into()));
-            }
-        };
-        repo.set_workdir(&self.cwd, false)?;
-        Ok(repo)
+    /// The shared store's directory.
+    pub fn store(&self) -> &Path {
+        &self.store.dir
+    }
+
+    /// Opens the store (creating it first if `create`), under its lock: the state and the
+    /// repository, or `NOTHING_YET` when there is no store yet.
+    fn open(
+        &self,
+        create: bool,
+    ) -> Result<(std::sync::MutexGuard<'_, StoreState>, Repository), CheckpointError> {
+        let state = self.store.state.lock().unwrap_or_else(|e| e.into_inner());
+        let create = create
+            || self
+                .legacy
+                .as_ref()
+                .is_some_and(|d| d.join("HEAD").is_file());
+        let repo = self
+            .store
+            .open(create)?
+            .ok_or_else(|| CheckpointError::Missing(NOTHING_YET.into()))?;
+        if let Some(legacy) = &self.legacy {
+            store::take_over(&repo, legacy, &self.session)?;
+        }
+        Ok((state, repo))
+    }
+
+    /// The stat cache of the store, read at its first use.
+    fn cache<'a>(&self, state: &'a mut StoreState) -> &'a mut StatCache {
+        state
+            .cache
+            .get_or_insert_with(|| StatCache::load(&self.store.cache_file()))
+    }
+
+    /// A snapshot of the directory now, only to compare with: nothing reaches the disk.
+    fn look(
+        &self,
+        state: &mut StoreState,
+        odb: &git2::Odb,
+        limits: &CheckpointConfig,
+    ) -> Result<Snapshot, CheckpointError> {
+        let cache = self.cache(state);
+        let (snapshot, _) = snapshot::take(odb, cache, &self.prefix, &self.cwd, limits)?;
+        Ok(snapshot)
     }
 
     /// Records the directory's state as `point` of `run`.
@@ -150,11 +188,11 @@ impl Checkpoints {
         point: Point,
         limits: &CheckpointConfig,
     ) -> Result<Checkpoint, CheckpointError> {
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let repo = self.open(true)?;
+        let (mut state, repo) = self.open(true)?;
         let odb = repo.odb()?;
         let staging = Staging::new(&odb)?;
-        let (snapshot, mut index) = snapshot::take(&repo, &self.cwd, limits)?;
+        let cache = self.cache(&mut state);
+        let (snapshot, update) = snapshot::take(&odb, cache, &self.prefix, &self.cwd, limits)?;
         let tree = repo.find_tree(snapshot.tree)?;
         let signature = git2::Signature::new(
             "agentd",
@@ -167,29 +205,42 @@ impl Checkpoints {
             serde_json::to_string(&snapshot.extras).unwrap_or_default()
         );
         let commit = repo.commit(None, &signature, &signature, &message, &tree, &[])?;
-        // Objects first, then the index that counts on them, then the name of the checkpoint.
-        staging.persist(&repo, &self.store, commit)?;
-        index.write()?;
-        repo.reference(&ref_name(run, point), commit, true, "checkpoint")?;
+        // Objects first, then the cache that counts on them, then the name of the checkpoint.
+        staging.persist(&repo, &self.store.dir, commit)?;
+        let cache = self.cache(&mut state);
+        update.apply(cache);
+        if let Err(err) = cache.save(&self.store.cache_file()) {
+            tracing::warn!("cannot save the checkpoint stat cache: {err}");
+        }
+        repo.reference(&self.ref_name(run, point), commit, true, "checkpoint")?;
+        self.store.maintain(&mut state, &repo)?;
         Ok(Checkpoint {
             tree: snapshot.tree,
             extras: snapshot.extras,
         })
     }
 
-    /// Forgets the start of `run`, which changed nothing (its objects stay, unreferenced).
+    /// Drops this session's checkpoints (the session is deleted); the store goes when no
+    /// session is left in it.
+    pub fn delete(&self) -> Result<(), CheckpointError> {
+        self.store.forget_session(&self.session)
+    }
+
+    /// Forgets the checkpoints of `run`, which changed nothing (their objects stay,
+    /// unreferenced, until the store is repacked).
     pub fn forget(&self, run: RunId) {
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        if let Ok(repo) = self.open(false)
-            && let Ok(mut reference) = repo.find_reference(&ref_name(run, Point::Start))
-        {
-            let _ = reference.delete();
+        if let Ok((_state, repo)) = self.open(false) {
+            for point in [Point::Start, Point::End] {
+                if let Ok(mut reference) = repo.find_reference(&self.ref_name(run, point)) {
+                    let _ = reference.delete();
+                }
+            }
         }
     }
 
     /// The checkpoint `point` of `run`, if it was recorded.
-    fn load(repo: &Repository, run: RunId, point: Point) -> Option<Checkpoint> {
-        let reference = repo.find_reference(&ref_name(run, point)).ok()?;
+    fn load(&self, repo: &Repository, run: RunId, point: Point) -> Option<Checkpoint> {
+        let reference = repo.find_reference(&self.ref_name(run, point)).ok()?;
         let commit = reference.peel_to_commit().ok()?;
         let extras = commit
             .message()
@@ -204,13 +255,13 @@ impl Checkpoints {
     }
 
     /// The runs that have a start checkpoint, in order.
-    fn runs(repo: &Repository) -> Vec<RunId> {
+    fn runs(&self, repo: &Repository) -> Vec<RunId> {
         let mut runs: Vec<RunId> = repo
-            .references_glob("refs/runs/*/start")
+            .references_glob(&format!("refs/agentd/{}/*/start", self.session))
             .map(|mut refs| {
                 refs.names()
                     .flatten()
-                    .filter_map(|name| name.split('/').nth(2)?.parse().ok())
+                    .filter_map(|name| name.split('/').nth(3)?.parse().ok())
                     .map(RunId)
                     .collect()
             })
@@ -234,21 +285,22 @@ impl Checkpoints {
     }
 
     /// Where `run` (one of `runs`) ended: its end checkpoint, else [`Checkpoints::next_start`].
-    fn end_of(repo: &Repository, runs: &[RunId], run: RunId) -> Option<Checkpoint> {
-        Self::load(repo, run, Point::End).or_else(|| Self::next_start(repo, runs, run))
+    fn end_of(&self, repo: &Repository, runs: &[RunId], run: RunId) -> Option<Checkpoint> {
+        self.load(repo, run, Point::End)
+            .or_else(|| self.next_start(repo, runs, run))
     }
 
     /// The start of the run after `run`, where a run the daemon did not live to finish ended;
     /// `None` when it is still going, or was the last.
-    fn next_start(repo: &Repository, runs: &[RunId], run: RunId) -> Option<Checkpoint> {
+    fn next_start(&self, repo: &Repository, runs: &[RunId], run: RunId) -> Option<Checkpoint> {
         runs.iter()
             .find(|r| **r > run)
-            .and_then(|next| Self::load(repo, *next, Point::Start))
+            .and_then(|next| self.load(repo, *next, Point::Start))
     }
-}
 
-fn ref_name(run: RunId, point: Point) -> String {
-    format!("refs/runs/{run}/{}", point.name())
+    fn ref_name(&self, run: RunId, point: Point) -> String {
+        format!("refs/agentd/{}/{run}/{}", self.session, point.name())
+    }
 }
 
 #[cfg(test)]

@@ -33,21 +33,21 @@ impl Checkpoints {
         dry_run: bool,
         limits: &CheckpointConfig,
     ) -> Result<RewindReport, CheckpointError> {
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let repo = self.open(false)?;
+        let (mut state, repo) = self.open(false)?;
         let odb = repo.odb()?;
         // The directory as it is now is only compared with: its snapshot stays in memory.
         let _staging = snapshot::Staging::new(&odb)?;
-        let runs = Self::runs(&repo);
+        let runs = self.runs(&repo);
         let run = Self::pick(&runs, run)?;
-        let before = Self::load(&repo, run, Point::Start)
+        let before = self
+            .load(&repo, run, Point::Start)
             .ok_or_else(|| CheckpointError::Missing(format!("run {run} has no checkpoint")))?;
-        let (now, _) = snapshot::take(&repo, &self.cwd, limits)?;
+        let now = self.look(&mut state, &odb, limits)?;
         let now = Checkpoint {
             tree: now.tree,
             extras: now.extras,
         };
-        let (touched, not_stored) = touched_since(&repo, &runs, run, &now)?;
+        let (touched, not_stored) = self.touched_since(&repo, &runs, run, &now)?;
         let (before_tree, now_tree) = (repo.find_tree(before.tree)?, repo.find_tree(now.tree)?);
         let mut report = RewindReport {
             run,
@@ -106,45 +106,49 @@ impl Checkpoints {
     }
 }
 
-/// Every path the runs from `run` on changed, with the state the last run that changed it left
-/// it in (`None` when that run's end was not recorded: the daemon stopped during it, so what
-/// came after cannot be told from what it did); and the files those runs' checkpoints could not
-/// store. `runs` are the runs with a checkpoint, in order.
-fn touched_since(
-    repo: &Repository,
-    runs: &[RunId],
-    run: RunId,
-    now: &Checkpoint,
-) -> Result<(Touched, BTreeSet<String>), CheckpointError> {
-    let mut touched = BTreeMap::new();
-    let mut not_stored = BTreeSet::new();
-    for &later in runs.iter().filter(|r| **r >= run) {
-        let Some(start) = Checkpoints::load(repo, later, Point::Start) else {
-            continue;
-        };
-        let (end, known) = match Checkpoints::load(repo, later, Point::End) {
-            Some(end) => (end, true),
-            None => (
-                Checkpoints::next_start(repo, runs, later).unwrap_or_else(|| now.clone()),
-                false,
-            ),
-        };
-        not_stored.extend(start.extras.not_stored.iter().cloned());
-        not_stored.extend(end.extras.not_stored.iter().cloned());
-        let (old, new) = (repo.find_tree(start.tree)?, repo.find_tree(end.tree)?);
-        let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
-        for delta in diff.deltas() {
-            for file in [delta.old_file(), delta.new_file()] {
-                // Names are bytes: one that is not UTF-8 is still restored under its own name.
-                if let Some(bytes) = file.path_bytes() {
-                    let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
-                    let left = known.then(|| entry(&new, &path));
-                    touched.insert(path, left);
+impl Checkpoints {
+    /// Every path the runs from `run` on changed, with the state the last run that changed it left
+    /// it in (`None` when that run's end was not recorded: the daemon stopped during it, so what
+    /// came after cannot be told from what it did); and the files those runs' checkpoints could not
+    /// store. `runs` are the runs with a checkpoint, in order.
+    fn touched_since(
+        &self,
+        repo: &Repository,
+        runs: &[RunId],
+        run: RunId,
+        now: &Checkpoint,
+    ) -> Result<(Touched, BTreeSet<String>), CheckpointError> {
+        let mut touched = BTreeMap::new();
+        let mut not_stored = BTreeSet::new();
+        for &later in runs.iter().filter(|r| **r >= run) {
+            let Some(start) = self.load(repo, later, Point::Start) else {
+                continue;
+            };
+            let (end, known) = match self.load(repo, later, Point::End) {
+                Some(end) => (end, true),
+                None => (
+                    self.next_start(repo, runs, later)
+                        .unwrap_or_else(|| now.clone()),
+                    false,
+                ),
+            };
+            not_stored.extend(start.extras.not_stored.iter().cloned());
+            not_stored.extend(end.extras.not_stored.iter().cloned());
+            let (old, new) = (repo.find_tree(start.tree)?, repo.find_tree(end.tree)?);
+            let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+            for delta in diff.deltas() {
+                for file in [delta.old_file(), delta.new_file()] {
+                    // Names are bytes: one that is not UTF-8 is still restored under its own name.
+                    if let Some(bytes) = file.path_bytes() {
+                        let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
+                        let left = known.then(|| entry(&new, &path));
+                        touched.insert(path, left);
+                    }
                 }
             }
         }
+        Ok((touched, not_stored))
     }
-    Ok((touched, not_stored))
 }
 
 /// A path as the user reads it.

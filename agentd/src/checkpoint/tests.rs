@@ -15,7 +15,7 @@ fn limits() -> CheckpointConfig {
 fn setup() -> (tempfile::TempDir, Checkpoints) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("work")).unwrap();
-    let checkpoints = Checkpoints::new(dir.path().join("store"), dir.path().join("work"));
+    let checkpoints = Checkpoints::new(&dir.path().join("stores"), "s1", dir.path().join("work"));
     (dir, checkpoints)
 }
 
@@ -193,8 +193,9 @@ fn each_checkpoint_adds_one_pack_of_only_what_changed() {
         write(&dir, &format!("d{}/f{i}", i % 5), &format!("file {i}\n"));
     }
     cp.record(RunId(1), Point::Start, &limits()).unwrap();
-    let packs = |dir: &tempfile::TempDir| -> Vec<u64> {
-        let mut sizes: Vec<u64> = std::fs::read_dir(dir.path().join("store/objects/pack"))
+    let store = cp.store().to_path_buf();
+    let packs = |_: &tempfile::TempDir| -> Vec<u64> {
+        let mut sizes: Vec<u64> = std::fs::read_dir(store.join("objects/pack"))
             .unwrap()
             .flatten()
             .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
@@ -204,7 +205,7 @@ fn each_checkpoint_adds_one_pack_of_only_what_changed() {
         sizes
     };
     assert_eq!(packs(&dir).len(), 1);
-    let loose = std::fs::read_dir(dir.path().join("store/objects"))
+    let loose = std::fs::read_dir(cp.store().join("objects"))
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().len() == 2)

@@ -128,9 +128,11 @@ impl Actor for SessionActor {
         let store = SessionStore::open(&dir).map_err(|e| failed(e.to_string()))?;
         let env_files = args.env.files.clone();
         let checkpoints = crate::checkpoint::Checkpoints::new(
-            dir.join("checkpoints"),
+            &args.env.paths.checkpoints_dir(),
+            &id.0,
             PathBuf::from(&args.meta.cwd),
-        );
+        )
+        .with_legacy(dir.join("checkpoints"));
         static OWNERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let watch_owner = OWNERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut actor = SessionActor {

@@ -269,11 +269,12 @@ impl Message<Delete> for Supervisor {
     type Reply = DelegatedReply<Result<Vec<String>, ErrorInfo>>;
 
     async fn handle(&mut self, msg: Delete, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let (id, actor, worktree) = match self.resolve(&msg.id) {
+        let (id, actor, worktree, cwd) = match self.resolve(&msg.id) {
             Ok(entry) => (
                 entry.info.id.clone(),
                 entry.actor.clone(),
                 entry.meta.worktree.clone(),
+                entry.info.cwd.clone(),
             ),
             Err(err) => return ctx.reply(Err(err)),
         };
@@ -294,9 +295,15 @@ impl Message<Delete> for Supervisor {
                 .map(|e| e.info.id.clone())
         });
         let sessions_dir = self.paths.sessions_dir();
+        let checkpoints = self.paths.checkpoints_dir();
         // The files go off the supervisor's thread: a worktree may be large.
         ctx.spawn(async move {
             let notes = tokio::task::spawn_blocking(move || {
+                let checkpoints =
+                    crate::checkpoint::Checkpoints::new(&checkpoints, &id.0, cwd.into());
+                if let Err(err) = checkpoints.delete() {
+                    tracing::warn!(session = %id, "cannot drop the session's checkpoints: {err}");
+                }
                 if let Err(err) = store::delete(&sessions_dir, &id) {
                     tracing::error!(session = %id, "cannot delete the session's files: {err}");
                 }

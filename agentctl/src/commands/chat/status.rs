@@ -73,7 +73,7 @@ impl Status {
         }
         match &self.tool {
             Some(tool) => {
-                let width = crossterm::terminal::size().map_or(80, |(cols, _)| cols as usize);
+                let width = crate::running::terminal_size().map_or(80, |(cols, _)| cols as usize);
                 let tool = tool.line(Style::plain(), width.saturating_sub(40).max(20));
                 format!("[{}] {tool} ", parts.join(" · "))
             }

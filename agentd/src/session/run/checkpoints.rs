@@ -1,8 +1,7 @@
-//! The run's checkpoints (SPEC §13): the session directory is recorded as the run starts, while
-//! the model thinks (a first checkpoint of a large tree takes a while), and the run's first tool
-//! that may change files waits for it; the directory is recorded again when the run ends. A run
-//! that changed nothing forgets its start. A checkpoint that cannot be recorded is reported
-//! once, and the run goes on without.
+//! The run's checkpoints (SPEC §13): the session directory is recorded just before the run's
+//! first tool that may change files, and again when the run ends. A run that only reads records
+//! nothing (its store is not even created); a run that changed nothing forgets its start. A
+//! checkpoint that cannot be recorded is reported once, and the run goes on without.
 
 use std::sync::Arc;
 
@@ -17,10 +16,11 @@ use crate::checkpoint::{Checkpoints, Point};
 enum State {
     /// Checkpoints are off, or the start one failed.
     Off,
-    /// The start checkpoint is being recorded (or is, but no change was made yet).
-    Starting(JoinHandle<Result<(), String>>),
-    /// The start checkpoint is recorded and a tool that may change files ran: the end is due.
-    Used,
+    /// No tool that may change files ran yet.
+    NotYet,
+    /// The start checkpoint (of this tree) is recorded and a tool that may change files ran:
+    /// the end is due.
+    Used(git2::Oid),
 }
 
 /// The checkpoints of one run.
@@ -32,14 +32,14 @@ pub(super) struct RunCheckpoints {
 }
 
 impl RunCheckpoints {
-    /// Starts recording the start checkpoint of `run` in `store`, if checkpoints are on.
+    /// The checkpoints of `run` in `store`, if checkpoints are on; nothing is recorded yet.
     pub(super) fn start(
         store: Option<Arc<Checkpoints>>,
         run: RunId,
         limits: CheckpointConfig,
     ) -> RunCheckpoints {
         let state = match &store {
-            Some(store) => State::Starting(record(store.clone(), run, Point::Start, limits)),
+            Some(_) => State::NotYet,
             None => State::Off,
         };
         RunCheckpoints {
@@ -51,48 +51,54 @@ impl RunCheckpoints {
     }
 }
 
+/// Records `point` of `run`, off the async threads: the tree it recorded.
 fn record(
     store: Arc<Checkpoints>,
     run: RunId,
     point: Point,
     limits: CheckpointConfig,
-) -> JoinHandle<Result<(), String>> {
+) -> JoinHandle<Result<git2::Oid, String>> {
     tokio::task::spawn_blocking(move || {
         store
             .record(run, point, &limits)
-            .map(|_| ())
+            .map(|checkpoint| checkpoint.tree)
             .map_err(|e| e.to_string())
     })
 }
 
-async fn finished(task: JoinHandle<Result<(), String>>) -> Result<(), String> {
+async fn finished<T>(task: JoinHandle<Result<T, String>>) -> Result<T, String> {
     task.await.map_err(|e| e.to_string())?
 }
 
 impl Run {
-    /// Before a batch of calls: if one of `names` may change files, waits for the start
+    /// Before a batch of calls: if one of `names` may change files, records the start
     /// checkpoint (once per run).
     pub(super) async fn checkpoint_before<'a>(&self, mut names: impl Iterator<Item = &'a str>) {
         if !names.any(|name| !self.concurrency_safe(name)) {
             return;
         }
-        let mut state = self.checkpoints.state.lock().await;
-        if !matches!(*state, State::Starting(_)) {
-            return;
-        }
-        let State::Starting(task) = std::mem::replace(&mut *state, State::Off) else {
+        let checkpoints = &self.checkpoints;
+        let mut state = checkpoints.state.lock().await;
+        let (State::NotYet, Some(store)) = (&*state, &checkpoints.store) else {
             return;
         };
+        *state = State::Off;
+        let task = record(
+            store.clone(),
+            checkpoints.run,
+            Point::Start,
+            checkpoints.limits,
+        );
         match finished(task).await {
-            Ok(()) => *state = State::Used,
+            Ok(tree) => *state = State::Used(tree),
             Err(err) => self.emit(Event::Error {
                 message: format!("no checkpoint of this run, so it cannot be rewound: {err}"),
             }),
         }
     }
 
-    /// At the end of the run: records the end checkpoint of a run that may have changed files,
-    /// and forgets the start of one that did not.
+    /// At the end of the run: records the end checkpoint of a run that may have changed files;
+    /// a run whose end is its start changed nothing and keeps no checkpoint.
     pub(super) async fn checkpoint_end(&self) {
         let checkpoints = &self.checkpoints;
         let mut state = checkpoints.state.lock().await;
@@ -103,24 +109,23 @@ impl Run {
             return;
         };
         match state {
-            State::Off => {}
-            State::Starting(task) => {
-                if finished(task).await.is_ok() {
-                    let (store, run) = (store.clone(), checkpoints.run);
-                    let _ = tokio::task::spawn_blocking(move || store.forget(run)).await;
-                }
-            }
-            State::Used => {
+            State::Off | State::NotYet => {}
+            State::Used(start) => {
                 let end = record(
                     store.clone(),
                     checkpoints.run,
                     Point::End,
                     checkpoints.limits,
                 );
-                if let Err(err) = finished(end).await {
-                    self.emit(Event::Error {
+                match finished(end).await {
+                    Ok(end) if end == start => {
+                        let (store, run) = (store.clone(), checkpoints.run);
+                        let _ = tokio::task::spawn_blocking(move || store.forget(run)).await;
+                    }
+                    Ok(_) => {}
+                    Err(err) => self.emit(Event::Error {
                         message: format!("the end of this run could not be recorded: {err}"),
-                    });
+                    }),
                 }
             }
         }
