@@ -36,7 +36,7 @@ fn tattletales(dir: &Path) -> String {
 }
 
 /// The programs `command` started, as `strace` saw them; `None` where there is no strace.
-fn programs_started(mut command: std::process::Command) -> Option<Vec<String>> {
+fn programs_started(command: std::process::Command) -> Option<Vec<String>> {
     let log = tempfile::NamedTempFile::new().unwrap();
     let program = command.get_program().to_owned();
     let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
@@ -108,13 +108,10 @@ async fn commands_off_a_terminal_start_no_program() {
         command
             .env("PATH", &path)
             .stdin(std::process::Stdio::null());
-        match programs_started(command) {
-            Some(started) => {
-                traced_any = true;
-                // The first line is agentctl itself.
-                assert_eq!(started.len(), 1, "{args:?} started programs: {started:#?}");
-            }
-            None => {}
+        if let Some(started) = programs_started(command) {
+            traced_any = true;
+            // The first line is agentctl itself.
+            assert_eq!(started.len(), 1, "{args:?} started programs: {started:#?}");
         }
     }
     let ran = std::fs::read_to_string(bin.path().join("ran")).unwrap_or_default();

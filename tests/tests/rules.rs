@@ -227,6 +227,15 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
     ("git grep -O'rm d88; true' x -- f", Asks),
     ("for x in 'a[$(rm d89)]'; do echo ${!x}; done", Asks),
     ("printf 'rm d90\\n' > s; bash s", Asks),
+    ("printf 'r\\x6d d91\\n' > s0; bash s0", Asks),
+    ("echo 'qm d92' | tr q r > s2; bash s2", Asks),
+    (
+        "printf 'import os;os.system(\"r\"+\"m d93\")' > p.py; python3 p.py",
+        Asks,
+    ),
+    ("cp /bin/r? del2; ./del2 d94", Asks),
+    ("cp /bin/r? del3", Runs),
+    ("./del3 d95", Asks),
     // The plain cases still run.
     ("ls d1", Runs),
     ("echo ok", Runs),
@@ -234,7 +243,7 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
 ];
 
 /// The victims of [`DENIED_PROGRAM_TABLE`].
-const VICTIMS: usize = 90;
+const VICTIMS: usize = 95;
 
 fn install_fakes(bin: &Path) {
     std::fs::create_dir_all(bin).unwrap();
@@ -258,7 +267,7 @@ async fn run_table(
     let mut client = daemon.client().await;
     let path = format!(
         "{}:{}",
-        project.join("bin").display(),
+        outside.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let reply = client
@@ -321,7 +330,8 @@ async fn a_denied_program_stays_denied_however_it_is_reached() {
     let root = tempfile::tempdir().unwrap();
     let outside = root.path();
     let dir = &outside.join("project");
-    install_fakes(&dir.join("bin"));
+    install_fakes(&outside.join("bin"));
+    std::fs::create_dir_all(dir).unwrap();
     for i in 1..=VICTIMS {
         std::fs::write(dir.join(format!("d{i}")), "keep").unwrap();
     }
@@ -370,7 +380,7 @@ async fn rules_hold_against_chains_substitutions_redirections_and_spellings() {
     let root = tempfile::tempdir().unwrap();
     let outside = root.path();
     let dir = &outside.join("project");
-    install_fakes(&dir.join("bin"));
+    install_fakes(&outside.join("bin"));
     for i in 1..=31 {
         std::fs::create_dir_all(dir.join(format!("victim{i}"))).unwrap();
         std::fs::write(dir.join(format!("victim{i}/keep")), "").unwrap();

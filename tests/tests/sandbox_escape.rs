@@ -405,11 +405,24 @@ async fn git_directories_made_in_the_sandbox_cannot_carry_commands_out() {
         format!("printf '#!/bin/sh\\ntouch {out}/linked-hook\\n' > linked/myhooks/pre-commit; chmod +x linked/myhooks/pre-commit"),
         // A directory git takes for a bare repository, with a pager.
         format!("mkdir -p bare/objects bare/refs && echo 'ref: refs/heads/main' > bare/HEAD && printf '[core]\\n\\tpager = \"touch {out}/pager; cat\"\\n' > bare/config"),
+        // A key on the line of its section's header.
+        format!("git init -q hdr && printf '[core]\\tfsmonitor\\t= \"touch {out}/hdr;:\"]\\n' >> hdr/.git/config"),
+        // Repositories git finds through a linked HEAD, or a commondir.
+        format!("mkdir -p b1/objects b1/refs && ln -s refs/heads/main b1/HEAD && printf '[core]\\n\\tpager = \"touch {out}/b1; cat\"\\n' > b1/config"),
+        format!("mkdir -p b3 store3/objects store3/refs && echo 'ref: refs/heads/main' > b3/HEAD && echo ../store3 > b3/commondir && printf '[core]\\n\\tpager = \"touch {out}/b3; cat\"\\n' > store3/config"),
     ];
     let results = run_sandboxed(&daemon, &d.project, false, &commands).await;
-    for (i, dir) in ["padded/.git", "linked/.git", "", "bare"]
-        .iter()
-        .enumerate()
+    for (i, dir) in [
+        "padded/.git",
+        "linked/.git",
+        "",
+        "bare/HEAD",
+        "hdr/.git",
+        "b1/HEAD",
+        "b3/HEAD",
+    ]
+    .iter()
+    .enumerate()
     {
         if dir.is_empty() {
             continue;
@@ -421,6 +434,31 @@ async fn git_directories_made_in_the_sandbox_cannot_carry_commands_out() {
             results[i].2
         );
         assert!(!d.project.join(dir).exists(), "{dir} was kept");
+    }
+    // A repository moved aside and a copy with a command put in its place.
+    git(&d.project, &["init", "-q", "hdr2"]);
+    let swap = [format!(
+        "mv hdr2 hdr2_old && mkdir hdr2 && cp -a hdr2_old/.git hdr2/.git && printf '[core]\\n\\tfsmonitor = \"touch {out}/swap; false\"\\n' >> hdr2/.git/config"
+    )];
+    let results = run_sandboxed(&daemon, &d.project, false, &swap).await;
+    assert!(
+        results[0].2.contains("[sandbox: the command created"),
+        "{}",
+        results[0].2
+    );
+    assert!(!d.project.join("hdr2/.git").exists());
+    assert!(
+        d.project.join("hdr2_old/.git/config").exists(),
+        "the moved one is the user's"
+    );
+    // The user's git, outside the sandbox, runs nothing the sandbox planted.
+    for dir in [
+        "hdr", "b1", "b3", "bare", "hdr2", "hdr2_old", "padded", "linked",
+    ] {
+        if d.project.join(dir).exists() {
+            let _ = git(&d.project.join(dir), &["status", "--short"]);
+            let _ = git(&d.project.join(dir), &["-p", "log"]);
+        }
     }
     let left: Vec<_> = std::fs::read_dir(&d.outside)
         .unwrap()
@@ -479,7 +517,7 @@ async fn a_session_in_the_home_directory_cannot_add_dot_files() {
     let script = vec![
         anthropic::tool(
             "bash",
-            json!({"command": "echo 'touch x' >> .bashrc; echo 'alias ls=x' > .bash_aliases; mkdir -p .local/bin && printf '#!/bin/sh\\n' > .local/bin/git; echo ok > notes.txt"}),
+            json!({"command": "echo 'touch x' >> .bashrc; echo 'alias ls=x' > .bash_aliases; mkdir -p .local/bin && printf '#!/bin/sh\\n' > .local/bin/git; mkdir -p bin && printf '#!/bin/sh\\n' > bin/ls; echo ok > notes.txt"}),
         ),
         anthropic::text("done"),
     ];
@@ -518,5 +556,6 @@ async fn a_session_in_the_home_directory_cannot_add_dot_files() {
         results[0].2
     );
     assert!(!d.project.join(".local").exists(), "{}", results[0].2);
+    assert!(!d.project.join("bin").exists(), "{}", results[0].2);
     assert!(d.project.join("notes.txt").exists(), "{}", results[0].2);
 }

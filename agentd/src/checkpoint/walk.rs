@@ -105,8 +105,12 @@ pub fn walk(dir: &Path, max_files: usize) -> Result<Walked, TooMany> {
             };
             let path = relative.as_os_str().as_bytes().to_vec();
             if kind.is_dir() {
-                // A repository of its own is the user's: listed, not stored.
-                if std::fs::symlink_metadata(entry.path().join(".git")).is_ok() {
+                // A repository of its own (a `.git`, or a `HEAD` git would read) is the user's:
+                // listed, not stored, so that a rewind never writes into one.
+                if [".git", "HEAD"]
+                    .iter()
+                    .any(|name| std::fs::symlink_metadata(entry.path().join(name)).is_ok())
+                {
                     lock(&found).nested.push(path);
                     return WalkState::Skip;
                 }
@@ -165,6 +169,8 @@ mod tests {
             (".git/config", "c"),
             ("vendor/lib/.git/HEAD", "h"),
             ("vendor/lib/x.rs", "x"),
+            ("bare/HEAD", "ref: refs/heads/main"),
+            ("bare/config", "[core]"),
         ] {
             std::fs::create_dir_all(p.join(path).parent().unwrap()).unwrap();
             std::fs::write(p.join(path), text).unwrap();
@@ -178,7 +184,7 @@ mod tests {
             .collect();
         assert_eq!(paths, [".gitignore", "a.txt", "link", "src/main.rs"]);
         assert_eq!(walked.files[2].kind, Kind::Link);
-        assert_eq!(walked.nested, [b"vendor/lib".to_vec()]);
+        assert_eq!(walked.nested, [b"bare".to_vec(), b"vendor/lib".to_vec()]);
         assert!(walk(p, 3).is_err());
     }
 }

@@ -2,8 +2,10 @@
 //! a run, the "always allow" rules a user gave for a session, and the allow and deny rules of
 //! the configuration.
 
+mod code_args;
 pub mod command_rule;
 pub mod opaque;
+pub mod programs;
 pub mod rules;
 pub mod shell;
 pub mod wrapper_options;
@@ -17,7 +19,7 @@ use serde_json::Value;
 pub use crate::sandbox::protected::ProtectedPaths;
 use crate::tools::{Tool, display, resolve};
 use command_rule::{DenyCheck, written};
-use opaque::Programs;
+use programs::Programs;
 pub use rules::PermissionRules;
 use rules::Subject;
 use shell::{CommandLine, SimpleCommand, Unparsable, Word};
@@ -213,10 +215,12 @@ pub fn check(
         DenyCheck::Unknown(why) => return cannot_check(&why),
         DenyCheck::Clear => {}
     }
-    if let Some(why) = &opaque
-        && rules.has_deny(call.tool)
+    if rules.has_deny(call.tool)
+        && let Some(why) = opaque
+            .clone()
+            .or_else(|| line.and_then(|line| programs::local_code(line, call.programs())))
     {
-        return cannot_check(why);
+        return cannot_check(&why);
     }
     // Redirections are writes: a write deny rule refuses them too.
     if let Some(line) = line {

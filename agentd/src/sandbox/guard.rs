@@ -7,9 +7,10 @@
 //! that configures commands, has hooks or links elsewhere is removed, and the result says so.
 //! The check after a call has no limit: it must see everything the call made.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::git_dirs::{self, GitDir, Identity};
 use super::policy::Policy;
 use super::protected::{common_dir_of, git_file_target};
 
@@ -26,17 +27,21 @@ pub struct Sandbox {
     /// The directories searched for `.git` entries (the session directory and
     /// `[sandbox] writable`).
     pub search: Vec<PathBuf>,
-    /// The home directory, whose start-up files are protected when it is writable.
+    /// The home directory, whose dot files, `bin` and `PATH` directories are protected when it
+    /// is writable.
     pub home: Option<PathBuf>,
+    /// The `PATH` commands run with.
+    pub path_var: Option<String>,
 }
 
 /// What was there before a call, to compare with after it.
 #[derive(Debug)]
 pub struct Guard {
     search: Vec<PathBuf>,
-    git_entries: HashSet<PathBuf>,
-    /// The home directory when it is writable, and the dot entries it had.
+    git_dirs: HashMap<GitDir, Identity>,
+    /// The home directory when it is writable, and the protected entries it had.
     home: Option<(PathBuf, HashSet<std::ffi::OsString>)>,
+    path_var: Option<String>,
 }
 
 impl Sandbox {
@@ -51,16 +56,16 @@ impl Sandbox {
                 .create(tmp)
                 .map_err(|e| format!("cannot make the private /tmp {}: {e}", tmp.display()))?;
         }
-        let git_entries = find_git_entries(&self.search, Some(MAX_ENTRIES))?;
-        for entry in &git_entries {
-            policy.protected.push(entry.clone());
+        let git_dirs = git_dirs::find(&self.search, Some(MAX_ENTRIES))?;
+        for entry in git_dirs.keys().map(GitDir::path) {
+            policy.protected.push(entry.to_path_buf());
             let meta = std::fs::symlink_metadata(entry);
             let git_dir = match meta {
                 Ok(m) if m.is_file() => git_file_target(entry),
-                _ => Some(entry.clone()),
+                _ => Some(entry.to_path_buf()),
             };
             if let Some(git_dir) = git_dir {
-                if &git_dir != entry && git_dir.exists() {
+                if git_dir != entry && git_dir.exists() {
                     policy.protected.push(git_dir.clone());
                 }
                 if let Some(common) = common_dir_of(&git_dir).filter(|c| c.exists()) {
@@ -75,18 +80,19 @@ impl Sandbox {
             .as_ref()
             .filter(|home| self.policy.writable.iter().any(|w| home.starts_with(w)))
             .map(|home| {
-                let dots = dot_entries(home);
+                let names = home_entries(home, self.path_var.as_deref());
                 policy
                     .protected
-                    .extend(dots.iter().map(|name| home.join(name)));
-                (home.clone(), dots)
+                    .extend(names.iter().map(|name| home.join(name)));
+                (home.clone(), names)
             });
         policy.protected.sort();
         policy.protected.dedup();
         let guard = Guard {
             search: self.search.clone(),
-            git_entries: git_entries.into_iter().collect(),
+            git_dirs,
             home,
+            path_var: self.path_var.clone(),
         };
         Ok((policy, guard))
     }
@@ -97,17 +103,41 @@ impl Guard {
     /// outside the sandbox, and says what it removed. Blocks: it walks the writable roots.
     pub fn after(self) -> Vec<String> {
         let mut notes = Vec::new();
-        let now = find_git_entries(&self.search, None).unwrap_or_default();
-        for entry in now.iter().filter(|e| !self.git_entries.contains(*e)) {
-            if let Some(why) = unsafe_git_entry(entry) {
-                notes.push(remove(entry, &format!("a git directory that {why}")));
+        let now = match git_dirs::find(&self.search, None) {
+            Ok(now) => now,
+            Err(err) => {
+                return vec![format!(
+                    "[sandbox: {err}; do not run git in the session directory until it is looked at]"
+                )];
+            }
+        };
+        // A git directory is new when nothing was at its place before, or something else was;
+        // one moved from elsewhere is the same directory, still read-only.
+        let known: HashSet<&Identity> = self.git_dirs.values().collect();
+        for (dir, id) in &now {
+            let same = self.git_dirs.get(dir) == Some(id) || known.contains(id);
+            if same {
+                continue;
+            }
+            if let Some(why) = git_dirs::unsafe_reason(dir) {
+                notes.push(match dir {
+                    GitDir::DotGit(path) => remove(path, &format!("a git directory that {why}")),
+                    // Without its HEAD git does not take the directory for a repository; the
+                    // rest of it may be the user's.
+                    GitDir::Bare(path) => remove(
+                        &path.join("HEAD"),
+                        &format!(
+                            "the HEAD of a directory git would take for a repository that {why}"
+                        ),
+                    ),
+                });
             }
         }
         if let Some((home, before)) = &self.home {
-            for name in dot_entries(home).difference(before) {
+            for name in home_entries(home, self.path_var.as_deref()).difference(before) {
                 notes.push(remove(
                     &home.join(name),
-                    "a dot file in the home directory, which shells, git and tools obey",
+                    "an entry of the home directory that shells, git and tools obey or run",
                 ));
             }
         }
@@ -132,190 +162,34 @@ fn remove(path: &Path, what: &str) -> String {
     }
 }
 
-/// The names of the entries of `dir` that start with a dot.
-fn dot_entries(dir: &Path) -> HashSet<std::ffi::OsString> {
-    std::fs::read_dir(dir)
+/// The entries of the home directory that are protected: dot files (start-up files, configs,
+/// `.local/bin`), `bin`, and the first part of every `PATH` directory inside it.
+fn home_entries(home: &Path, path_var: Option<&str>) -> HashSet<std::ffi::OsString> {
+    let mut names: HashSet<std::ffi::OsString> = std::fs::read_dir(home)
         .map(|entries| {
             entries
                 .flatten()
                 .map(|e| e.file_name())
-                .filter(|n| n.as_encoded_bytes().starts_with(b"."))
+                .filter(|n| n.as_encoded_bytes().starts_with(b".") || n == "bin")
                 .collect()
         })
-        .unwrap_or_default()
-}
-
-/// Every git directory below `roots`: entries named `.git`, and directories git would take
-/// for a bare repository (a `HEAD` file beside `objects` and `refs`). Symlinks are not
-/// followed and git directories are not entered. Past `limit` entries, an error.
-fn find_git_entries(roots: &[PathBuf], limit: Option<usize>) -> Result<Vec<PathBuf>, String> {
-    let mut found = Vec::new();
-    let mut seen = 0usize;
-    let mut stack: Vec<PathBuf> = roots.iter().filter(|r| r.is_dir()).cloned().collect();
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let entries: Vec<(std::ffi::OsString, std::fs::FileType)> = entries
-            .flatten()
-            .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
-            .collect();
-        seen += entries.len();
-        if limit.is_some_and(|limit| seen > limit) {
-            return Err(format!(
-                "the writable directories hold more than {MAX_ENTRIES} entries, too many to find their git directories before each command; start the session in a smaller directory, or run the command with \"sandbox\": false"
-            ));
-        }
-        let has = |name: &str, dir: bool| {
-            entries
-                .iter()
-                .any(|(n, t)| n == name && if dir { t.is_dir() } else { t.is_file() })
-        };
-        if has("HEAD", false) && has("objects", true) && has("refs", true) {
-            found.push(dir);
-            continue;
-        }
-        for (name, kind) in entries {
-            if name == ".git" {
-                found.push(dir.join(name));
-            } else if kind.is_dir() {
-                stack.push(dir.join(name));
-            }
+        .unwrap_or_default();
+    for dir in path_var.map(std::env::split_paths).into_iter().flatten() {
+        if let Some(first) = dir
+            .strip_prefix(home)
+            .ok()
+            .and_then(|r| r.components().next())
+            && std::fs::symlink_metadata(home.join(first)).is_ok()
+        {
+            names.insert(first.as_os_str().to_os_string());
         }
     }
-    Ok(found)
-}
-
-/// Why a git directory the sandbox created could run code outside it, or `None` when it is a
-/// plain repository as `git init` or `git clone` make it: a real directory, no links in it,
-/// no other git directory named, only sample hooks, and a config that names no command.
-fn unsafe_git_entry(entry: &Path) -> Option<&'static str> {
-    let meta = std::fs::symlink_metadata(entry).ok()?;
-    if !meta.is_dir() {
-        return Some("points elsewhere");
-    }
-    if ["commondir", "modules", "worktrees", "config.worktree"]
-        .iter()
-        .any(|name| std::fs::symlink_metadata(entry.join(name)).is_ok())
-    {
-        return Some("shares or nests other git directories");
-    }
-    // Nothing in it may lead elsewhere (a linked `hooks` would stay writable).
-    let mut stack = vec![entry.to_path_buf()];
-    let mut seen = 0usize;
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            return Some("cannot be read whole");
-        };
-        for e in entries.flatten() {
-            seen += 1;
-            match e.file_type() {
-                Ok(t) if t.is_symlink() => return Some("links elsewhere"),
-                Ok(t) if t.is_dir() => stack.push(e.path()),
-                Ok(t) if t.is_file() => {}
-                _ => return Some("holds files of unusual kinds"),
-            }
-            if seen > MAX_ENTRIES {
-                return Some("is too large to check");
-            }
-        }
-    }
-    let hooks_ok = match std::fs::read_dir(entry.join("hooks")) {
-        Ok(hooks) => hooks
-            .flatten()
-            .all(|h| h.file_name().to_string_lossy().ends_with(".sample")),
-        Err(_) => true,
-    };
-    if !hooks_ok {
-        return Some("has hooks");
-    }
-    const MAX_CONFIG: usize = 1 << 20;
-    match crate::regular_file::read_at_most(&entry.join("config"), MAX_CONFIG) {
-        Ok((_, true)) => Some("has a config too large to check"),
-        Ok((bytes, false)) => match std::str::from_utf8(&bytes) {
-            Ok(text) if inert_config(text) => None,
-            _ => Some("configures commands"),
-        },
-        Err(_) if std::fs::symlink_metadata(entry.join("config")).is_err() => None,
-        Err(_) => Some("has an unusual config"),
-    }
-}
-
-/// Whether a git config sets only what `git init` and `git clone` set: nothing that names a
-/// command, a hook, a filter or another file to include. Anything unusual counts as not inert.
-fn inert_config(text: &str) -> bool {
-    const INERT: [&str; 13] = [
-        "core.repositoryformatversion",
-        "core.filemode",
-        "core.bare",
-        "core.logallrefupdates",
-        "core.ignorecase",
-        "core.precomposeunicode",
-        "core.symlinks",
-        "remote.*.url",
-        "remote.*.fetch",
-        "branch.*.remote",
-        "branch.*.merge",
-        "extensions.objectformat",
-        "init.defaultbranch",
-    ];
-    let mut section = String::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some(header) = line.strip_prefix('[') {
-            let Some(header) = header.strip_suffix(']') else {
-                return false;
-            };
-            section = match header.split_once(' ') {
-                Some((name, sub)) if sub.starts_with('"') && sub.ends_with('"') => {
-                    format!("{}.*", name.to_ascii_lowercase())
-                }
-                None if !header.contains('"') => header.to_ascii_lowercase(),
-                _ => return false,
-            };
-            continue;
-        }
-        let key = line
-            .split('=')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
-        if line.ends_with('\\') || !INERT.contains(&format!("{section}.{key}").as_str()) {
-            return false;
-        }
-    }
-    true
+    names
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_config_as_git_init_or_clone_writes_it_is_inert() {
-        assert!(inert_config(
-            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\
-             \tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://x/y\n\
-             \tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\
-             \tmerge = refs/heads/main\n"
-        ));
-        for bad in [
-            "[core]\n\tfsmonitor = touch X\n",
-            "[core]\n\thooksPath = /tmp/h\n",
-            "[include]\n\tpath = ../x\n",
-            "[includeIf \"gitdir:/\"]\n\tpath = x\n",
-            "[alias]\n\tst = !touch X\n",
-            "[filter \"x\"]\n\tclean = touch X\n",
-            "[core]\n\tpager = touch X\n",
-            "[core]\n\tbare = false \\\n",
-            "[core\n",
-        ] {
-            assert!(!inert_config(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn a_new_git_directory_with_a_hook_or_a_command_is_removed_and_a_plain_one_kept() {
@@ -329,6 +203,7 @@ mod tests {
             },
             search: vec![root.clone()],
             home: None,
+            path_var: None,
         };
         let (policy, guard) = sandbox.prepare().unwrap();
         assert_eq!(policy.protected, [root.join("old/.git")]);
@@ -360,17 +235,31 @@ mod tests {
         }
         std::fs::write(root.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(root.join("bare/config"), "[core]\n\tpager = x\n").unwrap();
+        // The user's repository moved aside, and a copy with a command put in its place.
+        std::fs::rename(root.join("old"), root.join("old-moved")).unwrap();
+        std::fs::create_dir_all(root.join("old/.git")).unwrap();
+        std::fs::write(root.join("old/.git/config"), "[core]\n\tfsmonitor = x\n").unwrap();
+        // A repository git finds through a linked HEAD.
+        std::fs::create_dir_all(root.join("b1/objects")).unwrap();
+        std::fs::create_dir_all(root.join("b1/refs")).unwrap();
+        std::os::unix::fs::symlink("refs/heads/main", root.join("b1/HEAD")).unwrap();
         let notes = guard.after();
-        assert_eq!(notes.len(), 6, "{notes:?}");
+        assert_eq!(notes.len(), 8, "{notes:?}");
         assert!(root.join("plain/.git/config").exists());
-        assert!(root.join("old/.git").exists());
+        assert!(
+            root.join("old-moved/.git").exists(),
+            "the moved repository is the user's"
+        );
+        assert!(root.join("bare/config").exists(), "only the HEAD goes");
         for gone in [
             "hooked/.git",
             "fsm/.git",
             "file/.git",
             "padded/.git",
             "linked/.git",
-            "bare",
+            "bare/HEAD",
+            "old/.git",
+            "b1/HEAD",
         ] {
             assert!(!root.join(gone).exists(), "{gone}");
         }

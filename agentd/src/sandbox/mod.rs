@@ -2,6 +2,7 @@
 //! and network namespaces, confined by Landlock, by a helper mode of the daemon's own binary.
 
 pub mod exec;
+pub mod git_dirs;
 pub mod guard;
 mod mounts;
 pub mod policy;

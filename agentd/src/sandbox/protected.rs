@@ -51,11 +51,12 @@ impl ProtectedPaths {
                 .strip_prefix(home)
                 .ok()
                 .and_then(|r| r.components().next())
-            && first.as_os_str().as_encoded_bytes().starts_with(b".")
+            && (first.as_os_str().as_encoded_bytes().starts_with(b".")
+                || first.as_os_str() == "bin")
             && !self.session_dir.starts_with(home.join(first))
         {
             return Some(format!(
-                "{} is a dot file of the home directory, which shells, git and tools obey",
+                "{} is a dot file or `bin` of the home directory, which shells, git and tools obey or run",
                 home.join(first).display()
             ));
         }
@@ -127,6 +128,7 @@ mod tests {
         assert!(refused("/home/u/.bashrc"));
         assert!(refused("/home/u/.ssh/authorized_keys"));
         assert!(refused("/home/u/.local/bin/git"));
+        assert!(refused("/home/u/bin/ls"));
         assert!(!refused("/h/data/worktrees/s1/src/main.rs"));
         assert!(!refused("/home/u/project/.bashrc"));
         assert!(!refused("/p/.gitignore"));

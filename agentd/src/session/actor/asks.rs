@@ -159,6 +159,7 @@ impl SessionActor {
     /// What a sandboxed command of this session may write, see and reach (SPEC §12).
     fn sandbox_policy(&self) -> crate::sandbox::Sandbox {
         let config = self.env.config();
+        let env = self.command_env(&config);
         let cwd = self.cwd();
         // `~/` is the home directory; a relative path is the session directory's.
         let mut search = vec![cwd.clone()];
@@ -190,7 +191,11 @@ impl SessionActor {
                 network: config.sandbox.network,
             },
             search,
-            home: crate::sandbox::protected::home_of(&self.command_env(&config)),
+            home: crate::sandbox::protected::home_of(&env),
+            path_var: env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.clone()),
         }
     }
 
