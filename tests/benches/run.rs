@@ -1,7 +1,7 @@
 //! Harness overhead of `agentctl run` for the two-turn task (read a file, then answer) against
 //! a scripted server that answers at once: whole-process wall time and CPU of `agentctl`, the
-//! daemon's CPU per run (from /proc), and, for comparison, two bare HTTP requests for the same
-//! two streamed replies.
+//! daemon's CPU per run (from /proc), warm (the daemon running) and cold (each run starts the
+//! daemon), against the floor: one `curl` process making the same two streamed requests.
 //!
 //! Run with `cargo build --release && cargo bench -p tests --bench run`.
 
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 use tests::model_server::{ModelServer, Scripted, anthropic};
-use tests::{Daemon, Home, process_cpu};
+use tests::{Daemon, Home, children_cpu, process_cpu};
 
 const RUNS: usize = 200;
 
@@ -24,22 +24,42 @@ fn script() -> Vec<Scripted> {
     ]
 }
 
-fn children_cpu() -> Duration {
-    // SAFETY: getrusage writes into the struct we pass.
-    let usage = unsafe {
-        let mut usage = std::mem::zeroed::<libc::rusage>();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
-        usage
-    };
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
+}
+
+/// Client and daemon CPU of a run that starts the daemon, mean of 20 (each daemon stopped after).
+async fn cold_runs(project: &std::path::Path) -> Duration {
+    const COLD: usize = 20;
+    let server = ModelServer::start(vec![]).await;
+    let home = Home::new();
+    let mut total = Duration::ZERO;
+    for _ in 0..COLD {
+        server.push(script());
+        let before = children_cpu();
+        let out = home
+            .agentctl_with(&server, project, &["run", "go"])
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let client = children_cpu() - before;
+        let pid: u32 = std::fs::read_to_string(home.paths().pid_file())
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let daemon = process_cpu(pid);
+        let stop = home.run_agentctl(&["daemon", "stop"]);
+        assert!(stop.status.success());
+        total += client + daemon;
+    }
+    total / COLD as u32
 }
 
 #[tokio::main]
@@ -101,6 +121,34 @@ async fn main() {
         }
         bare.push(start.elapsed());
     }
+    // The floor: one curl process fetching the same two streamed replies.
+    let curl_before = children_cpu();
+    let mut curl_walls = Vec::with_capacity(RUNS);
+    let url = format!("{}/v1/messages", server.url());
+    for _ in 0..RUNS {
+        server.push(script());
+        let start = Instant::now();
+        let status = std::process::Command::new("curl")
+            .args([
+                "-s",
+                "-N",
+                "-o",
+                "/dev/null",
+                "-o",
+                "/dev/null",
+                "-H",
+                "content-type: application/json",
+                "-d",
+                "{}",
+            ])
+            .args([&url, &url])
+            .status()
+            .expect("curl runs");
+        curl_walls.push(start.elapsed());
+        assert!(status.success());
+    }
+    let curl_cpu = (children_cpu() - curl_before) / RUNS as u32;
+    let cold = cold_runs(project.path()).await;
     let mut spawn = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
         let start = Instant::now();
@@ -108,10 +156,20 @@ async fn main() {
         spawn.push(start.elapsed());
     }
 
+    let warm = agentctl_cpu + daemon_cpu;
     println!("agentctl run, two-turn task ({RUNS} runs):");
     println!("  wall time          median {:?}", median(walls));
     println!("  agentctl CPU       mean {agentctl_cpu:?} per run");
     println!("  daemon CPU         mean {daemon_cpu:?} per run");
+    println!(
+        "  warm, client + daemon CPU {warm:?} per run = {:.2}x one curl ({curl_cpu:?} CPU, median wall {:?})",
+        warm.as_secs_f64() / curl_cpu.as_secs_f64().max(1e-9),
+        median(curl_walls)
+    );
+    println!(
+        "  cold (daemon started by the run), client + daemon CPU {cold:?} per run = {:.2}x one curl",
+        cold.as_secs_f64() / curl_cpu.as_secs_f64().max(1e-9)
+    );
     println!("baseline:");
     println!(
         "  two bare HTTP requests (in-process, warm connection)  median {:?}",

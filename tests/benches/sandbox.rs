@@ -62,6 +62,37 @@ fn main() {
         })
     };
     let (isolated, networked) = (confined(false), confined(true));
+    // The look for git directories before a call and after it, on a 10,000-file tree.
+    for d in 0..100 {
+        let dir = project.join(format!("src/m{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..100 {
+            std::fs::write(dir.join(format!("f{f:03}.rs")), "fn f() {}\n").unwrap();
+        }
+    }
+    let sandbox = agentd::sandbox::Sandbox {
+        policy: agentd::sandbox::Policy {
+            writable: vec![project.clone()],
+            tmp: Some(tmp.clone()),
+            ..Default::default()
+        },
+        search: vec![project.clone()],
+        home: None,
+        path_var: None,
+    };
+    let mut guard_times: Vec<Duration> = (0..30)
+        .map(|_| {
+            let start = Instant::now();
+            let (_, guard) = sandbox.prepare().unwrap();
+            assert!(guard.after().is_empty());
+            start.elapsed()
+        })
+        .collect();
+    guard_times.sort();
+    println!(
+        "git directories looked for before and after a call, 10,000-file tree: median {:?} of 30",
+        tests::percentile(&guard_times, 0.5)
+    );
     println!(
         "`bash -c true`: {plain:?} plain, {isolated:?} sandboxed without network (+{:?}), {networked:?} sandboxed with network (+{:?}); medians of {RUNS}",
         isolated.saturating_sub(plain),

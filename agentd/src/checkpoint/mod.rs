@@ -17,6 +17,7 @@ mod snapshot;
 mod stat_cache;
 mod store;
 mod walk;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -176,9 +177,60 @@ impl Checkpoints {
         odb: &git2::Odb,
         limits: &CheckpointConfig,
     ) -> Result<Snapshot, CheckpointError> {
-        let cache = self.cache(state);
-        let (snapshot, _) = snapshot::take(odb, cache, &self.prefix, &self.cwd, limits)?;
-        Ok(snapshot)
+        self.walk(state, limits)?;
+        Ok(self.take(state, odb, limits)?.snapshot)
+    }
+
+    /// The files of the session directory now: looked at again only where the watch of the
+    /// last walk of this directory (by any session) saw changes, else all of them (and watched
+    /// from now on).
+    fn walk(
+        &self,
+        state: &mut StoreState,
+        limits: &CheckpointConfig,
+    ) -> Result<(), CheckpointError> {
+        let too_many = |_| CheckpointError::TooManyFiles(limits.max_files);
+        let walked = match state.walks.remove(&self.cwd) {
+            Some((before, Some(mut watch))) => {
+                let changes = watch.changes();
+                let walked =
+                    walk::rewalk(&self.cwd, &before, &changes, limits.max_files, &mut watch)
+                        .map_err(too_many)?;
+                (walked, Some(watch))
+            }
+            _ => {
+                let mut watch = watch::Watch::new();
+                let walked =
+                    walk::walk(&self.cwd, limits.max_files, watch.as_mut()).map_err(too_many)?;
+                (walked, watch)
+            }
+        };
+        state.walks.insert(self.cwd.clone(), walked);
+        Ok(())
+    }
+
+    /// A snapshot of what the last walk of the session directory found.
+    fn take(
+        &self,
+        state: &mut StoreState,
+        odb: &git2::Odb,
+        limits: &CheckpointConfig,
+    ) -> Result<snapshot::Taken, CheckpointError> {
+        if state.cache.is_none() {
+            state.cache = Some(StatCache::load(&self.store.cache_file()));
+        }
+        let StoreState {
+            cache,
+            walks,
+            trees,
+            ..
+        } = state;
+        let (Some(cache), Some((walked, _))) = (cache.as_ref(), walks.get(&self.cwd)) else {
+            return Err(CheckpointError::Missing(
+                "the directory was not walked".into(),
+            ));
+        };
+        snapshot::take(odb, cache, trees, &self.prefix, &self.cwd, walked, limits)
     }
 
     /// Records the directory's state as `point` of `run`.
@@ -191,8 +243,12 @@ impl Checkpoints {
         let (mut state, repo) = self.open(true)?;
         let odb = repo.odb()?;
         let staging = Staging::new(&odb)?;
-        let cache = self.cache(&mut state);
-        let (snapshot, update) = snapshot::take(&odb, cache, &self.prefix, &self.cwd, limits)?;
+        self.walk(&mut state, limits)?;
+        let snapshot::Taken {
+            snapshot,
+            update,
+            written,
+        } = self.take(&mut state, &odb, limits)?;
         let tree = repo.find_tree(snapshot.tree)?;
         let signature = git2::Signature::new(
             "agentd",
@@ -206,12 +262,10 @@ impl Checkpoints {
         );
         let commit = repo.commit(None, &signature, &signature, &message, &tree, &[])?;
         // Objects first, then the cache that counts on them, then the name of the checkpoint.
-        staging.persist(&repo, &self.store.dir, commit)?;
+        staging.persist(&repo, commit, &written)?;
         let cache = self.cache(&mut state);
-        update.apply(cache);
-        if let Err(err) = cache.save(&self.store.cache_file()) {
-            tracing::warn!("cannot save the checkpoint stat cache: {err}");
-        }
+        state.unsaved += update.apply(cache);
+        self.store.save_cache(&mut state, false);
         repo.reference(&self.ref_name(run, point), commit, true, "checkpoint")?;
         self.store.maintain(&mut state, &repo)?;
         Ok(Checkpoint {

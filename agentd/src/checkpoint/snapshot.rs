@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use git2::{Mempack, ObjectType, Odb, Oid, Repository};
 
 use super::stat_cache::{Cached, StatCache};
-use super::walk::{self, Found, Kind};
+use super::walk::{Found, Kind, Walked};
 use super::{CheckpointConfig, CheckpointError, Extras};
 
 /// Git's file modes.
@@ -34,29 +34,29 @@ pub struct Snapshot {
     pub extras: Extras,
 }
 
-/// What a snapshot learnt for the stat cache: every file under `prefix` now. Applied only once
-/// the objects it names are on disk.
+/// What a snapshot learnt for the stat cache: the files under its prefix it hashed, and those
+/// it no longer has. Applied only once the objects it names are on disk.
 #[derive(Debug)]
 pub(super) struct CacheUpdate {
-    prefix: Vec<u8>,
-    entries: Vec<(Vec<u8>, Cached)>,
+    changed: Vec<(Vec<u8>, Cached)>,
+    removed: Vec<Vec<u8>>,
 }
 
 impl CacheUpdate {
-    /// Makes `cache` say what this snapshot saw.
-    pub(super) fn apply(self, cache: &mut StatCache) {
-        let under: Vec<Vec<u8>> = cache
-            .entries
-            .range(self.prefix.clone()..)
-            .take_while(|(path, _)| path.starts_with(&self.prefix))
-            .map(|(path, _)| path.clone())
-            .collect();
-        for path in under {
+    /// Makes `cache` say what this snapshot saw: how many entries changed.
+    pub(super) fn apply(self, cache: &mut StatCache) -> usize {
+        let count = self.changed.len() + self.removed.len();
+        for path in self.removed {
             cache.entries.remove(&path);
         }
-        cache.entries.extend(self.entries);
+        cache.entries.extend(self.changed);
+        count
     }
 }
+
+/// The tree objects of the last snapshot by directory, with their bytes: a directory whose
+/// entries are the same is not hashed again.
+pub(super) type TreeCache = std::collections::HashMap<Vec<u8>, (Vec<u8>, Oid)>;
 
 /// The objects a snapshot made, held in memory until [`Staging::persist`].
 pub(super) struct Staging<'odb> {
@@ -71,19 +71,19 @@ impl<'odb> Staging<'odb> {
         })
     }
 
-    /// Writes the objects of `commit` that the store on disk (`store`) lacks as one pack.
+    /// Writes `commit` and the objects the snapshot wrote to memory (`written`) to the store
+    /// as one pack.
     pub(super) fn persist(
         &self,
         repo: &Repository,
-        store: &Path,
         commit: Oid,
+        written: &[Oid],
     ) -> Result<(), CheckpointError> {
-        // A second handle sees only what is on disk.
-        let disk = Repository::open_bare(store)?;
-        let disk = disk.odb()?;
         let mut pack = repo.packbuilder()?;
         pack.insert_object(commit, None)?;
-        insert_new(repo, &disk, &mut pack, repo.find_commit(commit)?.tree_id())?;
+        for oid in written {
+            pack.insert_object(*oid, None)?;
+        }
         let mut bytes = git2::Buf::new();
         pack.write_buf(&mut bytes)?;
         let odb = repo.odb()?;
@@ -95,58 +95,76 @@ impl<'odb> Staging<'odb> {
     }
 }
 
-/// Adds to `pack` the objects of `tree` that are not on `disk`. A tree on disk has all of its
-/// objects there (only whole checkpoints are written), so unchanged directories are skipped.
-fn insert_new(
-    repo: &Repository,
-    disk: &Odb,
-    pack: &mut git2::PackBuilder,
-    tree: Oid,
-) -> Result<(), CheckpointError> {
-    if disk.exists(tree) {
-        return Ok(());
-    }
-    pack.insert_object(tree, None)?;
-    for entry in repo.find_tree(tree)?.iter() {
-        match entry.kind() {
-            Some(ObjectType::Tree) => insert_new(repo, disk, pack, entry.id())?,
-            Some(ObjectType::Blob) if !disk.exists(entry.id()) => {
-                pack.insert_object(entry.id(), None)?
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+/// Whether `odb` has `oid`, without rescanning its packs on a miss (this process writes them).
+fn has(odb: &Odb, oid: Oid) -> bool {
+    odb.exists_ext(oid, git2::OdbLookupFlags::NO_REFRESH)
 }
 
 /// A file to store: its path in the tree, git mode and blob.
-struct Stored {
-    path: Vec<u8>,
+struct Stored<'a> {
+    path: &'a [u8],
     mode: u32,
     oid: Oid,
 }
 
+/// A snapshot taken: its tree and extras, what it learnt for the stat cache, and the objects
+/// it wrote to memory.
+pub(super) struct Taken {
+    /// The snapshot.
+    pub snapshot: Snapshot,
+    /// For the stat cache, once the objects are on disk.
+    pub update: CacheUpdate,
+    /// New objects, in memory until persisted.
+    pub written: Vec<Oid>,
+}
+
 /// Records the session directory `cwd` (at `prefix` in the work tree whose stat cache is
-/// `cache`) as a tree of `odb`'s repository. The cache is not changed: what the snapshot
-/// learnt comes back as a [`CacheUpdate`], to apply once its objects are on disk.
+/// `cache`), as `walked` found it, as a tree of `odb`'s repository. Of the caches only `trees`
+/// changes; what the snapshot learnt for the stat cache comes back, to apply once its objects
+/// are on disk.
 pub(super) fn take(
     odb: &Odb,
     cache: &StatCache,
+    trees: &mut TreeCache,
     prefix: &[u8],
     cwd: &Path,
+    walked: &Walked,
     limits: &CheckpointConfig,
-) -> Result<(Snapshot, CacheUpdate), CheckpointError> {
-    let walked = walk::walk(cwd, limits.max_files)
-        .map_err(|_| CheckpointError::TooManyFiles(limits.max_files))?;
+) -> Result<Taken, CheckpointError> {
     let key = |path: &[u8]| [prefix, path].concat();
     let mut not_stored: Vec<Vec<u8>> = walked.nested.clone();
     let mut stored = Vec::with_capacity(walked.files.len());
-    let mut update = Vec::with_capacity(walked.files.len());
+    let mut changed = Vec::new();
+    let mut removed = Vec::new();
     let mut to_hash = Vec::new();
     let mut modes = BTreeMap::new();
+    let mut written = Vec::new();
+    // The walk and the cache's entries under the prefix are both sorted: one pass pairs them,
+    // and what the cache has beyond the walk is gone.
+    let mut cached = cache
+        .entries
+        .range(prefix.to_vec()..)
+        .take_while(|(path, _)| path.starts_with(prefix))
+        .map(|(path, entry)| (&path[prefix.len()..], entry))
+        .peekable();
     for found in &walked.files {
+        let mut known = None;
+        while let Some((path, entry)) = cached.peek() {
+            match (*path).cmp(found.path.as_slice()) {
+                std::cmp::Ordering::Less => removed.push(key(path)),
+                std::cmp::Ordering::Equal => known = Some(*entry),
+                std::cmp::Ordering::Greater => break,
+            }
+            cached.next();
+            if known.is_some() {
+                break;
+            }
+        }
         if found.kind == Kind::File && found.stat.size > limits.max_file_bytes {
             not_stored.push(found.path.clone());
+            if known.is_some() {
+                removed.push(key(&found.path));
+            }
             continue;
         }
         if found.kind == Kind::File {
@@ -155,36 +173,29 @@ pub(super) fn take(
                 modes.insert(String::from_utf8_lossy(&found.path).into_owned(), bits);
             }
         }
-        match cache.unchanged(&key(&found.path), &found.stat) {
-            Some(oid) => {
-                stored.push(Stored {
-                    path: found.path.clone(),
-                    mode: mode_of(found),
-                    oid,
-                });
-                update.push((
-                    key(&found.path),
-                    Cached {
-                        stat: found.stat,
-                        oid,
-                    },
-                ));
-            }
+        match known.and_then(|entry| cache.still(entry, &found.stat)) {
+            Some(oid) => stored.push(Stored {
+                path: &found.path,
+                mode: mode_of(found),
+                oid,
+            }),
             None => to_hash.push(found),
         }
     }
+    removed.extend(cached.map(|(path, _)| key(path)));
     for (found, hashed) in hash_all(cwd, &to_hash, limits.max_file_bytes) {
         match hashed {
             Hashed::Blob(oid, bytes) => {
-                if !odb.exists(oid) {
+                if !has(odb, oid) {
                     odb.write(ObjectType::Blob, &bytes)?;
+                    written.push(oid);
                 }
                 stored.push(Stored {
-                    path: found.path.clone(),
+                    path: &found.path,
                     mode: mode_of(found),
                     oid,
                 });
-                update.push((
+                changed.push((
                     key(&found.path),
                     Cached {
                         stat: found.stat,
@@ -192,28 +203,30 @@ pub(super) fn take(
                     },
                 ));
             }
-            Hashed::TooLarge => not_stored.push(found.path.clone()),
+            Hashed::TooLarge => {
+                not_stored.push(found.path.clone());
+                removed.push(key(&found.path));
+            }
             // Gone since the walk: it is not in the snapshot.
-            Hashed::Gone => {}
+            Hashed::Gone => removed.push(key(&found.path)),
         }
     }
-    stored.sort_by(|a, b| a.path.cmp(&b.path));
-    let tree = write_tree(odb, &stored)?;
+    stored.sort_by(|a, b| a.path.cmp(b.path));
+    let tree = write_tree(odb, trees, prefix, &stored, &mut written)?;
     let mut not_stored: Vec<String> = not_stored
         .iter()
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect();
     not_stored.sort();
     not_stored.dedup();
-    let snapshot = Snapshot {
-        tree,
-        extras: Extras { modes, not_stored },
-    };
-    let update = CacheUpdate {
-        prefix: prefix.to_vec(),
-        entries: update,
-    };
-    Ok((snapshot, update))
+    Ok(Taken {
+        snapshot: Snapshot {
+            tree,
+            extras: Extras { modes, not_stored },
+        },
+        update: CacheUpdate { changed, removed },
+        written,
+    })
 }
 
 fn mode_of(found: &Found) -> u32 {
@@ -285,16 +298,27 @@ fn hash_one(cwd: &Path, found: &Found, max_bytes: u64) -> Hashed {
     }
 }
 
-/// Writes the trees of `files` (sorted by path) and returns the top one.
-fn write_tree(odb: &Odb, files: &[Stored]) -> Result<Oid, CheckpointError> {
-    let entries: Vec<(&[u8], u32, Oid)> = files
-        .iter()
-        .map(|f| (f.path.as_slice(), f.mode, f.oid))
-        .collect();
-    write_level(odb, &entries)
+/// Writes the trees of `files` (sorted by path) and returns the top one. A directory whose
+/// entries are those of the last snapshot keeps its tree without hashing it again.
+fn write_tree(
+    odb: &Odb,
+    trees: &mut TreeCache,
+    prefix: &[u8],
+    files: &[Stored],
+    written: &mut Vec<Oid>,
+) -> Result<Oid, CheckpointError> {
+    let entries: Vec<(&[u8], u32, Oid)> = files.iter().map(|f| (f.path, f.mode, f.oid)).collect();
+    // Directories are known by their place in the work tree, which sessions share.
+    write_level(odb, trees, prefix, &entries, written)
 }
 
-fn write_level(odb: &Odb, entries: &[(&[u8], u32, Oid)]) -> Result<Oid, CheckpointError> {
+fn write_level(
+    odb: &Odb,
+    trees: &mut TreeCache,
+    dir: &[u8],
+    entries: &[(&[u8], u32, Oid)],
+    written: &mut Vec<Oid>,
+) -> Result<Oid, CheckpointError> {
     let mut children: Vec<(Vec<u8>, u32, Oid)> = Vec::new();
     let mut i = 0;
     while let Some(&(path, mode, oid)) = entries.get(i) {
@@ -304,16 +328,18 @@ fn write_level(odb: &Odb, entries: &[(&[u8], u32, Oid)]) -> Result<Oid, Checkpoi
                 i += 1;
             }
             Some(slash) => {
-                let dir = &path[..slash + 1];
+                let name = &path[..slash + 1];
                 let end = i + entries[i..]
                     .iter()
-                    .take_while(|(p, ..)| p.starts_with(dir))
+                    .take_while(|(p, ..)| p.starts_with(name))
                     .count();
                 let below: Vec<(&[u8], u32, Oid)> = entries[i..end]
                     .iter()
                     .map(|(p, m, o)| (&p[slash + 1..], *m, *o))
                     .collect();
-                children.push((path[..slash].to_vec(), TREE, write_level(odb, &below)?));
+                let sub = [dir, name].concat();
+                let oid = write_level(odb, trees, &sub, &below, written)?;
+                children.push((path[..slash].to_vec(), TREE, oid));
                 i = end;
             }
         }
@@ -336,9 +362,17 @@ fn write_level(odb: &Odb, entries: &[(&[u8], u32, Oid)]) -> Result<Oid, Checkpoi
         bytes.push(0);
         bytes.extend_from_slice(oid.as_bytes());
     }
-    let oid = Oid::hash_object(ObjectType::Tree, &bytes)?;
-    if !odb.exists(oid) {
-        odb.write(ObjectType::Tree, &bytes)?;
+    if let Some((cached, oid)) = trees.get(dir)
+        && *cached == bytes
+        && has(odb, *oid)
+    {
+        return Ok(*oid);
     }
+    let oid = Oid::hash_object(ObjectType::Tree, &bytes)?;
+    if !has(odb, oid) {
+        odb.write(ObjectType::Tree, &bytes)?;
+        written.push(oid);
+    }
+    trees.insert(dir.to_vec(), (bytes, oid));
     Ok(oid)
 }

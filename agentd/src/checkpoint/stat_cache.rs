@@ -36,10 +36,15 @@ pub struct StatCache {
 }
 
 impl StatCache {
-    /// The object `path` still holds, if its stat data say it is unchanged and it was not
-    /// modified in or after the second the cache was written.
-    pub fn unchanged(&self, path: &[u8], stat: &Stat) -> Option<Oid> {
-        let cached = self.entries.get(path)?;
+    /// The object `path` still holds (see [`StatCache::still`]).
+    #[cfg(test)]
+    fn unchanged(&self, path: &[u8], stat: &Stat) -> Option<Oid> {
+        self.still(self.entries.get(path)?, stat)
+    }
+
+    /// The object of `cached` if `stat` says the file still holds it: its stat data are the
+    /// same, and it was not modified in or after the second the cache was written.
+    pub fn still(&self, cached: &Cached, stat: &Stat) -> Option<Oid> {
         (cached.stat == *stat && stat.mtime.0 < self.written && stat.ctime.0 < self.written)
             .then_some(cached.oid)
     }

@@ -19,7 +19,7 @@ const ROOT_FILE: &str = "agentd-root";
 /// The stat cache's file in a store.
 const CACHE_FILE: &str = "agentd-stat-cache";
 /// Packs past which a store is repacked into one (each checkpoint writes one pack).
-const MAX_PACKS: usize = 24;
+const MAX_PACKS: usize = 64;
 
 /// One store, as the sessions of this process share it.
 #[derive(Debug)]
@@ -37,7 +37,22 @@ pub struct Store {
 pub struct StoreState {
     /// The stat cache, once read.
     pub cache: Option<StatCache>,
+    /// By session directory: what its last walk saw, and the watch that tells what changed
+    /// since.
+    pub walks: HashMap<PathBuf, (super::walk::Walked, Option<super::watch::Watch>)>,
+    /// The trees of the last snapshots, by directory.
+    pub trees: super::snapshot::TreeCache,
+    /// Entries of the stat cache changed since it was last written.
+    pub unsaved: usize,
+    /// When the stat cache was last written.
+    pub saved_at: Option<std::time::Instant>,
 }
+
+/// Changed entries past which the stat cache is written at once; fewer wait up to
+/// [`SAVE_EVERY`] (or the store's end). A cache on disk that is behind costs only hashing
+/// again what changed since: it is never wrong, as each entry says what its file held.
+const SAVE_AFTER: usize = 256;
+const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Store {
     /// The store of the work tree `cwd` belongs to, under `stores` (`<data>/checkpoints`).
@@ -90,7 +105,9 @@ impl Store {
         std::fs::write(tmp.path().join("HEAD"), "ref: refs/heads/main\n")?;
         std::fs::write(
             tmp.path().join("config"),
-            "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tfilemode = true\n\tsymlinks = true\n[gc]\n\tauto = 0\n",
+            // No delta search when packing: checkpoints are many small packs, and a repack of
+            // everything must cost little.
+            "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tfilemode = true\n\tsymlinks = true\n[gc]\n\tauto = 0\n[pack]\n\twindow = 0\n\tdepth = 0\n",
         )?;
         std::fs::write(
             tmp.path().join(ROOT_FILE),
@@ -116,6 +133,25 @@ impl Store {
         self.dir.join(CACHE_FILE)
     }
 
+    /// Writes the stat cache if enough changed or enough time passed (or `now`).
+    pub fn save_cache(&self, state: &mut StoreState, now: bool) {
+        let due = now
+            || state.unsaved >= SAVE_AFTER
+            || state.saved_at.is_none_or(|at| at.elapsed() >= SAVE_EVERY);
+        if state.unsaved == 0 || !due || !self.dir.is_dir() {
+            return;
+        }
+        if let Some(cache) = &mut state.cache {
+            match cache.save(&self.cache_file()) {
+                Ok(()) => {
+                    state.unsaved = 0;
+                    state.saved_at = Some(std::time::Instant::now());
+                }
+                Err(err) => tracing::warn!("cannot save the checkpoint stat cache: {err}"),
+            }
+        }
+    }
+
     /// Drops every ref of `session`; removes the store when no session is left in it, and
     /// repacks it (dropping what no ref reaches) otherwise.
     pub fn forget_session(&self, session: &str) -> Result<(), CheckpointError> {
@@ -136,7 +172,7 @@ impl Store {
         }
         if left == 0 {
             drop(repo);
-            state.cache = None;
+            *state = StoreState::default();
             std::fs::remove_dir_all(&self.dir)?;
             return Ok(());
         }
@@ -170,6 +206,7 @@ impl Store {
             .get_or_insert_with(|| StatCache::load(&self.cache_file()));
         cache.entries.retain(|_, cached| odb.exists(cached.oid));
         cache.save(&self.cache_file())?;
+        state.unsaved = 0;
         Ok(())
     }
 }
@@ -205,6 +242,13 @@ pub fn take_over(repo: &Repository, legacy: &Path, session: &str) -> Result<(), 
     drop(old);
     std::fs::remove_dir_all(legacy)?;
     Ok(())
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let mut state = std::mem::take(self.state.get_mut().unwrap_or_else(|e| e.into_inner()));
+        self.save_cache(&mut state, true);
+    }
 }
 
 /// Writes everything a ref reaches as one pack and removes the other packs: what no ref
