@@ -100,6 +100,7 @@ pub fn event_json(event: &SessionEvent) -> Value {
         }
         Event::Health { kind, detail } => json!({"kind": kind.as_str(), "detail": detail}),
         Event::FileChanged { path } => json!({"path": path}),
+        Event::Notice { text } => json!({"text": text}),
         Event::ModeChanged { mode } => json!({"mode": mode.as_str()}),
         Event::Rewound {
             run,

@@ -436,6 +436,10 @@ impl HumanView {
                 let detail = crate::style::printable(detail);
                 self.line(&style.yellow(&format!("⚠ {kind}: {detail}")));
             }
+            Event::Notice { text } => {
+                let text = crate::style::printable(text);
+                self.line(&style.dim(&format!("• {text}")));
+            }
             Event::FileChanged { path } => {
                 let path = crate::style::one_line(path);
                 self.line(&style.dim(&format!("• {path} changed on disk")))

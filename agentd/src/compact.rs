@@ -74,9 +74,20 @@ pub fn cut_point(messages: &[Message], keep: u64) -> Option<usize> {
 }
 
 /// Whether a history whose last prompt used `last_input` tokens should be compacted before the
-/// next call to a model with a window of `window` tokens.
-pub fn over_threshold(last_input: u64, window: u64) -> bool {
-    last_input as f64 >= window as f64 * THRESHOLD
+/// next call to a model with a window of `window` tokens whose replies may take `reply` of it:
+/// at 80% of the window, or earlier when that would leave no room for a reply (small windows).
+pub fn over_threshold(last_input: u64, window: u64, reply: u64) -> bool {
+    let room = window.saturating_sub(reply + REPLY_MARGIN);
+    last_input as f64 >= window as f64 * THRESHOLD || last_input >= room
+}
+
+/// Tokens kept between the prompt and the reply's room.
+const REPLY_MARGIN: u64 = 512;
+
+/// Tokens of recent history kept verbatim with a window of `window` tokens: about 20k, and at
+/// most a quarter of a small window.
+pub fn keep_recent(window: u64) -> u64 {
+    KEEP_RECENT_TOKENS.min(window / 4)
 }
 
 /// Asks the model to summarise `older`.
@@ -204,7 +215,16 @@ mod tests {
         assert_eq!(default_context_window("gpt-4o-mini"), 128_000);
         assert_eq!(default_context_window("o3"), 200_000);
         assert_eq!(default_context_window("qwen2.5-coder"), 32_768);
-        assert!(over_threshold(160_000, 200_000));
-        assert!(!over_threshold(100_000, 200_000));
+        assert!(over_threshold(160_000, 200_000, 8192));
+        assert!(!over_threshold(100_000, 200_000, 8192));
+    }
+
+    #[test]
+    fn a_small_window_compacts_before_a_reply_no_longer_fits() {
+        // 80% of 8k is 6,553 tokens, but a 4k reply leaves room for only 3,584.
+        assert!(over_threshold(3_600, 8_192, 4_096));
+        assert!(!over_threshold(3_000, 8_192, 4_096));
+        assert_eq!(keep_recent(8_192), 2_048);
+        assert_eq!(keep_recent(200_000), KEEP_RECENT_TOKENS);
     }
 }

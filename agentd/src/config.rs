@@ -51,7 +51,26 @@ pub struct ProviderProfile {
     pub model: Option<String>,
     /// The model's context window in tokens, if not the default of its family.
     pub context_window: Option<u64>,
+    /// Whether tool calls the model writes as text are read as calls.
+    #[serde(default)]
+    pub text_tool_calls: TextToolCalls,
 }
+
+/// `text_tool_calls` of a provider profile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextToolCalls {
+    /// A reply whose whole text is tool calls is read as those calls.
+    #[default]
+    Auto,
+    /// Text stays text.
+    Off,
+}
+
+/// The output limit of a reply, unless configured.
+const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// The output limit of a reply from a local server, unless configured.
+const LOCAL_MAX_TOKENS: u32 = 4096;
 
 /// The daemon's configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -63,8 +82,8 @@ pub struct Config {
     pub model: Option<String>,
     /// The turn limit of a `run` that does not give one; 0 for unlimited.
     pub max_turns: u32,
-    /// The output token limit of one reply.
-    pub max_tokens: u32,
+    /// The output token limit of one reply (see [`Config::max_tokens`]).
+    pub max_tokens: Option<u32>,
     /// The mode of new sessions that do not ask for one.
     pub default_mode: ModeName,
     /// The default `bash` timeout, in milliseconds.
@@ -173,7 +192,7 @@ impl Default for Config {
             provider: "anthropic".to_string(),
             model: None,
             max_turns: 100,
-            max_tokens: 8192,
+            max_tokens: None,
             default_mode: ModeName::default(),
             bash_timeout_ms: 120_000,
             tool_pool_size: 0,
@@ -394,6 +413,7 @@ impl Config {
                 api_key_env: None,
                 model: None,
                 context_window: None,
+                text_tool_calls: TextToolCalls::Auto,
             },
         };
         let lookup = |key: &str| {
@@ -438,11 +458,19 @@ impl Config {
                         env: key_env.to_string(),
                     });
                 }
+                // A local server with no model named: the run asks it which it serves.
+                let local = base.trim_end_matches('/') != openai::DEFAULT_BASE_URL;
                 let model = model
                     .map(str::to_string)
                     .or(profile.model)
                     .or_else(|| self.model.clone())
-                    .unwrap_or_else(|| openai::DEFAULT_MODEL.to_string());
+                    .unwrap_or_else(|| {
+                        if local {
+                            String::new()
+                        } else {
+                            openai::DEFAULT_MODEL.to_string()
+                        }
+                    });
                 let provider = openai::OpenAi::new(http.clone(), &base, key)
                     .with_idle_timeout(self.stream_idle_timeout());
                 Ok((Provider::OpenAi(provider), model))
@@ -462,12 +490,35 @@ impl Config {
     /// The context window of `model` from provider profile `provider`: configured, or the
     /// default of the model's family.
     pub fn context_window(&self, provider: Option<&str>, model: &str) -> u64 {
+        self.configured_context_window(provider)
+            .unwrap_or_else(|| crate::compact::default_context_window(model))
+    }
+
+    /// The context window the configuration gives for provider profile `provider`, if any.
+    pub fn configured_context_window(&self, provider: Option<&str>) -> Option<u64> {
         provider
             .or(Some(self.provider.as_str()))
             .and_then(|p| self.providers.get(p))
             .and_then(|p| p.context_window)
             .or(self.context_window)
-            .unwrap_or_else(|| crate::compact::default_context_window(model))
+    }
+
+    /// The output token limit of one reply: configured, else 8192, or 4096 for a local server
+    /// (a small model in a loop would otherwise stream for minutes).
+    pub fn max_tokens(&self, local: bool) -> u32 {
+        self.max_tokens.unwrap_or(if local {
+            LOCAL_MAX_TOKENS
+        } else {
+            DEFAULT_MAX_TOKENS
+        })
+    }
+
+    /// Whether tool calls the model writes as text are read as calls, for provider `provider`.
+    pub fn text_tool_calls(&self, provider: Option<&str>) -> bool {
+        provider
+            .or(Some(self.provider.as_str()))
+            .and_then(|p| self.providers.get(p))
+            .is_none_or(|p| p.text_tool_calls != TextToolCalls::Off)
     }
 }
 

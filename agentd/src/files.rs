@@ -129,6 +129,22 @@ impl FileTracker {
         }
     }
 
+    /// Refuses a change to a file the agent has not read (`shown` is how it names the file),
+    /// or whose content changed since it last read it.
+    pub fn check_read(&self, path: &Path, shown: &str) -> Result<(), String> {
+        let known = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(path);
+        if !known {
+            return Err(format!(
+                "read {shown} first: it was not read in this session, so what would change is not known"
+            ));
+        }
+        self.check_unchanged(path)
+    }
+
     /// Refuses a write to a tracked file whose content changed since the agent last read it.
     pub fn check_unchanged(&self, path: &Path) -> Result<(), String> {
         let known = self

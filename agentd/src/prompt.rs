@@ -25,7 +25,13 @@ project's style.
 - Tool calls that do not depend on each other may be made together in one reply; reads, greps \
 and globs then run in parallel.
 - If a tool fails, read the error and adjust instead of repeating the same call.
-- When you are done, answer briefly: what you found or changed and anything the user must do.";
+- Finish with a short plain answer to the user's request, in a few sentences.";
+
+/// The role for models with a small context window: the same rules, in few tokens.
+const COMPACT_ROLE: &str = "You are agentd, a coding agent. Use the tools to complete the \
+user's task in the working directory. Read a file before you edit it. Call tools through the \
+tool-calling interface. Check your work with bash when useful. Finish with a short plain \
+answer.";
 
 const PLAN_MODE: &str = "# Plan mode
 
@@ -39,9 +45,11 @@ Workflow: explore the code, work out the approach, write the plan (steps, files 
 risks, how to verify) to the plan file, then summarise it and wait for the user to approve \
 before anything is changed.";
 
-/// Builds the system prompt for a session in `cwd`.
-pub fn system_prompt(cwd: &Path, mode: Mode, plan_file: &Path) -> String {
-    let mut parts = vec![ROLE.to_string(), environment(cwd)];
+/// Builds the system prompt for a session in `cwd`; `compact` for a model whose context window
+/// is small.
+pub fn system_prompt(cwd: &Path, mode: Mode, plan_file: &Path, compact: bool) -> String {
+    let role = if compact { COMPACT_ROLE } else { ROLE };
+    let mut parts = vec![role.to_string(), environment(cwd)];
     if mode == Mode::Plan {
         parts.push(PLAN_MODE.replace("{plan_file}", &plan_file.display().to_string()));
     }
@@ -189,7 +197,12 @@ mod tests {
         let found = project_instructions(&root.join("app"));
         let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();
         assert_eq!(texts, vec!["root rules", "app rules"]);
-        let prompt = system_prompt(&root.join("app"), Mode::Plan, Path::new("/p/plan.md"));
+        let prompt = system_prompt(
+            &root.join("app"),
+            Mode::Plan,
+            Path::new("/p/plan.md"),
+            false,
+        );
         assert!(prompt.contains("branch feature/x"), "{prompt}");
         assert!(prompt.contains("Plan mode is active") && prompt.contains("/p/plan.md"));
         assert!(prompt.find("root rules").unwrap() < prompt.find("app rules").unwrap());

@@ -289,6 +289,12 @@ pub enum Event {
         /// What was seen.
         detail: String,
     },
+    /// Something the daemon did on the run's behalf that the user should know of (tool calls
+    /// the model wrote as text were read as calls).
+    Notice {
+        /// What happened.
+        text: String,
+    },
     /// A file the agent read was changed by someone else.
     FileChanged {
         /// The file, relative to the session directory where it is inside it.
@@ -356,6 +362,7 @@ impl Event {
             Event::Retrying { .. } => "retrying",
             Event::Compacted { .. } => "compacted",
             Event::Health { .. } => "health",
+            Event::Notice { .. } => "notice",
             Event::FileChanged { .. } => "file_changed",
             Event::ModeChanged { .. } => "mode_changed",
             Event::Rewound { .. } => "rewound",

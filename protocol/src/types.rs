@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// Identifies a session: short lowercase hex, safe in paths and shells.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -306,12 +306,15 @@ pub enum HealthKind {
     EditFailures,
     /// Several consecutive replies that asked only for unknown tools.
     UnknownTools,
+    /// A reply that repeated the same text over and over (cut).
+    RepeatedText,
 }
 
 named_enum!(HealthKind, "health signal", {
     RepeatedCalls => "repeated_calls",
     EditFailures => "edit_failures",
     UnknownTools => "unknown_tools",
+    RepeatedText => "repeated_text",
 });
 
 /// One tool call the model asked for. `args` is the JSON object as text.

@@ -287,6 +287,7 @@ async fn unsafe_calls_run_one_at_a_time_in_order() {
                 "bash",
                 json!({"command": "echo start2 >> log; echo end2 >> log"}),
             )
+            .tool("read", json!({"path": "log"}))
             .tool(
                 "edit",
                 json!({"path": "log", "old_string": "end2", "new_string": "END2"}),
@@ -302,7 +303,9 @@ async fn unsafe_calls_run_one_at_a_time_in_order() {
     let order = tests::call_order(&events);
     assert_eq!(
         order,
-        ["call", "result", "call", "result", "call", "result"]
+        [
+            "call", "result", "call", "result", "call", "result", "call", "result"
+        ]
     );
     let log = std::fs::read_to_string(project.path().join("log")).unwrap();
     assert_eq!(log, "start1\nend1\nstart2\nEND2\n");
@@ -370,6 +373,7 @@ async fn edits_that_match_nothing_or_more_than_once_are_refused_clearly() {
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("m.rs"), "let x = 1;\nlet x = 1;\n").unwrap();
     let server = ModelServer::start(vec![
+        anthropic::tool("read", json!({"path": "m.rs"})),
         anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"})),
         anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let y", "new_string": "let z"})),
         anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let x = 1;\nlet x", "new_string": "let x = 1;\nlet y"})),
@@ -380,6 +384,7 @@ async fn edits_that_match_nothing_or_more_than_once_are_refused_clearly() {
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
     start_run(&client, &session, "go", run_options(&server)).await;
     let results = tool_results(&until_finished(&mut incoming).await);
+    let results = &results[1..];
     assert!(
         results[0].1 && results[0].2.contains("occurs 2 times"),
         "{}",

@@ -66,6 +66,7 @@ async fn a_run_that_edits_writes_and_runs_commands_is_diffed_and_rewound_exactly
 
     let server = ModelServer::start(vec![
         anthropic::reply()
+            .tool("read", json!({"path": "edit.txt"}))
             .tool("edit", json!({"path": "edit.txt", "old_string": "two", "new_string": "TWO"}))
             .tool("write", json!({"path": "new.txt", "content": "brand new\n"}))
             .build(),
@@ -181,9 +182,15 @@ async fn an_older_run_is_rewound_with_the_later_ones_and_outside_changes_are_kep
     std::fs::write(p.join("a.txt"), "a0\n").unwrap();
     std::fs::write(p.join("b.txt"), "b0\n").unwrap();
     let server = ModelServer::start(vec![
-        anthropic::tool("write", json!({"path": "a.txt", "content": "a1\n"})),
+        anthropic::reply()
+            .tool("read", json!({"path": "a.txt"}))
+            .tool("write", json!({"path": "a.txt", "content": "a1\n"}))
+            .build(),
         anthropic::text("first"),
-        anthropic::tool("write", json!({"path": "b.txt", "content": "b2\n"})),
+        anthropic::reply()
+            .tool("read", json!({"path": "b.txt"}))
+            .tool("write", json!({"path": "b.txt", "content": "b2\n"}))
+            .build(),
         anthropic::text("second"),
     ])
     .await;
@@ -300,7 +307,10 @@ async fn a_run_that_only_reads_leaves_no_checkpoint_and_outside_edits_are_left_a
     std::fs::write(p.join("a.txt"), "a0\n").unwrap();
     std::fs::write(p.join("b.txt"), "b0\n").unwrap();
     let server = ModelServer::start(vec![
-        anthropic::tool("write", json!({"path": "a.txt", "content": "a1\n"})),
+        anthropic::reply()
+            .tool("read", json!({"path": "a.txt"}))
+            .tool("write", json!({"path": "a.txt", "content": "a1\n"}))
+            .build(),
         anthropic::text("wrote"),
         anthropic::tool("read", json!({"path": "b.txt"})),
         anthropic::text("read"),

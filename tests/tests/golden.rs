@@ -196,6 +196,13 @@ fn events() -> Vec<Event> {
             kind: HealthKind::RepeatedCalls,
             detail: "5 identical replies".into(),
         },
+        Event::Health {
+            kind: HealthKind::RepeatedText,
+            detail: "cut".into(),
+        },
+        Event::Notice {
+            text: "tool calls written as text were read as calls".into(),
+        },
         Event::FileChanged {
             path: "src/lib.rs".into(),
         },
@@ -451,7 +458,7 @@ fn every_kind_of_frame_has_a_sample() {
     // named there; these counts then fail until it has a sample.
     assert_eq!(requests.len(), 18);
     assert_eq!(replies.len(), 11);
-    assert_eq!(events.len(), 22);
+    assert_eq!(events.len(), 23);
 }
 
 #[test]

@@ -14,6 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 fn openai_options(server: &ModelServer) -> RunOptions {
     RunOptions {
         provider: Some("openai".into()),
+        model: Some("gpt-4.1".into()),
         env: vec![("OPENAI_BASE_URL".into(), format!("{}/v1", server.url()))],
         ..run_options(server)
     }

@@ -12,6 +12,7 @@ fn run_on_pty(daemon: &Daemon, server: &ModelServer, cwd: &std::path::Path, args
 
 async fn edit_script() -> ModelServer {
     ModelServer::start(vec![
+        anthropic::tool("read", json!({"path": "m.rs"})),
         anthropic::tool(
             "edit",
             json!({"path": "m.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"}),

@@ -62,12 +62,18 @@ async fn parallel_sessions_edit_one_file_in_their_own_worktrees() {
     let worktrees: PathBuf = daemon.home.paths().worktrees_dir();
     let servers = [
         ModelServer::start(vec![
-            anthropic::tool("write", json!({"path": "f.txt", "content": "from one\n"})),
+            anthropic::reply()
+                .tool("read", json!({"path": "f.txt"}))
+                .tool("write", json!({"path": "f.txt", "content": "from one\n"}))
+                .build(),
             anthropic::text("one done"),
         ])
         .await,
         ModelServer::start(vec![
-            anthropic::tool("write", json!({"path": "f.txt", "content": "from two\n"})),
+            anthropic::reply()
+                .tool("read", json!({"path": "f.txt"}))
+                .tool("write", json!({"path": "f.txt", "content": "from two\n"}))
+                .build(),
             anthropic::text("two done"),
         ])
         .await,

@@ -127,6 +127,10 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     let mut view = HumanView::new(Style::detect());
     view.echo_user = false;
     let mut cancels = 0;
+    // SIGTERM (`timeout`, a service stopping) cancels the run as Ctrl+C does; SIGHUP (the
+    // terminal closed) leaves it going in the daemon.
+    let mut terminate = Signal::new(SignalKind::terminate());
+    let mut hangup = Signal::new(SignalKind::hangup());
     // A running tool's line is redrawn ten times a second (on a terminal; see `tick`).
     let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -168,6 +172,17 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                 }
                 continue;
             }
+            () = terminate.recv() => {
+                if cancels == 0 {
+                    cancels = 1;
+                    request(&client, Request::Cancel { session: session.clone() }).await?;
+                }
+                continue;
+            }
+            () = hangup.recv() => {
+                eprintln!("agentctl: the terminal closed; the run goes on in session {session}");
+                return Ok(129);
+            }
         };
         match next {
             Some(Incoming::Event(event)) => {
@@ -208,6 +223,27 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
             }
             Some(Incoming::Closed(reason)) => return Err(lost_daemon(reason)),
             None => return Err(lost_daemon(None)),
+        }
+    }
+}
+
+/// A signal to wait for, or none where the platform has no such signal.
+struct Signal(Option<tokio::signal::unix::Signal>);
+
+use tokio::signal::unix::SignalKind;
+
+impl Signal {
+    fn new(kind: SignalKind) -> Signal {
+        Signal(tokio::signal::unix::signal(kind).ok())
+    }
+
+    /// Waits for the signal; never returns when it cannot be received.
+    async fn recv(&mut self) {
+        match &mut self.0 {
+            Some(signal) => {
+                signal.recv().await;
+            }
+            None => std::future::pending().await,
         }
     }
 }

@@ -29,6 +29,11 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
+    /// Whether this is a server other than Anthropic's own.
+    pub fn is_local(&self) -> bool {
+        self.base_url != DEFAULT_BASE_URL
+    }
+
     /// A client for `base_url` with `api_key`.
     pub fn new(http: reqwest::Client, base_url: &str, api_key: String) -> Self {
         Anthropic {

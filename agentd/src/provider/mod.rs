@@ -3,6 +3,7 @@
 //! [`AssistantReply`]; the loop never sees a provider's wire format.
 
 pub mod anthropic;
+pub mod local;
 pub mod openai;
 pub mod retry;
 pub mod sse;
@@ -26,6 +27,30 @@ pub struct ToolSpec {
     pub description: std::borrow::Cow<'static, str>,
     /// The JSON schema of its arguments.
     pub input_schema: serde_json::Value,
+}
+
+impl ToolSpec {
+    /// The same tool described in few tokens, for a model with a small context window: the
+    /// first sentence of its description, and no descriptions of its arguments.
+    pub fn compact(&self) -> ToolSpec {
+        let first = match self.description.split_once(". ") {
+            Some((sentence, _)) => format!("{sentence}."),
+            None => self.description.to_string(),
+        };
+        let mut schema = self.input_schema.clone();
+        if let Some(properties) = schema["properties"].as_object_mut() {
+            for property in properties.values_mut() {
+                if let Some(property) = property.as_object_mut() {
+                    property.remove("description");
+                }
+            }
+        }
+        ToolSpec {
+            name: self.name.clone(),
+            description: first.trim().to_string().into(),
+            input_schema: schema,
+        }
+    }
 }
 
 /// One model call.
@@ -118,6 +143,34 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// Whether the provider is a server other than the vendor's own (a local one, usually).
+    pub fn is_local(&self) -> bool {
+        match self {
+            Provider::Anthropic(provider) => provider.is_local(),
+            Provider::OpenAi(provider) => provider.is_local(),
+        }
+    }
+
+    /// The model to use when none was named: the only one a local server serves.
+    pub async fn only_model(&self) -> Result<String, ProviderError> {
+        match self {
+            Provider::OpenAi(provider) => provider.only_model().await,
+            Provider::Anthropic(_) => Err(ProviderError::Invalid(
+                "no model was named; name one with --model".to_string(),
+            )),
+        }
+    }
+
+    /// The context window a local server runs `model` with, where it says.
+    pub async fn server_context_window(&self, model: &str) -> Option<u64> {
+        match self {
+            Provider::OpenAi(provider) if provider.is_local() => {
+                provider.server_context_window(model).await
+            }
+            _ => None,
+        }
+    }
+
     /// Streams one reply, passing text and reasoning to `on_delta` as they arrive. A reply is
     /// returned only when it arrived whole; cancelling drops the HTTP request.
     pub async fn stream(

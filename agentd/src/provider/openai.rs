@@ -46,6 +46,21 @@ impl OpenAi {
         }
     }
 
+    /// Whether this is a server other than OpenAI's own (a local one).
+    pub fn is_local(&self) -> bool {
+        self.base_url != DEFAULT_BASE_URL
+    }
+
+    /// The one model the server serves (see [`super::local::only_model`]).
+    pub async fn only_model(&self) -> Result<String, ProviderError> {
+        super::local::only_model(&self.http, &self.base_url, self.api_key.as_deref()).await
+    }
+
+    /// The context window the server runs `model` with, where it says.
+    pub async fn server_context_window(&self, model: &str) -> Option<u64> {
+        super::local::context_window(&self.http, &self.base_url, model).await
+    }
+
     /// Streams one reply (see [`super::Provider::stream`]).
     pub async fn stream(
         &self,

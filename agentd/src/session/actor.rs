@@ -108,6 +108,8 @@ pub struct SessionActor {
     compaction: Option<CancellationToken>,
     /// Whether the session was told that auto mode has no sandbox here.
     sandbox_warned: bool,
+    /// Notices said in this session already (each is said once).
+    noticed: std::collections::HashSet<String>,
     /// The checkpoints of the session's runs.
     checkpoints: Arc<crate::checkpoint::Checkpoints>,
 }
@@ -163,6 +165,7 @@ impl Actor for SessionActor {
             meta_dirty: false,
             compaction: None,
             sandbox_warned: false,
+            noticed: std::collections::HashSet::new(),
             checkpoints: Arc::new(checkpoints),
         };
         actor.info.turns = 0;
@@ -261,7 +264,7 @@ impl SessionActor {
     }
 
     /// The input of the next model call.
-    fn turn_input(&self) -> TurnInput {
+    fn turn_input(&self, compact_prompt: bool) -> TurnInput {
         let last_input = self
             .history
             .iter()
@@ -272,7 +275,12 @@ impl SessionActor {
             })
             .unwrap_or(0);
         TurnInput {
-            system: crate::prompt::system_prompt(&self.cwd(), self.info.mode, &self.plan_file()),
+            system: crate::prompt::system_prompt(
+                &self.cwd(),
+                self.info.mode,
+                &self.plan_file(),
+                compact_prompt,
+            ),
             messages: self.history.clone(),
             generation: self.history_generation,
             compact: self.compact_requested,

@@ -4,6 +4,7 @@
 pub mod bash;
 pub mod batch;
 pub mod edit;
+mod edit_match;
 pub mod gate;
 pub mod glob;
 pub mod grep;
@@ -121,6 +122,17 @@ impl Tool {
 /// The specs of every tool.
 pub fn specs() -> Vec<ToolSpec> {
     Tool::ALL.into_iter().map(Tool::spec).collect()
+}
+
+/// The built-in tools' specs; `compact` ones (first sentence, no argument descriptions) for a
+/// model whose context window is small.
+pub fn specs_for(compact: bool) -> Vec<ToolSpec> {
+    let specs = specs();
+    if compact {
+        specs.iter().map(ToolSpec::compact).collect()
+    } else {
+        specs
+    }
 }
 
 /// The error result for a call of a tool that does not exist; `more` are the other tools the

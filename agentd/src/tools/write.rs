@@ -41,10 +41,11 @@ pub struct Args {
 pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let path = resolve(&ctx.cwd, &args.path);
     let shown = display(&ctx.cwd, &path);
-    if let Err(message) = ctx.files.check_unchanged(&path) {
+    let existed = tokio::fs::try_exists(&path).await.unwrap_or(false);
+    // A new file needs no read; an existing one is replaced only once it was read.
+    if existed && let Err(message) = ctx.files.check_read(&path, &shown) {
         return ToolOutput::error(format!("cannot write {shown}: {message}"));
     }
-    let existed = tokio::fs::try_exists(&path).await.unwrap_or(false);
     // The text it replaces, for the diff: only a regular UTF-8 file of a readable size.
     let before = if existed {
         let reading = path.clone();

@@ -165,7 +165,13 @@ impl Received {
 struct State {
     script: VecDeque<Scripted>,
     received: Vec<Received>,
+    /// What a local server says of itself (`/v1/models`, `/props`, `/api/show`), by path; other
+    /// such questions get a 404 and take nothing from the script.
+    info: std::collections::HashMap<String, Value>,
 }
+
+/// Paths a client asks a local server about itself on, rather than for a reply.
+const INFO_PATHS: [&str; 3] = ["/models", "/props", "/api/show"];
 
 /// The running server; stops when dropped.
 pub struct ModelServer {
@@ -192,6 +198,7 @@ impl ModelServer {
         let state = Arc::new(Mutex::new(State {
             script: script.into(),
             received: Vec::new(),
+            info: std::collections::HashMap::new(),
         }));
         let arrived = Arc::new(Notify::new());
         let task = tokio::spawn(accept_loop(listener, state.clone(), arrived.clone()));
@@ -211,6 +218,16 @@ impl ModelServer {
     /// Adds replies to the end of the script.
     pub fn push(&self, replies: Vec<Scripted>) {
         self.state.lock().unwrap().script.extend(replies);
+    }
+
+    /// Answers `path` (ending in `/models`, `/props` or `/api/show`) with `body`, as a local
+    /// server says what it serves.
+    pub fn describe(&self, path: &str, body: Value) {
+        self.state
+            .lock()
+            .unwrap()
+            .info
+            .insert(path.to_string(), body);
     }
 
     /// Every request received so far.
@@ -257,6 +274,29 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, arrived: Arc<Notify>
         let Some(request) = read_request(&mut reader).await else {
             return;
         };
+        let info = INFO_PATHS
+            .iter()
+            .any(|p| request.path.ends_with(p))
+            .then(|| state.lock().unwrap().info.get(&request.path).cloned());
+        // Not counted among the requests for replies.
+        if let Some(info) = info {
+            let reply = match info {
+                Some(body) => Scripted::Status {
+                    status: 200,
+                    body,
+                    headers: vec![],
+                },
+                None => Scripted::Status {
+                    status: 404,
+                    body: json!({"error": "not found"}),
+                    headers: vec![],
+                },
+            };
+            if !respond(reader.get_mut(), reply).await {
+                return;
+            }
+            continue;
+        }
         let reply = {
             let mut state = state.lock().unwrap();
             state.received.push(request);
@@ -406,4 +446,42 @@ pub fn sse_bytes(events: &[SseFrame]) -> String {
         out.push_str(&format!("data: {data}\n\n"));
     }
     out
+}
+
+/// A stream recorded from a real server, replayed as it was: the file holds `#` lines (the
+/// request and the response's headers), then the raw event stream.
+pub fn replay(path: &std::path::Path) -> Scripted {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("the transcript {}: {e}", path.display()));
+    let mut events = Vec::new();
+    let (mut event, mut data) = (String::new(), Vec::new());
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        if line.is_empty() {
+            if !data.is_empty() {
+                let joined = data.join("\n");
+                let data = serde_json::from_str(&joined).unwrap_or(Value::String(joined));
+                events.push(SseFrame {
+                    event: std::mem::take(&mut event),
+                    data,
+                });
+            }
+            data.clear();
+            event.clear();
+        } else if let Some(name) = line.strip_prefix("event:") {
+            event = name.trim().to_string();
+        } else if let Some(value) = line.strip_prefix("data:") {
+            data.push(value.trim_start().to_string());
+        }
+    }
+    if !data.is_empty() {
+        let joined = data.join("\n");
+        let data = serde_json::from_str(&joined).unwrap_or(Value::String(joined));
+        events.push(SseFrame { event, data });
+    }
+    Scripted::Stream {
+        events,
+        cut_after: None,
+        hold: None,
+        pace: None,
+    }
 }

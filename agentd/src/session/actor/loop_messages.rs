@@ -71,13 +71,11 @@ impl SessionActor {
             options.model.as_deref().or(self.info.model.as_deref()),
             &options.env,
         );
-        let context_window = config.context_window(
-            options
-                .provider
-                .as_deref()
-                .or(self.info.provider.as_deref()),
-            provider.as_ref().map_or("", |(_, model)| model.as_str()),
-        );
+        let profile = options
+            .provider
+            .as_deref()
+            .or(self.info.provider.as_deref());
+        let local = provider.as_ref().is_ok_and(|(p, _)| p.is_local());
         let price = provider
             .as_ref()
             .ok()
@@ -90,12 +88,12 @@ impl SessionActor {
             tools: self.env.tools.clone(),
             cancel: cancel.clone(),
             max_turns,
-            max_tokens: config.max_tokens,
+            max_tokens: config.max_tokens(local),
             bash_timeout: config.bash_timeout(),
             permission_timeout: config.permission_timeout(),
             files: self.files.clone(),
             retry: config.retry_policy(),
-            context_window,
+            context_window: config.configured_context_window(profile),
             compaction: config.compaction,
             processes: self.env.processes.clone(),
             env: Arc::new(self.command_env(&config)),
@@ -104,6 +102,7 @@ impl SessionActor {
             checkpoints: config.checkpoints.enabled.then(|| self.checkpoints.clone()),
             checkpoint_limits: config.checkpoints,
             price,
+            text_tool_calls: config.text_tool_calls(profile),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
@@ -150,6 +149,12 @@ impl Message<Emit> for SessionActor {
     type Reply = ();
 
     async fn handle(&mut self, msg: Emit, _: &mut Context<Self, Self::Reply>) {
+        // A notice is said once per session.
+        if let Event::Notice { text } = &msg.event
+            && !self.noticed.insert(text.clone())
+        {
+            return;
+        }
         if self.active(msg.run).is_ok() {
             self.emit(msg.event);
         }
@@ -197,6 +202,8 @@ pub struct TurnInput {
 /// history of `generation` give way to `summary`. Messages added since are all kept; a summary
 /// of a history that was compacted meanwhile is refused.
 pub struct ApplyCompaction {
+    /// Whether the model's window is small: the compact system prompt.
+    pub compact_prompt: bool,
     /// The run that compacted.
     pub run: RunId,
     /// The summary.
@@ -218,7 +225,7 @@ impl Message<ApplyCompaction> for SessionActor {
     ) -> Self::Reply {
         self.active(msg.run)?;
         self.apply_compaction(msg.summary, msg.cut, msg.generation)?;
-        Ok(self.turn_input())
+        Ok(self.turn_input(msg.compact_prompt))
     }
 }
 
@@ -273,7 +280,7 @@ impl Message<CompactNow> for SessionActor {
                 "a compaction is already under way",
             ));
         }
-        let input = self.turn_input();
+        let input = self.turn_input(false);
         let Some(cut) =
             crate::compact::cut_point(&input.messages, crate::compact::KEEP_RECENT_TOKENS)
         else {
@@ -351,13 +358,18 @@ impl Message<CompactionDone> for SessionActor {
 }
 
 /// Deliver queued steering and hand out the next model call's input.
-pub struct BeginTurn(pub RunId);
+pub struct BeginTurn {
+    /// The run asking.
+    pub run: RunId,
+    /// Whether the model's window is small: the compact system prompt.
+    pub compact_prompt: bool,
+}
 
 impl Message<BeginTurn> for SessionActor {
     type Reply = Result<TurnInput, ErrorInfo>;
 
     async fn handle(&mut self, msg: BeginTurn, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        self.active(msg.0)?;
+        self.active(msg.run)?;
         let steer = self.queues.take_steer();
         if !steer.is_empty() {
             for text in steer {
@@ -365,7 +377,7 @@ impl Message<BeginTurn> for SessionActor {
             }
             self.emit_queues();
         }
-        Ok(self.turn_input())
+        Ok(self.turn_input(msg.compact_prompt))
     }
 }
 

@@ -15,16 +15,25 @@ use protocol::{Delivery, Event, ModelStopReason, RunId, StopReason, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
 mod calls;
-mod checkpoints;
+mod compaction;
+mod model_turn;
 
-use super::actor::{ApplyCompaction, BeginTurn, Emit, NextQueued, Push, SessionActor, TurnInput};
+use compaction::Compaction;
+mod checkpoints;
+mod repetition;
+mod text_calls;
+
+use super::actor::{BeginTurn, Emit, NextQueued, Push, SessionActor};
 use crate::compact;
 use crate::health::HealthMonitor;
 use crate::history::{AssistantReply, Message, ToolCall};
 use crate::mcp::{McpHub, SessionSide, Toolset};
-use crate::provider::retry::{self, Retry, RetryPolicy};
-use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta, ToolSpec};
+use crate::provider::retry::RetryPolicy;
+use crate::provider::{Provider, ProviderError, ToolSpec};
 use crate::tools::{self, Tool, ToolPool, batch};
+
+/// A context window this small (in tokens) gets the compact prompt and tool descriptions.
+pub const SMALL_WINDOW: u64 = 16_384;
 
 /// The result text of a call that was not run because the turn limit was reached.
 pub const NOT_EXECUTED_MAX_TURNS: &str = "(not executed: reached max turns)";
@@ -59,8 +68,9 @@ pub struct RunSetup {
     pub files: Arc<crate::files::FileTracker>,
     /// How model calls are retried.
     pub retry: RetryPolicy,
-    /// The model's context window, in tokens.
-    pub context_window: u64,
+    /// The model's context window in tokens, when the configuration gives it; else a local
+    /// server is asked, or the model family's is taken.
+    pub context_window: Option<u64>,
     /// Whether long histories are summarised.
     pub compaction: bool,
     /// Where running commands are recorded.
@@ -77,6 +87,8 @@ pub struct RunSetup {
     pub checkpoint_limits: crate::checkpoint::CheckpointConfig,
     /// The model's price, when it is known.
     pub price: Option<crate::prices::Price>,
+    /// Whether tool calls a model writes as text are read as calls.
+    pub text_tool_calls: bool,
 }
 
 /// How a run ended.
@@ -140,6 +152,10 @@ pub fn next_step(
 /// The loop's own state.
 struct Run {
     setup: RunSetup,
+    /// The model's context window, in tokens.
+    window: u64,
+    /// The window is small: the prompt and tool descriptions are the compact ones.
+    small: bool,
     turns: u32,
     usage: TokenUsage,
     health: HealthMonitor,
@@ -150,21 +166,36 @@ struct Run {
     side: SessionSide,
     /// The run's checkpoints.
     checkpoints: checkpoints::RunCheckpoints,
+    /// The last reply looped and was cut.
+    looped: bool,
 }
 
 /// Runs the loop to its end.
 pub async fn run(setup: RunSetup) -> RunOutcome {
-    let (provider, model) = match &setup.provider {
+    let failed = |err: String| RunOutcome {
+        stop_reason: StopReason::Error,
+        turns: 0,
+        truncated: false,
+        usage: TokenUsage::default(),
+        error: Some(err),
+    };
+    let (provider, mut model) = match &setup.provider {
         Ok((provider, model)) => (provider.clone(), model.clone()),
-        Err(err) => {
-            return RunOutcome {
-                stop_reason: StopReason::Error,
-                turns: 0,
-                truncated: false,
-                usage: TokenUsage::default(),
-                error: Some(err.to_string()),
-            };
-        }
+        Err(err) => return failed(err.to_string()),
+    };
+    // A local server with no model named serves one: ask it.
+    if model.is_empty() {
+        model = match provider.only_model().await {
+            Ok(model) => model,
+            Err(err) => return failed(err.to_string()),
+        };
+    }
+    let window = match setup.context_window {
+        Some(window) => window,
+        None => match provider.server_context_window(&model).await {
+            Some(window) => window,
+            None => compact::default_context_window(&model),
+        },
     };
     let checkpoints = checkpoints::RunCheckpoints::start(
         setup.checkpoints.clone(),
@@ -176,15 +207,19 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         cwd: setup.cwd.clone(),
         env: setup.env.clone(),
     };
+    let small = window <= SMALL_WINDOW;
     let mut run = Run {
         setup,
+        window,
+        small,
         turns: 0,
         usage: TokenUsage::default(),
         health: HealthMonitor::new(),
-        specs: Arc::new(tools::specs()),
+        specs: Arc::new(tools::specs_for(small)),
         toolset: Toolset::default(),
         checkpoints,
         side,
+        looped: false,
     };
     let outcome = match run.drive(&provider, &model).await {
         Ok(outcome) => outcome,
@@ -258,10 +293,22 @@ impl Run {
                 return Ok(self.finish(StopReason::Aborted, false, None));
             }
             // Steering messages queued during the last turn enter the history here.
-            let mut input = self.setup.session.ask(BeginTurn(self.setup.run)).await?;
-            let window = self.setup.context_window;
+            let mut input = self
+                .setup
+                .session
+                .ask(BeginTurn {
+                    run: self.setup.run,
+                    compact_prompt: self.small,
+                })
+                .await?;
+            let window = self.window;
             if self.setup.compaction
-                && (input.compact || compact::over_threshold(input.last_input, window))
+                && (input.compact
+                    || compact::over_threshold(
+                        input.last_input,
+                        window,
+                        self.setup.max_tokens.into(),
+                    ))
             {
                 match self.compact(provider, model, &input).await? {
                     Compaction::Done(compacted) => input = compacted,
@@ -283,9 +330,9 @@ impl Run {
                 turn: self.turns + 1,
             });
             let mut compacted_for_overflow = false;
-            let reply = loop {
+            let turn = loop {
                 match self.call_model(provider, model, &input).await {
-                    Ok(reply) => break reply,
+                    Ok(turn) => break turn,
                     // A partial reply is never saved.
                     Err(ProviderError::Cancelled) => {
                         return Ok(self.finish(StopReason::Aborted, false, None));
@@ -323,6 +370,7 @@ impl Run {
             // The session's history is shared with `input`: let it go before the reply is
             // added, so that nothing is copied.
             drop(input);
+            let reply = self.settle(turn);
             self.turns += 1;
             self.usage.add(&reply.usage);
             let calls: Vec<ToolCall> = reply.tool_calls().into_iter().cloned().collect();
@@ -358,6 +406,13 @@ impl Run {
                 });
             }
 
+            if self.looped {
+                return Ok(self.finish(
+                    StopReason::Health,
+                    false,
+                    Some("stopped: the model's reply repeated the same text over and over; it was cut after the first copy".to_string()),
+                ));
+            }
             let queued = if calls.is_empty() {
                 self.setup.session.ask(NextQueued(self.setup.run)).await?
             } else {
@@ -408,8 +463,14 @@ impl Run {
         if self.toolset.tools.is_empty() && self.specs.len() == Tool::ALL.len() {
             return;
         }
-        let mut specs = tools::specs();
-        specs.extend(self.toolset.tools.iter().map(|t| t.spec.clone()));
+        let mut specs = tools::specs_for(self.small);
+        specs.extend(self.toolset.tools.iter().map(|t| {
+            if self.small {
+                t.spec.compact()
+            } else {
+                t.spec.clone()
+            }
+        }));
         self.specs = Arc::new(specs);
     }
 
@@ -418,101 +479,6 @@ impl Run {
     fn concurrency_safe(&self, name: &str) -> bool {
         batch::builtin_safe(name) || self.toolset.get(name).is_some_and(|t| t.read_only)
     }
-
-    /// One model call with retries; text and reasoning stream to the clients, each retry is
-    /// announced.
-    async fn call_model(
-        &self,
-        provider: &Provider,
-        model: &str,
-        input: &TurnInput,
-    ) -> Result<AssistantReply, ProviderError> {
-        let system = match self.toolset.prompt() {
-            Some(servers) => format!("{}\n\n{servers}", input.system),
-            None => input.system.clone(),
-        };
-        let request = ModelRequest {
-            model,
-            system: &system,
-            messages: &input.messages,
-            tools: &self.specs,
-            max_tokens: self.setup.max_tokens,
-        };
-        let (session, run) = (self.setup.session.clone(), self.setup.run);
-        let mut on_delta = move |delta: StreamDelta| {
-            let event = match delta {
-                StreamDelta::Text(text) => Event::TextDelta { text },
-                StreamDelta::Thinking(text) => Event::ThinkingDelta { text },
-            };
-            let _ = session.tell(Emit { run, event }).try_send();
-        };
-        let (session, run) = (self.setup.session.clone(), self.setup.run);
-        let mut on_retry = move |retry: &Retry| {
-            let event = Event::Retrying {
-                attempt: retry.attempt,
-                wait_ms: retry.wait.as_millis() as u64,
-                reason: retry.reason.clone(),
-            };
-            let _ = session.tell(Emit { run, event }).try_send();
-        };
-        retry::stream(
-            provider,
-            request,
-            &mut on_delta,
-            self.cancel(),
-            self.setup.retry,
-            &mut on_retry,
-        )
-        .await
-    }
-
-    /// Summarises the older part of the history and has the session replace it.
-    async fn compact(
-        &mut self,
-        provider: &Provider,
-        model: &str,
-        input: &TurnInput,
-    ) -> Result<Compaction, Gone> {
-        let Some(cut) = compact::cut_point(&input.messages, compact::KEEP_RECENT_TOKENS) else {
-            return Ok(Compaction::Nothing);
-        };
-        let summary = compact::summarize(
-            provider,
-            model,
-            &input.system,
-            &self.specs,
-            input.messages.get(..cut).unwrap_or_default(),
-            self.cancel(),
-        )
-        .await;
-        let summary = match summary {
-            Ok(summary) => summary,
-            Err(ProviderError::Cancelled) => return Ok(Compaction::Cancelled),
-            Err(err) => return Ok(Compaction::Failed(err)),
-        };
-        let apply = ApplyCompaction {
-            run: self.setup.run,
-            summary,
-            cut,
-            generation: input.generation,
-        };
-        match self.setup.session.ask(apply).await {
-            Ok(compacted) => Ok(Compaction::Done(compacted)),
-            // Compacted meanwhile by someone else: go on with what there is.
-            Err(SendError::HandlerError(err)) if err.code == protocol::ErrorCode::Busy => {
-                Ok(Compaction::Nothing)
-            }
-            Err(err) => Err(err.into()),
-        }
-    }
-}
-
-/// What a compaction came to.
-enum Compaction {
-    Done(TurnInput),
-    Nothing,
-    Cancelled,
-    Failed(ProviderError),
 }
 
 #[cfg(test)]

@@ -1,0 +1,60 @@
+//! Compaction inside a run: the older part of the history summarised and replaced.
+
+use kameo::prelude::*;
+
+use super::{Gone, Run};
+use crate::compact;
+use crate::provider::{Provider, ProviderError};
+use crate::session::actor::{ApplyCompaction, TurnInput};
+
+impl Run {
+    /// Summarises the older part of the history and has the session replace it.
+    pub(super) async fn compact(
+        &mut self,
+        provider: &Provider,
+        model: &str,
+        input: &TurnInput,
+    ) -> Result<Compaction, Gone> {
+        let keep = compact::keep_recent(self.window);
+        let Some(cut) = compact::cut_point(&input.messages, keep) else {
+            return Ok(Compaction::Nothing);
+        };
+        let summary = compact::summarize(
+            provider,
+            model,
+            &input.system,
+            &self.specs,
+            input.messages.get(..cut).unwrap_or_default(),
+            self.cancel(),
+        )
+        .await;
+        let summary = match summary {
+            Ok(summary) => summary,
+            Err(ProviderError::Cancelled) => return Ok(Compaction::Cancelled),
+            Err(err) => return Ok(Compaction::Failed(err)),
+        };
+        let apply = ApplyCompaction {
+            compact_prompt: self.small,
+            run: self.setup.run,
+            summary,
+            cut,
+            generation: input.generation,
+        };
+        match self.setup.session.ask(apply).await {
+            Ok(compacted) => Ok(Compaction::Done(compacted)),
+            // Compacted meanwhile by someone else: go on with what there is.
+            Err(SendError::HandlerError(err)) if err.code == protocol::ErrorCode::Busy => {
+                Ok(Compaction::Nothing)
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+}
+
+/// What a compaction came to.
+pub(super) enum Compaction {
+    Done(TurnInput),
+    Nothing,
+    Cancelled,
+    Failed(ProviderError),
+}

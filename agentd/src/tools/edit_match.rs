@@ -1,0 +1,223 @@
+//! Where `edit` replaces its text: exactly, or, when `old_string` is not found exactly, once
+//! more ignoring trailing whitespace, then ignoring a uniform difference of indentation (a
+//! model that copied a block with two spaces too few). A loose match applies only when exactly
+//! one place matches; the file's own indentation is kept; the result says how it matched.
+
+use super::plural;
+
+/// The text with the replacement made, and how it matched; or why it cannot be made.
+pub fn replace(
+    text: &str,
+    old: &str,
+    new: &str,
+    all: bool,
+) -> Result<(String, Option<&'static str>), String> {
+    if old.is_empty() {
+        return Err("old_string is empty; give the exact text to replace".to_string());
+    }
+    if old == new {
+        return Err("old_string and new_string are the same; nothing would change".to_string());
+    }
+    match text.matches(old).count() {
+        0 => loose(text, old, new),
+        1 => Ok((text.replacen(old, new, 1), None)),
+        _ if all => Ok((text.replace(old, new), None)),
+        n => Err(format!(
+            "old_string occurs {} in the file; include more surrounding lines to make it unique, or set replace_all",
+            plural(n, "time")
+        )),
+    }
+}
+
+const NOT_FOUND: &str =
+    "old_string was not found; read the file and copy the text exactly, whitespace included";
+
+/// The two loose readings, in order: trailing whitespace, then indentation.
+fn loose(text: &str, old: &str, new: &str) -> Result<(String, Option<&'static str>), String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let wanted: Vec<&str> = old.trim_end_matches('\n').split('\n').collect();
+    let trailing = |a: &str, b: &str| a.trim_end() == b.trim_end();
+    let places = windows(&lines, &wanted, |line, want| trailing(line, want));
+    match places.as_slice() {
+        [at] => {
+            return Ok((
+                splice(&lines, *at, wanted.len(), new, None),
+                Some("matched ignoring trailing whitespace"),
+            ));
+        }
+        [] => {}
+        many => return Err(ambiguous(many.len())),
+    }
+    let want_indent = common_indent(&wanted);
+    let dedented: Vec<&str> = wanted
+        .iter()
+        .map(|l| strip_indent(l, want_indent))
+        .collect();
+    let places: Vec<usize> = (0..lines.len().saturating_sub(wanted.len() - 1))
+        .filter(|&at| {
+            let window = &lines[at..at + wanted.len()];
+            let indent = common_indent(window);
+            window
+                .iter()
+                .zip(&dedented)
+                .all(|(line, want)| trailing(strip_indent(line, indent), want))
+        })
+        .collect();
+    match places.as_slice() {
+        [at] => {
+            let indent = common_indent(&lines[*at..*at + wanted.len()]);
+            let file_indent = lines[*at].get(..indent).unwrap_or_default().to_string();
+            Ok((
+                splice(
+                    &lines,
+                    *at,
+                    wanted.len(),
+                    new,
+                    Some((want_indent, &file_indent)),
+                ),
+                Some(
+                    "matched ignoring a uniform difference of indentation; the file's indentation was kept",
+                ),
+            ))
+        }
+        [] => Err(NOT_FOUND.to_string()),
+        many => Err(ambiguous(many.len())),
+    }
+}
+
+fn ambiguous(n: usize) -> String {
+    format!(
+        "old_string was not found exactly, and loosely it matches {}; copy the text exactly, with more surrounding lines",
+        plural(n, "place")
+    )
+}
+
+/// Where `wanted` (lines) matches `lines` line by line.
+fn windows(lines: &[&str], wanted: &[&str], same: impl Fn(&str, &str) -> bool) -> Vec<usize> {
+    if wanted.len() > lines.len() {
+        return Vec::new();
+    }
+    (0..=lines.len() - wanted.len())
+        .filter(|&at| {
+            lines[at..at + wanted.len()]
+                .iter()
+                .zip(wanted)
+                .all(|(l, w)| same(l, w))
+        })
+        .collect()
+}
+
+/// The smallest indentation (leading spaces or tabs, in bytes) of the non-blank lines.
+fn common_indent(lines: &[&str]) -> usize {
+    lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start_matches([' ', '\t']).len())
+        .min()
+        .unwrap_or(0)
+}
+
+fn strip_indent(line: &str, indent: usize) -> &str {
+    if line.trim().is_empty() {
+        return "";
+    }
+    line.get(indent..).unwrap_or(line)
+}
+
+/// `lines` with `count` lines from `at` replaced by `new`, its indentation moved from
+/// `reindent.0` bytes to the file's `reindent.1` when given. The replaced lines' last newline
+/// stays.
+fn splice(
+    lines: &[&str],
+    at: usize,
+    count: usize,
+    new: &str,
+    reindent: Option<(usize, &str)>,
+) -> String {
+    let mut out: String = lines[..at].concat();
+    let replaced: String = lines[at..at + count].concat();
+    let new = match reindent {
+        Some((strip, indent)) => new
+            .split('\n')
+            .map(|line| {
+                if line.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "{indent}{}",
+                        strip_indent(line, strip.min(line.len() - line.trim_start().len()))
+                    )
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => new.to_string(),
+    };
+    out.push_str(new.trim_end_matches('\n'));
+    if replaced.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&lines[at + count..].concat());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exact_unique_match_is_replaced_and_a_repeated_one_says_how_often() {
+        assert_eq!(
+            replace("a b c", "b", "x", false).unwrap(),
+            ("a x c".into(), None)
+        );
+        let err = replace("a b b", "b", "x", false).unwrap_err();
+        assert!(err.contains("occurs 2 times"), "{err}");
+        assert_eq!(replace("a b b", "b", "x", true).unwrap().0, "a x x");
+        assert!(
+            replace("abc", "z", "x", false)
+                .unwrap_err()
+                .contains("not found")
+        );
+    }
+
+    #[test]
+    fn trailing_whitespace_is_forgiven_once() {
+        let text = "def f():  \n    return 1\t\nx = 2\n";
+        let (after, how) = replace(
+            text,
+            "def f():\n    return 1\n",
+            "def f():\n    return 2\n",
+            false,
+        )
+        .unwrap();
+        assert_eq!(after, "def f():\n    return 2\nx = 2\n");
+        assert_eq!(how, Some("matched ignoring trailing whitespace"));
+    }
+
+    #[test]
+    fn a_uniform_indentation_difference_is_forgiven_and_the_files_indentation_kept() {
+        let text = "class A:\n    def f(self):\n        return 1\n";
+        let (after, how) = replace(
+            text,
+            "def f(self):\n    return 1",
+            "def f(self):\n    return 2",
+            false,
+        )
+        .unwrap();
+        assert_eq!(after, "class A:\n    def f(self):\n        return 2\n");
+        assert!(how.unwrap().contains("indentation"));
+    }
+
+    #[test]
+    fn a_loose_match_in_two_places_is_refused() {
+        let text = "if a:\n    x = 1\nif b:\n        x = 1\n";
+        let err = replace(text, "x = 1 ", "x = 2", false).unwrap_err();
+        assert!(err.contains("2 places"), "{err}");
+        assert!(
+            replace(text, "    y = 1", "y = 2", false)
+                .unwrap_err()
+                .contains("not found")
+        );
+    }
+}
