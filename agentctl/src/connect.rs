@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agentctl::client::frames::FrameError;
+use agentctl::client::paths::Paths;
+use agentctl::client::{Client, ClientError};
 use protocol::ErrorCode;
-use protocol::client::{Client, ClientError};
-use protocol::frame::FrameError;
-use protocol::paths::Paths;
 
 /// How long a freshly started daemon may take to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,8 +1,19 @@
 //! The JSON view: one object per event, with stable field names (`--json` of `run` and
 //! `show`). It consumes the same events as the human view.
 
+use agentctl::client::{Flow, View};
 use protocol::{Event, SessionEvent, TokenUsage};
 use serde_json::{Value, json};
+
+/// The JSON view: each event as one line on stdout.
+pub struct JsonLines;
+
+impl View for JsonLines {
+    fn event(&mut self, event: &SessionEvent, _replay: bool) -> Flow {
+        println!("{}", event_json(event));
+        Flow::Go
+    }
+}
 
 fn usage_json(usage: &TokenUsage) -> Value {
     json!({

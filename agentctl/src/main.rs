@@ -2,12 +2,12 @@
 //! local socket and starts it first when none is running.
 
 mod acp;
+mod colored_diff;
 mod commands;
 mod connect;
 mod format;
 mod json;
 mod markdown;
-mod patch;
 mod reply_text;
 mod running;
 mod style;
@@ -391,7 +391,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
-    let paths = protocol::paths::Paths::from_env()?;
+    let paths = agentctl::client::paths::Paths::from_env()?;
     view::set_color_choice(cli.color);
     let Some(command) = cli.command else {
         return without_command(&paths).await;
@@ -539,7 +539,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
 }
 
 /// `agentctl` alone: chat on a terminal, the help otherwise.
-async fn without_command(paths: &protocol::paths::Paths) -> Result<u8, Failure> {
+async fn without_command(paths: &agentctl::client::paths::Paths) -> Result<u8, Failure> {
     use std::io::IsTerminal;
     if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
         let args = commands::chat::ChatArgs {

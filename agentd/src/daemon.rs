@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentctl::client::paths::{Paths, socket_name};
 use interprocess::local_socket::ListenerOptions;
 use interprocess::local_socket::traits::tokio::Listener as _;
 use kameo::prelude::*;
-use protocol::paths::{Paths, socket_name};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 

@@ -1,20 +1,30 @@
-//! The wire protocol between the `agentd` daemon and its clients: frames, the handshake,
-//! requests, replies and session events, plus a small async client.
+//! The wire protocol between the `agentd` daemon and its clients: wire types and the frame
+//! codec, nothing that does I/O.
 //!
 //! A client connects to the daemon's local socket, sends [`ClientFrame::Hello`], receives
 //! [`ServerFrame::Welcome`], then sends requests that each get one reply with the same
 //! [`RequestId`]. Events of subscribed sessions arrive in between.
 
+#[macro_use]
+mod names;
+
 pub mod changes;
-pub mod client;
 pub mod event;
 pub mod frame;
-pub mod paths;
+pub mod reply;
 pub mod request;
-pub mod trust;
-pub mod types;
+pub mod run;
+pub mod session;
+pub mod status;
 
 pub use changes::{ChangeKind, FileChange, RewindReport, RunDiff};
-pub use event::{ErrorCode, ErrorInfo, Event, Reply, ServerFrame, SessionEvent, Welcome};
-pub use request::{ClientFrame, CreateSession, Hello, Request};
-pub use types::*;
+pub use event::{Event, SessionEvent};
+pub use names::ParseNameError;
+pub use reply::{ErrorCode, ErrorInfo, Reply, ServerFrame, Welcome};
+pub use request::{ClientFrame, CreateSession, Hello, Request, RequestId};
+pub use run::*;
+pub use session::*;
+pub use status::*;
+
+/// The version of the wire protocol; bumped on every incompatible change.
+pub const PROTOCOL_VERSION: u32 = 9;

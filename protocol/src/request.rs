@@ -2,10 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{
-    Decision, Delivery, ListCursor, McpServerSpec, Mode, PermissionRequestId, RequestId, RunId,
-    RunOptions, SessionId,
-};
+use crate::run::{Decision, PermissionRequestId, RunId, RunOptions};
+use crate::session::{Delivery, ListCursor, Mode, SessionId};
+use crate::status::McpServerSpec;
+
+/// Chosen by the client for each request; the daemon echoes it in the one reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RequestId(pub u64);
 
 /// Every frame a client sends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,6 +153,19 @@ pub enum Request {
     },
     /// Stop the daemon cleanly; replies `Done` before it goes.
     Shutdown,
+    /// Subscribe to the session's live events (no replay), then send a user message, in one
+    /// exchange: nothing that follows the message is missed; replies `SentSubscribed`, then
+    /// `ReplayDone` comes and the run's events follow.
+    SendSubscribed {
+        /// The session.
+        session: SessionId,
+        /// The message.
+        text: String,
+        /// Where it goes while a run is going.
+        delivery: Delivery,
+        /// Options for the run, if this message starts one.
+        options: RunOptions,
+    },
 }
 
 /// The settings of a new session.

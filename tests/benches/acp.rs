@@ -80,8 +80,8 @@ async fn replay() {
     let mut received = 0;
     while received < 10_000 {
         match incoming.recv().await {
-            Some(protocol::client::Incoming::Event(e)) if e.seq >= 10_000 => break,
-            Some(protocol::client::Incoming::Event(_)) => received += 1,
+            Some(agentctl::client::Incoming::Event(e)) if e.seq >= 10_000 => break,
+            Some(agentctl::client::Incoming::Event(_)) => received += 1,
             other => panic!("{other:?}"),
         }
     }

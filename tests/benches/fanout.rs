@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use protocol::client::{Client, Incoming};
+use agentctl::client::{Client, Incoming};
 use protocol::{Event, Request, SessionId};
 use tests::model_server::{ModelServer, Pace, anthropic};
 use tests::{Daemon, create_session, percentile, run_options, start_run, subscribe};
@@ -98,6 +98,7 @@ async fn throughput(clients: usize) -> (u64, Duration, usize) {
                             .await
                             .unwrap();
                     }
+                    Some(Incoming::ReplayDone { .. }) => {}
                     _ => panic!("client closed"),
                 }
             }

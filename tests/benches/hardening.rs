@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use protocol::frame;
+use agentctl::client::frames as frame;
 use protocol::{ClientFrame, Event, Hello, PROTOCOL_VERSION, Request, ServerFrame};
 use serde_json::json;
 use tests::model_server::{ModelServer, anthropic};

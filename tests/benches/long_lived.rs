@@ -8,7 +8,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use protocol::client::{Client, Incoming};
+use agentctl::client::{Client, Incoming};
 use protocol::{Request, SessionId};
 use tests::model_server::{ModelServer, Scripted, anthropic};
 use tests::{Daemon, Home, percentile, process_cpu, run_options, start_run, subscribe};
@@ -39,6 +39,7 @@ async fn receive(
                 got += 1;
             }
             Some(Incoming::Lagged { .. }) => panic!("lagged"),
+            Some(Incoming::ReplayDone { .. }) => {}
             other => panic!("{other:?}"),
         }
     }

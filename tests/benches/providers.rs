@@ -6,9 +6,9 @@
 
 use std::time::Instant;
 
+use agentctl::client::Incoming;
 use agentd::provider::stream::decode;
 use agentd::provider::{anthropic, openai};
-use protocol::client::Incoming;
 use serde_json::{Value, json};
 use tests::model_server::{self, ModelServer, Scripted};
 use tests::{Daemon, create_session, process_cpu, run_options, start_run, subscribe};
@@ -112,6 +112,7 @@ async fn main() {
                         .await
                         .unwrap();
                 }
+                Incoming::ReplayDone { .. } => {}
                 Incoming::Closed(reason) => panic!("closed: {reason:?}"),
             }
         }

@@ -116,7 +116,7 @@ fn main() {
                 .build()
                 .unwrap();
             rt.block_on(async {
-                let client = protocol::client::Client::connect(&home.paths().socket, "bench")
+                let client = agentctl::client::Client::connect(&home.paths().socket, "bench")
                     .await
                     .unwrap();
                 let listing = client.list_sessions().await.unwrap();

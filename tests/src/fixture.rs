@@ -5,8 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use protocol::client::Client;
-use protocol::paths::Paths;
+use agentctl::client::Client;
+use agentctl::client::paths::Paths;
 use tempfile::TempDir;
 
 use crate::model_server;

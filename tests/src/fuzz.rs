@@ -9,9 +9,9 @@
 use arbitrary::{Result, Unstructured};
 use serde_json::{Value, json};
 
+use agentctl::client::frames as frame;
 use agentd::provider::stream::decode;
 use agentd::provider::{anthropic, openai};
-use protocol::frame;
 use protocol::{
     ClientFrame, CreateSession, Delivery, Hello, Request, RequestId, RunOptions, ServerFrame,
     SessionId,

@@ -158,11 +158,11 @@ pub struct McpSetup {
     /// The session's directory.
     pub project: TempDir,
     /// A client subscribed to the session.
-    pub client: protocol::client::Client,
+    pub client: agentctl::client::Client,
     /// The session.
     pub session: protocol::SessionId,
     /// The client's events.
-    pub incoming: tokio::sync::mpsc::UnboundedReceiver<protocol::client::Incoming>,
+    pub incoming: tokio::sync::mpsc::UnboundedReceiver<agentctl::client::Incoming>,
 }
 
 impl McpSetup {

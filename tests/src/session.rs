@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use protocol::client::{Client, Incoming};
+use agentctl::client::{Client, Incoming};
 use protocol::{CreateSession, Event, Reply, Request, SessionEvent, SessionId, SessionInfo};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -88,11 +88,15 @@ pub async fn subscribe(client: &Client, session: &SessionId, from_seq: u64) -> S
 }
 
 /// Receives the next event, failing the test after [`WAIT`].
+/// The end-of-replay marker is passed over.
 pub async fn next_event(incoming: &mut UnboundedReceiver<Incoming>) -> SessionEvent {
-    match tokio::time::timeout(WAIT, incoming.recv()).await {
-        Ok(Some(Incoming::Event(event))) => event,
-        Ok(other) => panic!("expected an event, got {other:?}"),
-        Err(_) => panic!("no event within {WAIT:?}"),
+    loop {
+        match tokio::time::timeout(WAIT, incoming.recv()).await {
+            Ok(Some(Incoming::Event(event))) => return event,
+            Ok(Some(Incoming::ReplayDone { .. })) => {}
+            Ok(other) => panic!("expected an event, got {other:?}"),
+            Err(_) => panic!("no event within {WAIT:?}"),
+        }
     }
 }
 

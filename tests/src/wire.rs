@@ -1,7 +1,7 @@
 //! The daemon's socket spoken to by hand: raw connections, a bare `Hello`, and the error a
 //! refused connection gets, for tests of hostile and stalling clients.
 
-use protocol::frame;
+use agentctl::client::frames as frame;
 use protocol::{ClientFrame, ErrorInfo, Hello, PROTOCOL_VERSION, ServerFrame};
 use tokio::net::UnixStream;
 

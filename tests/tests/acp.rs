@@ -358,7 +358,7 @@ async fn a_prompt_sent_while_running_is_queued_and_answered_when_the_run_ends() 
             let second =
                 cx.send_request(PromptRequest::new(session.clone(), vec!["second".into()]));
             // The daemon holds it as a follow-up of the running run.
-            let mut watcher = protocol::client::Client::connect(&socket, "test")
+            let mut watcher = agentctl::client::Client::connect(&socket, "test")
                 .await
                 .unwrap();
             let id = protocol::SessionId(session.0.to_string());

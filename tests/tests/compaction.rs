@@ -10,9 +10,9 @@ use tests::{Daemon, events_until, run_options, session_in, start_run, until_fini
 /// A session with three long exchanges: enough history for the older part to be summarised.
 async fn long_session(
     server: &ModelServer,
-    client: &protocol::client::Client,
+    client: &agentctl::client::Client,
     session: &protocol::SessionId,
-    incoming: &mut tokio::sync::mpsc::UnboundedReceiver<protocol::client::Incoming>,
+    incoming: &mut tokio::sync::mpsc::UnboundedReceiver<agentctl::client::Incoming>,
 ) {
     for i in 0..3 {
         server.push(vec![anthropic::text(&format!("noted {i}"))]);

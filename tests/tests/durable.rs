@@ -1,7 +1,7 @@
 //! Durable sessions: they outlive daemon restarts and crashes (`kill -9` anywhere), a torn last
 //! record, and a failing session actor; the configuration reloads live; the stale-file guard.
 
-use protocol::client::Client;
+use agentctl::client::Client;
 use protocol::{Event, Reply, Request, SessionEvent, SessionId, SessionState, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic};
@@ -441,7 +441,7 @@ async fn a_failing_session_actor_is_restarted_from_its_log_and_its_clients_are_t
             .await
             .unwrap()
         {
-            Some(protocol::client::Incoming::Lagged { last_seq, .. }) => break last_seq,
+            Some(agentctl::client::Incoming::Lagged { last_seq, .. }) => break last_seq,
             Some(_) => {}
             None => panic!("closed"),
         }

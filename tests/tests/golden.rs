@@ -130,6 +130,12 @@ fn requests() -> Vec<Request> {
             turn: Some(4),
         },
         Request::Shutdown,
+        Request::SendSubscribed {
+            session: session(),
+            text: "go on".into(),
+            delivery: Delivery::Steer,
+            options: RunOptions::default(),
+        },
     ]
 }
 
@@ -305,6 +311,10 @@ fn replies() -> Vec<Reply> {
         Reply::Deleted {
             notes: vec!["worktree kept".into()],
         },
+        Reply::SentSubscribed {
+            info: info(),
+            started: None,
+        },
     ]
 }
 
@@ -341,6 +351,7 @@ fn request_name(request: &Request) -> &'static str {
         Request::Rewind { .. } => "Rewind",
         Request::Fork { .. } => "Fork",
         Request::Shutdown => "Shutdown",
+        Request::SendSubscribed { .. } => "SendSubscribed",
     }
 }
 
@@ -357,6 +368,7 @@ fn reply_name(reply: &Reply) -> &'static str {
         Reply::Diff(_) => "Diff",
         Reply::Rewound(_) => "Rewound",
         Reply::Deleted { .. } => "Deleted",
+        Reply::SentSubscribed { .. } => "SentSubscribed",
     }
 }
 
@@ -430,6 +442,14 @@ fn frames() -> Vec<(String, Vec<u8>)> {
         .unwrap(),
     );
     push(
+        "server ReplayDone".into(),
+        frame::encode(&ServerFrame::ReplayDone {
+            session: session(),
+            last_seq: 78,
+        })
+        .unwrap(),
+    );
+    push(
         "server Error".into(),
         frame::encode(&ServerFrame::Error(ErrorInfo::new(
             ErrorCode::VersionMismatch,
@@ -456,8 +476,8 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 18);
-    assert_eq!(replies.len(), 11);
+    assert_eq!(requests.len(), 19);
+    assert_eq!(replies.len(), 12);
     assert_eq!(events.len(), 23);
 }
 

@@ -1,7 +1,7 @@
 //! Hostile input: every case gets a clear error, closes only its own connection, and leaves the
 //! daemon serving others.
 
-use protocol::frame;
+use agentctl::client::frames as frame;
 use protocol::{
     ClientFrame, ErrorCode, Hello, PROTOCOL_VERSION, Reply, Request, RequestId, SessionId,
 };
@@ -192,7 +192,7 @@ async fn two_hundred_connections_at_once_are_all_served() {
     for i in 0..200 {
         let socket = socket.clone();
         tasks.spawn(async move {
-            let client = protocol::client::Client::connect(&socket, &format!("crowd {i}"))
+            let client = agentctl::client::Client::connect(&socket, &format!("crowd {i}"))
                 .await
                 .unwrap();
             matches!(
@@ -254,7 +254,7 @@ async fn connections_over_the_limit_are_refused_with_a_clear_error() {
     drop(held.pop());
     let reconnect = async {
         loop {
-            match protocol::client::Client::connect(&daemon.paths().socket, "test").await {
+            match agentctl::client::Client::connect(&daemon.paths().socket, "test").await {
                 Ok(client) => break client,
                 // The daemon may not have seen the dropped connection close yet.
                 Err(err) if err.code() == Some(ErrorCode::Busy) => tokio::task::yield_now().await,

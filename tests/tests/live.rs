@@ -23,7 +23,7 @@ fn ask_options(server: &ModelServer) -> RunOptions {
 }
 
 async fn send(
-    client: &protocol::client::Client,
+    client: &agentctl::client::Client,
     session: &SessionId,
     text: &str,
     delivery: Delivery,
@@ -40,7 +40,7 @@ async fn send(
 }
 
 async fn wait_for(
-    incoming: &mut tokio::sync::mpsc::UnboundedReceiver<protocol::client::Incoming>,
+    incoming: &mut tokio::sync::mpsc::UnboundedReceiver<agentctl::client::Incoming>,
     kind: &str,
 ) -> SessionEvent {
     loop {

@@ -7,7 +7,7 @@ use protocol::{Event, Reply, Request, SessionId};
 use tests::model_server::{ModelServer, anthropic};
 use tests::{Daemon, Home, create_session, run_options, start_run, subscribe, until_finished};
 
-async fn status(client: &protocol::client::Client) -> protocol::DaemonStatus {
+async fn status(client: &agentctl::client::Client) -> protocol::DaemonStatus {
     match client.request(Request::Status).await.unwrap() {
         Reply::Status(status) => status,
         other => panic!("{other:?}"),

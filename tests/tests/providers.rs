@@ -1,7 +1,7 @@
 //! Providers for real use: the OpenAI-compatible format, retries of passing failures, context
 //! overflow and compaction, and prompt caching.
 
-use protocol::client::Incoming;
+use agentctl::client::Incoming;
 use protocol::{Event, Request, RunOptions, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic, openai};
@@ -415,7 +415,7 @@ fn big_project() -> tempfile::TempDir {
 }
 
 async fn run_to_end(
-    client: &protocol::client::Client,
+    client: &agentctl::client::Client,
     session: &protocol::SessionId,
     incoming: &mut UnboundedReceiver<Incoming>,
     text: &str,

@@ -173,7 +173,7 @@ async fn subscribe_replays_after_from_seq_then_streams_live() {
 
 #[tokio::test]
 async fn a_client_that_stops_reading_is_told_it_lagged_and_resumes_without_loss() {
-    use protocol::frame;
+    use agentctl::client::frames as frame;
     use protocol::{ClientFrame, Hello, PROTOCOL_VERSION, RequestId, ServerFrame};
     use tokio::net::UnixStream;
 
@@ -220,7 +220,9 @@ async fn a_client_that_stops_reading_is_told_it_lagged_and_resumes_without_loss(
             .unwrap()
             .unwrap()
         {
-            ServerFrame::Welcome(_) | ServerFrame::Reply { .. } => {}
+            ServerFrame::Welcome(_)
+            | ServerFrame::Reply { .. }
+            | ServerFrame::ReplayDone { .. } => {}
             ServerFrame::Event(event) => {
                 assert_eq!(event.seq, last + 1);
                 last = event.seq;

@@ -2,7 +2,7 @@
 //! and `agentctl daemon restart` switches the daemon over, keeping sessions and refusing to cut
 //! runs short unless forced.
 
-use protocol::frame;
+use agentctl::client::frames as frame;
 use protocol::{ClientFrame, PROTOCOL_VERSION, Reply, ServerFrame, Welcome};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};

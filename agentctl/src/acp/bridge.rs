@@ -12,11 +12,11 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::{Client as Editor, Error, RequestCancellationHandle, v1};
-use protocol::client::{Client as Daemon, Incoming};
+use agentctl::client::{Client as Daemon, Feed, FeedItem, Follower};
 use protocol::{
     Decision, ErrorCode, Event, PermissionRequestId, Request, SessionEvent, SessionId, ToolCallInfo,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::updates;
 
@@ -25,14 +25,8 @@ use super::updates;
 struct Watched {
     /// The session directory, for paths in tool calls.
     cwd: PathBuf,
-    /// Events up to this `seq` are history being replayed (`u64::MAX` until known).
-    replay_until: u64,
     /// Told when the replay is over.
     replayed: Option<oneshot::Sender<()>>,
-    /// The newest `seq` seen.
-    last_seq: u64,
-    /// When the last event came.
-    last_event: Option<std::time::Instant>,
     /// Prompts of this editor waiting for the run they joined to end.
     prompts: VecDeque<Prompt>,
     /// Whether the reply being received was streamed (its whole text is then not sent again).
@@ -64,18 +58,23 @@ struct Ask {
 
 /// The editor's daemon sessions; shared by every handler.
 pub struct Bridge {
-    /// The daemon connection.
-    pub daemon: Arc<Daemon>,
+    /// Follows the daemon sessions the editor opened.
+    pub follower: Follower,
     sessions: Mutex<HashMap<SessionId, Watched>>,
 }
 
 impl Bridge {
-    /// A bridge over `daemon`.
-    pub fn new(daemon: Daemon) -> Bridge {
+    /// A bridge over the feed whose sessions `follower` follows.
+    pub fn new(follower: Follower) -> Bridge {
         Bridge {
-            daemon: Arc::new(daemon),
+            follower,
             sessions: Mutex::default(),
         }
+    }
+
+    /// The daemon connection.
+    pub fn daemon(&self) -> &Daemon {
+        self.follower.client()
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Watched>> {
@@ -95,7 +94,6 @@ impl Bridge {
             session.clone(),
             Watched {
                 cwd,
-                replay_until: u64::MAX,
                 replayed: Some(tx),
                 ..Watched::default()
             },
@@ -103,35 +101,14 @@ impl Bridge {
         rx
     }
 
-    /// The subscription says where the session works and how much history there is: events
-    /// up to `last_seq` are replay.
-    pub fn replay_ends_at(
-        &self,
-        cx: &v1::ConnectionTo<Editor>,
-        session: &SessionId,
-        cwd: PathBuf,
-        last_seq: u64,
-    ) {
-        let mut sessions = self.sessions();
-        if let Some(watched) = sessions.get_mut(session) {
+    /// The subscription says where the session works.
+    pub fn set_cwd(&self, session: &SessionId, cwd: PathBuf) {
+        if let Some(watched) = self.sessions().get_mut(session) {
             watched.cwd = cwd;
-            watched.replay_until = last_seq;
-            if watched.last_seq >= last_seq {
-                self.end_replay(cx, session, watched);
-            }
         }
     }
 
-    /// How long no event of `session` has come (since it was watched when none came yet).
-    pub fn quiet_for(&self, session: &SessionId) -> std::time::Duration {
-        self.sessions()
-            .get(session)
-            .and_then(|w| w.last_event)
-            .map_or(std::time::Duration::MAX, |at| at.elapsed())
-    }
-
-    /// Ends `session`'s replay now: its history has stopped short of the `seq` the daemon
-    /// named (a range it reserved and never used).
+    /// Ends `session`'s replay: the daemon said so.
     pub fn end_replay_now(&self, cx: &v1::ConnectionTo<Editor>, session: &SessionId) {
         let mut sessions = self.sessions();
         if let Some(watched) = sessions.get_mut(session) {
@@ -176,21 +153,13 @@ impl Bridge {
     pub async fn pump(
         self: Arc<Self>,
         cx: v1::ConnectionTo<Editor>,
-        mut incoming: mpsc::UnboundedReceiver<Incoming>,
+        mut feed: Feed,
     ) -> Result<(), Error> {
-        while let Some(incoming) = incoming.recv().await {
-            match incoming {
-                Incoming::Event(event) => self.event(&cx, event),
-                Incoming::Lagged { session, last_seq } => {
-                    let request = Request::Subscribe {
-                        session,
-                        from_seq: last_seq,
-                    };
-                    if let Err(err) = self.daemon.request(request).await {
-                        eprintln!("agentctl acp: cannot resubscribe: {err}");
-                    }
-                }
-                Incoming::Closed(reason) => {
+        loop {
+            match feed.next().await {
+                FeedItem::Event { event, replay } => self.event(&cx, event, replay),
+                FeedItem::ReplayDone { session, .. } => self.end_replay_now(&cx, &session),
+                FeedItem::Closed(reason) => {
                     let reason =
                         reason.unwrap_or_else(|| "the daemon closed the connection".into());
                     eprintln!("agentctl acp: {reason}");
@@ -207,27 +176,15 @@ impl Bridge {
                 }
             }
         }
-        Ok(())
     }
 
-    fn event(&self, cx: &v1::ConnectionTo<Editor>, event: SessionEvent) {
-        let SessionEvent {
-            session,
-            seq,
-            event,
-            ..
-        } = event;
+    fn event(&self, cx: &v1::ConnectionTo<Editor>, event: SessionEvent, replay: bool) {
+        let SessionEvent { session, event, .. } = event;
         let acp_session = AcpSessionId::new(session.as_str().to_string());
         let mut sessions = self.sessions();
         let Some(watched) = sessions.get_mut(&session) else {
             return;
         };
-        watched.last_event = Some(std::time::Instant::now());
-        if seq <= watched.last_seq {
-            return;
-        }
-        watched.last_seq = seq;
-        let replay = seq <= watched.replay_until;
         let mut out: Vec<SessionUpdate> = Vec::new();
         let mut asks: Vec<Ask> = Vec::new();
         let mut deleted = false;
@@ -368,9 +325,6 @@ impl Bridge {
                 return;
             }
         }
-        if watched.replay_until != 0 && seq >= watched.replay_until {
-            self.end_replay(cx, &session, watched);
-        }
         for ask in asks {
             self.show(cx, &session, watched, ask);
         }
@@ -387,7 +341,6 @@ impl Bridge {
         session: &SessionId,
         watched: &mut Watched,
     ) {
-        watched.replay_until = 0;
         if let Some(done) = watched.replayed.take() {
             let _ = done.send(());
         }
@@ -425,7 +378,7 @@ impl Bridge {
         );
         let sent = cx.send_request(request);
         watched.asks.insert(ask.request, sent.cancellation_handle());
-        let (daemon, session, request) = (self.daemon.clone(), session.clone(), ask.request);
+        let (daemon, session, request) = (self.follower.clone(), session.clone(), ask.request);
         let task = async move {
             let decision = match sent.block_task().await {
                 Ok(response) => match response.outcome {
@@ -444,7 +397,7 @@ impl Bridge {
                 request,
                 decision,
             };
-            match daemon.request(answer).await {
+            match daemon.client().request(answer).await {
                 Ok(_) => {}
                 Err(err) if err.code() == Some(ErrorCode::AlreadyDecided) => {}
                 Err(err) => eprintln!("agentctl acp: cannot answer a permission request: {err}"),

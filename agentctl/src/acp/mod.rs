@@ -20,7 +20,8 @@ use agent_client_protocol::v1::schema::{
     SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client as Editor, Error, v1};
-use protocol::paths::Paths;
+use agentctl::client::Feed;
+use agentctl::client::paths::Paths;
 use protocol::{
     CreateSession, Delivery, McpServerSpec, Reply, Request, RunOptions, SessionId, SessionInfo,
 };
@@ -31,11 +32,10 @@ use bridge::Bridge;
 
 /// Serves ACP on stdin and stdout until the editor closes stdin.
 pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
-    let mut daemon = crate::connect::connect(paths, "acp").await?;
-    let incoming = daemon
-        .take_incoming()
+    let daemon = crate::connect::connect(paths, "acp").await?;
+    let feed = Feed::new(daemon)
         .ok_or_else(|| Failure::new("the daemon connection has no event stream"))?;
-    let bridge = Arc::new(Bridge::new(daemon));
+    let bridge = Arc::new(Bridge::new(feed.follower().clone()));
     let (output, input) = stdio();
     let transport = ByteStreams::new(output.compat_write(), input.compat());
     let pump = bridge.clone();
@@ -50,7 +50,7 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
     Agent
         .v1()
         .name("agentd")
-        .with_spawned(move |cx| pump.pump(cx, incoming))
+        .with_spawned(move |cx| pump.pump(cx, feed))
         .on_receive_request(
             async move |_: InitializeRequest, responder: v1::Responder<InitializeResponse>, _| {
                 let capabilities = AgentCapabilities::new()
@@ -83,7 +83,7 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
                         cx: v1::ConnectionTo<Editor>| {
                 let bridge = b_new.clone();
                 cx.clone().spawn(async move {
-                    let answer = new_session(&bridge, &cx, req).await;
+                    let answer = new_session(&bridge, req).await;
                     responder.respond_with_result(answer)
                 })
             },
@@ -95,7 +95,7 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
                         cx: v1::ConnectionTo<Editor>| {
                 let bridge = b_load.clone();
                 cx.clone().spawn(async move {
-                    let answer = load_session(&bridge, &cx, req).await;
+                    let answer = load_session(&bridge, req).await;
                     responder.respond_with_result(answer)
                 })
             },
@@ -142,7 +142,7 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
                 let bridge = b_cancel.clone();
                 cx.spawn(async move {
                     let session = SessionId(note.session_id.0.to_string());
-                    if let Err(err) = bridge.daemon.request(Request::Cancel { session }).await {
+                    if let Err(err) = bridge.daemon().request(Request::Cancel { session }).await {
                         eprintln!("agentctl acp: cancel failed: {err}");
                     }
                     Ok(())
@@ -210,11 +210,8 @@ fn file_id(fd: std::os::fd::BorrowedFd<'_>) -> Option<(u64, u64)> {
     Some((stat.st_dev, stat.st_ino))
 }
 
-/// How long a replay may pause before it counts as over.
-const REPLAY_QUIET: std::time::Duration = std::time::Duration::from_millis(500);
-
 /// A daemon error as an ACP one.
-fn daemon_error(err: protocol::client::ClientError) -> Error {
+fn daemon_error(err: agentctl::client::ClientError) -> Error {
     match err.code() {
         Some(protocol::ErrorCode::UnknownSession | protocol::ErrorCode::InvalidRequest) => {
             Error::invalid_params().data(err.to_string())
@@ -229,23 +226,10 @@ fn session_id(id: &AcpSessionId) -> SessionId {
 
 /// Subscribes the bridge to `session` from its start, and waits until its history has been
 /// sent to the editor.
-async fn follow(
-    bridge: &Bridge,
-    cx: &v1::ConnectionTo<Editor>,
-    session: &SessionId,
-    cwd: PathBuf,
-) -> Result<SessionInfo, Error> {
+async fn follow(bridge: &Bridge, session: &SessionId, cwd: PathBuf) -> Result<SessionInfo, Error> {
     let replayed = bridge.watch(session, cwd);
-    let request = Request::Subscribe {
-        session: session.clone(),
-        from_seq: 0,
-    };
-    let info = match bridge.daemon.request(request).await {
-        Ok(Reply::Subscribed(info)) => info,
-        Ok(other) => {
-            bridge.forget(session);
-            return Err(Error::internal_error().data(format!("unexpected reply {other:?}")));
-        }
+    let info = match bridge.follower.follow(session, 0).await {
+        Ok(info) => info,
         Err(err) => {
             bridge.forget(session);
             return Err(daemon_error(err));
@@ -254,29 +238,18 @@ async fn follow(
     if info.id != *session {
         // A prefix of an id: the editor must use the id the events carry.
         bridge.forget(session);
+        bridge.follower.forget(&info.id);
         let _ = bridge
-            .daemon
+            .daemon()
             .request(Request::Unsubscribe {
                 session: info.id.clone(),
             })
             .await;
         return Err(Error::invalid_params().data(format!("use the full session id {}", info.id)));
     }
-    bridge.replay_ends_at(cx, session, PathBuf::from(&info.cwd), info.last_seq);
-    // The history ends at `last_seq`, or earlier when the daemon reserved numbers it never
-    // used: then the replay is over once its events stop coming.
-    let mut replayed = replayed;
-    loop {
-        tokio::select! {
-            _ = &mut replayed => break,
-            () = tokio::time::sleep(REPLAY_QUIET) => {
-                if bridge.quiet_for(session) >= REPLAY_QUIET {
-                    bridge.end_replay_now(cx, session);
-                    break;
-                }
-            }
-        }
-    }
+    bridge.set_cwd(session, PathBuf::from(&info.cwd));
+    // The daemon marks the end of the replay; the history has been sent to the editor then.
+    let _ = replayed.await;
     Ok(info)
 }
 
@@ -337,15 +310,15 @@ async fn use_mcp_servers(
         session: session.clone(),
         servers: specs,
     };
-    bridge.daemon.request(request).await.map_err(daemon_error)?;
+    bridge
+        .daemon()
+        .request(request)
+        .await
+        .map_err(daemon_error)?;
     Ok(())
 }
 
-async fn new_session(
-    bridge: &Bridge,
-    cx: &v1::ConnectionTo<Editor>,
-    req: NewSessionRequest,
-) -> Result<NewSessionResponse, Error> {
+async fn new_session(bridge: &Bridge, req: NewSessionRequest) -> Result<NewSessionResponse, Error> {
     let create = CreateSession {
         cwd: req.cwd.to_string_lossy().into_owned(),
         model: None,
@@ -356,7 +329,11 @@ async fn new_session(
         env: crate::commands::client_env(),
         worktree: false,
     };
-    let info = match bridge.daemon.request(Request::CreateSession(create)).await {
+    let info = match bridge
+        .daemon()
+        .request(Request::CreateSession(create))
+        .await
+    {
         Ok(Reply::SessionCreated(info)) => info,
         Ok(other) => {
             return Err(Error::internal_error().data(format!("unexpected reply {other:?}")));
@@ -364,13 +341,12 @@ async fn new_session(
         Err(err) => return Err(daemon_error(err)),
     };
     use_mcp_servers(bridge, &info.id, &req.mcp_servers).await?;
-    follow(bridge, cx, &info.id, req.cwd).await?;
+    follow(bridge, &info.id, req.cwd).await?;
     Ok(NewSessionResponse::new(info.id.as_str().to_string()).modes(updates::modes(info.mode)))
 }
 
 async fn load_session(
     bridge: &Bridge,
-    cx: &v1::ConnectionTo<Editor>,
     req: LoadSessionRequest,
 ) -> Result<LoadSessionResponse, Error> {
     let session = session_id(&req.session_id);
@@ -378,7 +354,7 @@ async fn load_session(
         return Err(Error::invalid_params().data("this session is already open here"));
     }
     use_mcp_servers(bridge, &session, &req.mcp_servers).await?;
-    let info = follow(bridge, cx, &session, req.cwd).await?;
+    let info = follow(bridge, &session, req.cwd).await?;
     Ok(LoadSessionResponse::new().modes(updates::modes(info.mode)))
 }
 
@@ -386,7 +362,11 @@ async fn list_sessions(
     bridge: &Bridge,
     req: ListSessionsRequest,
 ) -> Result<ListSessionsResponse, Error> {
-    let listing = bridge.daemon.list_sessions().await.map_err(daemon_error)?;
+    let listing = bridge
+        .daemon()
+        .list_sessions()
+        .await
+        .map_err(daemon_error)?;
     let sessions = listing
         .sessions
         .into_iter()
@@ -461,7 +441,7 @@ async fn prompt(bridge: &Bridge, req: PromptRequest, responder: v1::Responder<Pr
             ..RunOptions::default()
         },
     };
-    if let Err(err) = bridge.daemon.request(send).await
+    if let Err(err) = bridge.daemon().request(send).await
         && let Some(responder) = bridge.take_last_prompt(&session)
     {
         let _ = responder.respond_with_error(daemon_error(err));
@@ -479,6 +459,10 @@ async fn set_mode(
         session: session_id(&req.session_id),
         mode,
     };
-    bridge.daemon.request(request).await.map_err(daemon_error)?;
+    bridge
+        .daemon()
+        .request(request)
+        .await
+        .map_err(daemon_error)?;
     Ok(SetSessionModeResponse::new())
 }

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
 use protocol::{ChangeKind, Reply, Request, RewindReport, RunDiff, RunId, SessionId};
 
 use super::{request, unexpected};
@@ -62,7 +62,7 @@ pub fn diff_lines(diff: &RunDiff, style: Style, stat: bool) -> Vec<String> {
     } else {
         lines.push(style.dim(&format!("run {}{open}", diff.run)));
         for line in diff.patch.lines() {
-            lines.push(crate::patch::colored(line, style));
+            lines.push(crate::colored_diff::colored(line, style));
         }
         if diff.truncated {
             lines.push(style.yellow("(the diff is cut here; --stat lists every file)"));

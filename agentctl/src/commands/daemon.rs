@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
 use protocol::{Reply, Request};
 
 use super::{request, unexpected};
@@ -84,7 +84,7 @@ pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
 }
 
 /// Asks the daemon behind `client` to shut down and waits until it is gone; returns its pid.
-async fn shut_down(paths: &Paths, client: protocol::client::Client) -> Result<u32, Failure> {
+async fn shut_down(paths: &Paths, client: agentctl::client::Client) -> Result<u32, Failure> {
     let pid = client.welcome().pid;
     request(&client, Request::Shutdown).await?;
     drop(client);

@@ -1,6 +1,6 @@
 //! `agentctl mcp list`: the MCP servers of config.toml, and what each instance is doing.
 
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
 use protocol::{McpServerInfo, Reply, Request};
 
 use super::{request, unexpected};

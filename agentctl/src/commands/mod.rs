@@ -6,10 +6,11 @@ pub mod daemon;
 pub mod mcp;
 pub mod oneshot;
 pub mod run;
+mod run_keys;
 pub mod sessions;
 pub mod show;
 
-use protocol::client::Client;
+use agentctl::client::Client;
 use protocol::{Reply, Request};
 
 use crate::Failure;

@@ -1,10 +1,11 @@
 //! One-shot commands on a session from any shell: `steer`, `queue`, `cancel`, `approve`,
 //! `deny`.
 
-use protocol::client::Incoming;
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
+use agentctl::client::{Feed, Flow, View};
 use protocol::{
-    Decision, Delivery, Event, PermissionRequestId, Reply, Request, RunOptions, SessionId,
+    Decision, Delivery, Event, PermissionRequestId, Reply, Request, RunOptions, SessionEvent,
+    SessionId,
 };
 
 use super::run::provider_env;
@@ -61,21 +62,17 @@ pub async fn cancel(paths: &Paths, id: String) -> Result<u8, Failure> {
 
 /// Compacts the session's history.
 pub async fn compact(paths: &Paths, id: String) -> Result<u8, Failure> {
-    let mut client = connect::connect(paths, "compact").await?;
-    let mut incoming = client
-        .take_incoming()
-        .ok_or_else(|| Failure::new("the connection's events were taken"))?;
+    let client = connect::connect(paths, "compact").await?;
+    let mut feed =
+        Feed::new(client).ok_or_else(|| Failure::new("the connection's events were taken"))?;
     // Only what happens from now on: the outcome of this compaction.
-    let subscribe = Request::Subscribe {
-        session: SessionId(id.clone()),
-        from_seq: u64::MAX,
-    };
-    let info = match request(&client, subscribe).await? {
-        Reply::Subscribed(info) => info,
-        other => return Err(unexpected(other)),
-    };
+    let info = feed
+        .follower()
+        .follow(&SessionId(id.clone()), u64::MAX)
+        .await
+        .map_err(Failure::new)?;
     request(
-        &client,
+        feed.client(),
         Request::Compact {
             session: info.id.clone(),
         },
@@ -89,32 +86,41 @@ pub async fn compact(paths: &Paths, id: String) -> Result<u8, Failure> {
         return Ok(0);
     }
     // The summary is made in the background; `agentctl cancel` stops it.
-    while let Some(incoming) = incoming.recv().await {
-        match incoming {
-            Incoming::Event(event) => match event.event {
-                Event::Compacted {
-                    before_tokens,
-                    after_tokens,
-                } => {
-                    println!(
-                        "compacted session {}: about {before_tokens} tokens of history are now {after_tokens}",
-                        info.id
-                    );
-                    return Ok(0);
-                }
-                Event::Error { message } => return Err(Failure::new(message)),
-                _ => {}
-            },
-            Incoming::Lagged { .. } => {}
-            Incoming::Closed(reason) => {
-                return Err(Failure::new(format!(
-                    "the daemon closed the connection{}",
-                    reason.map(|r| format!(": {r}")).unwrap_or_default()
-                )));
+    let mut outcome = CompactOutcome(None);
+    match feed.drive(&mut outcome).await {
+        Ok(()) => match outcome.0 {
+            Some(Ok((before, after))) => {
+                println!(
+                    "compacted session {}: about {before} tokens of history are now {after}",
+                    info.id
+                );
+                Ok(0)
             }
-        }
+            Some(Err(message)) => Err(Failure::new(message)),
+            None => Ok(1),
+        },
+        Err(reason) => Err(Failure::new(format!(
+            "the daemon closed the connection{}",
+            reason.map(|r| format!(": {r}")).unwrap_or_default()
+        ))),
     }
-    Ok(1)
+}
+
+/// Waits for a compaction's outcome: the tokens before and after, or the error.
+struct CompactOutcome(Option<Result<(u64, u64), String>>);
+
+impl View for CompactOutcome {
+    fn event(&mut self, event: &SessionEvent, _replay: bool) -> Flow {
+        self.0 = match &event.event {
+            Event::Compacted {
+                before_tokens,
+                after_tokens,
+            } => Some(Ok((*before_tokens, *after_tokens))),
+            Event::Error { message } => Some(Err(message.clone())),
+            _ => return Flow::Go,
+        };
+        Flow::Stop
+    }
 }
 
 /// Answers a pending permission request.

@@ -3,17 +3,19 @@
 
 use std::io::{IsTerminal, Read};
 
-use protocol::client::{Client, Incoming};
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
+use agentctl::client::{Client, Feed, FeedItem, View};
 use protocol::{
-    CreateSession, Decision, Delivery, Event, Mode, PermissionClass, PermissionRequestId, Reply,
-    Request, RunId, RunOptions, SessionId, SessionInfo,
+    CreateSession, Decision, Delivery, Event, Mode, PermissionClass, Reply, Request, RunOptions,
+    SessionId,
 };
+use tokio::signal::unix::SignalKind;
 
+use super::run_keys::{AskKeys, Signal, next_key};
 use super::{request, unexpected};
 use crate::Failure;
 use crate::connect;
-use crate::json::event_json;
+use crate::json::JsonLines;
 use crate::view::{HumanView, Style};
 
 /// What `run` was asked to do.
@@ -47,43 +49,12 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     let prompt = read_prompt(args.prompt.as_deref())?;
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
-    let mut client = connect::connect(paths, "run").await?;
-    let mut incoming = client
-        .take_incoming()
-        .expect("incoming events are taken once");
-
+    let client = connect::connect(paths, "run").await?;
     let session = match &args.session {
         Some(id) => SessionId(id.clone()),
         None if args.continue_latest => latest_here(&client, &cwd).await?,
-        None => {
-            let reply = request(
-                &client,
-                Request::CreateSession(CreateSession {
-                    cwd: cwd.to_string_lossy().into_owned(),
-                    model: args.model.clone(),
-                    provider: args.provider.clone(),
-                    mode: args.mode,
-                    max_turns: None,
-                    title: Some(title_of(&prompt)),
-                    env: super::client_env(),
-                    worktree: args.worktree,
-                }),
-            )
-            .await?;
-            match reply {
-                Reply::SessionCreated(info) => {
-                    if let (Some(branch), false) = (&info.branch, args.json) {
-                        eprintln!("agentctl: working in {} on branch {branch}", info.cwd);
-                    }
-                    info.id
-                }
-                other => return Err(unexpected(other)),
-            }
-        }
+        None => new_session(&client, &args, &cwd, &prompt).await?,
     };
-    let info = subscribe(&client, &session, None).await?;
-    let session = info.id.clone();
-    let mut last_seq = info.last_seq;
 
     // On a terminal the user answers permission questions here; otherwise asks are denied
     // unless --allow granted them.
@@ -98,34 +69,33 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
         provider: args.provider.clone(),
         env: provider_env(),
     };
-    let sent = request(
-        &client,
-        Request::Send {
-            session: session.clone(),
-            text: prompt,
-            delivery: Delivery::FollowUp,
-            options,
-        },
-    )
-    .await?;
-    // A message to a busy session joins its running run: follow that run to its end.
-    let mut ours: Option<RunId> = match sent {
-        Reply::Sent { started } => started,
-        other => return Err(unexpected(other)),
-    };
+    let mut feed =
+        Feed::new(client).ok_or_else(|| Failure::new("the connection's events were taken"))?;
+    let follower = feed.follower().clone();
+    // Subscribed and sent in one exchange; a message to a busy session joins its running run:
+    // follow that run to its end.
+    let (info, mut ours) = follower
+        .send_following(&session, prompt, Delivery::FollowUp, options)
+        .await
+        .map_err(Failure::new)?;
+    let session = info.id;
     if args.detach {
         println!("{session}");
         return Ok(0);
     }
+    let client = follower.client();
     let mut answers = if ask_here {
         Some(AskKeys::start())
     } else {
         None
     };
-    let mut asks: Vec<PermissionRequestId> = Vec::new();
-
-    let mut view = HumanView::new(Style::detect());
-    view.echo_user = false;
+    let mut view: Box<dyn View> = if args.json {
+        Box::new(JsonLines)
+    } else {
+        let mut human = HumanView::new(Style::detect());
+        human.echo_user = false;
+        Box::new(human)
+    };
     let mut cancels = 0;
     // SIGTERM (`timeout`, a service stopping) cancels the run as Ctrl+C does; SIGHUP (the
     // terminal closed) leaves it going in the daemon.
@@ -136,8 +106,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         let next = tokio::select! {
-            next = incoming.recv() => next,
-            _ = ticks.tick(), if !args.json => {
+            next = feed.next() => next,
+            _ = ticks.tick() => {
                 view.tick();
                 continue;
             }
@@ -148,7 +118,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                     'n' => Decision::Deny,
                     // Ctrl+C while the terminal reads single keys.
                     '\u{3}' => {
-                        if let Some(code) = interrupt(&client, &session, &mut cancels).await? {
+                        if let Some(code) = interrupt(client, &session, &mut cancels).await? {
                             return Ok(code);
                         }
                         continue;
@@ -158,16 +128,17 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                         continue;
                     }
                 };
-                if let Some(request_id) = asks.first().copied() {
+                if let Some(ask) = follower.pending(&session).first() {
                     eprint!("{key}\r\n");
-                    if let Err(failure) = request(&client, Request::Answer { session: session.clone(), request: request_id, decision }).await {
+                    let answer = Request::Answer { session: session.clone(), request: ask.request, decision };
+                    if let Err(failure) = request(client, answer).await {
                         eprintln!("agentctl: {}", failure.message);
                     }
                 }
                 continue;
             }
             _ = tokio::signal::ctrl_c() => {
-                if let Some(code) = interrupt(&client, &session, &mut cancels).await? {
+                if let Some(code) = interrupt(client, &session, &mut cancels).await? {
                     return Ok(code);
                 }
                 continue;
@@ -175,7 +146,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
             () = terminate.recv() => {
                 if cancels == 0 {
                     cancels = 1;
-                    request(&client, Request::Cancel { session: session.clone() }).await?;
+                    request(client, Request::Cancel { session: session.clone() }).await?;
                 }
                 continue;
             }
@@ -184,67 +155,55 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                 return Ok(129);
             }
         };
-        match next {
-            Some(Incoming::Event(event)) => {
-                if event.seq <= last_seq {
-                    continue;
-                }
-                last_seq = event.seq;
-                if let Event::RunStarted { run, .. } = &event.event
-                    && ours.is_none()
-                {
-                    ours = Some(*run);
-                }
-                if args.json {
-                    println!("{}", event_json(&event));
-                } else {
-                    view.show(&event);
-                }
-                match &event.event {
-                    Event::PermissionRequested { request, .. } => {
-                        asks.push(*request);
-                    }
-                    Event::PermissionResolved { request, .. } => asks.retain(|r| r != request),
-                    _ => {}
-                }
-                if let Some(keys) = &answers {
-                    keys.want(!asks.is_empty());
-                }
-                if let Event::RunFinished {
-                    run, stop_reason, ..
-                } = &event.event
-                    && ours.is_none_or(|r| r == *run)
-                {
-                    return Ok(stop_reason.exit_code() as u8);
-                }
-            }
-            Some(Incoming::Lagged { .. }) => {
-                subscribe(&client, &session, Some(last_seq)).await?;
-            }
-            Some(Incoming::Closed(reason)) => return Err(lost_daemon(reason)),
-            None => return Err(lost_daemon(None)),
+        let (event, replay) = match next {
+            FeedItem::Event { event, replay } => (event, replay),
+            FeedItem::ReplayDone { .. } => continue,
+            FeedItem::Closed(reason) => return Err(lost_daemon(reason)),
+        };
+        if let Event::RunStarted { run, .. } = &event.event
+            && ours.is_none()
+        {
+            ours = Some(*run);
+        }
+        view.event(&event, replay);
+        if let Some(keys) = &answers {
+            keys.want(!follower.pending(&session).is_empty());
+        }
+        if let Event::RunFinished {
+            run, stop_reason, ..
+        } = &event.event
+            && ours.is_none_or(|r| r == *run)
+        {
+            return Ok(stop_reason.exit_code() as u8);
         }
     }
 }
 
-/// A signal to wait for, or none where the platform has no such signal.
-struct Signal(Option<tokio::signal::unix::Signal>);
-
-use tokio::signal::unix::SignalKind;
-
-impl Signal {
-    fn new(kind: SignalKind) -> Signal {
-        Signal(tokio::signal::unix::signal(kind).ok())
-    }
-
-    /// Waits for the signal; never returns when it cannot be received.
-    async fn recv(&mut self) {
-        match &mut self.0 {
-            Some(signal) => {
-                signal.recv().await;
+/// Creates the session the run goes to, in `cwd`, titled after the prompt.
+async fn new_session(
+    client: &Client,
+    args: &RunArgs,
+    cwd: &std::path::Path,
+    prompt: &str,
+) -> Result<SessionId, Failure> {
+    let create = Request::CreateSession(CreateSession {
+        cwd: cwd.to_string_lossy().into_owned(),
+        model: args.model.clone(),
+        provider: args.provider.clone(),
+        mode: args.mode,
+        max_turns: None,
+        title: Some(title_of(prompt)),
+        env: super::client_env(),
+        worktree: args.worktree,
+    });
+    match request(client, create).await? {
+        Reply::SessionCreated(info) => {
+            if let (Some(branch), false) = (&info.branch, args.json) {
+                eprintln!("agentctl: working in {} on branch {branch}", info.cwd);
             }
-            None => std::future::pending().await,
+            Ok(info.id)
         }
+        other => Err(unexpected(other)),
     }
 }
 
@@ -274,91 +233,6 @@ fn lost_daemon(reason: Option<String>) -> Failure {
     Failure::new(format!("lost the daemon before the run ended{reason}"))
 }
 
-/// Single keys from the terminal while a permission request waits: the terminal is in raw mode
-/// only then, so Enter is not needed, and typing at other times is left alone.
-struct AskKeys {
-    keys: tokio::sync::mpsc::UnboundedReceiver<char>,
-    asking: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    wake: std::sync::mpsc::Sender<()>,
-}
-
-impl AskKeys {
-    fn start() -> AskKeys {
-        use std::sync::atomic::Ordering;
-        let (tx, keys) = tokio::sync::mpsc::unbounded_channel();
-        let (wake, woken) = std::sync::mpsc::channel::<()>();
-        let asking = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = asking.clone();
-        std::thread::spawn(move || {
-            use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
-            while woken.recv().is_ok() {
-                if !flag.load(Ordering::Relaxed) || crossterm::terminal::enable_raw_mode().is_err()
-                {
-                    continue;
-                }
-                // Keys typed before the question are not its answer.
-                while event::poll(std::time::Duration::ZERO).unwrap_or(false) {
-                    let _ = event::read();
-                }
-                eprint!("allow? [y]es / [n]o / [a]lways: ");
-                while flag.load(Ordering::Relaxed) {
-                    if !event::poll(std::time::Duration::from_millis(50)).unwrap_or(false) {
-                        continue;
-                    }
-                    let Ok(Event::Key(key)) = event::read() else {
-                        continue;
-                    };
-                    if key.kind == KeyEventKind::Release {
-                        continue;
-                    }
-                    let c = match key.code {
-                        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                            '\u{3}'
-                        }
-                        KeyCode::Char(c) => c,
-                        _ => continue,
-                    };
-                    let answered = matches!(c.to_ascii_lowercase(), 'y' | 'n' | 'a');
-                    if tx.send(c).is_err() {
-                        break;
-                    }
-                    if answered {
-                        // The next request (if any) wakes this thread again.
-                        flag.store(false, Ordering::Relaxed);
-                    }
-                }
-                let _ = crossterm::terminal::disable_raw_mode();
-            }
-        });
-        AskKeys { keys, asking, wake }
-    }
-
-    /// Whether a request waits for a key.
-    fn want(&self, asking: bool) {
-        use std::sync::atomic::Ordering;
-        if asking && !self.asking.swap(true, Ordering::Relaxed) {
-            let _ = self.wake.send(());
-        } else if !asking {
-            self.asking.store(false, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Drop for AskKeys {
-    fn drop(&mut self) {
-        self.asking
-            .store(false, std::sync::atomic::Ordering::Relaxed);
-        let _ = crossterm::terminal::disable_raw_mode();
-    }
-}
-
-async fn next_key(keys: &mut Option<AskKeys>) -> Option<char> {
-    match keys {
-        Some(keys) => keys.keys.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The session of this directory with the latest activity.
 async fn latest_here(client: &Client, cwd: &std::path::Path) -> Result<SessionId, Failure> {
     let here = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
@@ -375,45 +249,6 @@ async fn latest_here(client: &Client, cwd: &std::path::Path) -> Result<SessionId
                 here.display()
             ))
         })
-}
-
-/// Subscribes from `from_seq`, or from the session's newest event.
-async fn subscribe(
-    client: &Client,
-    session: &SessionId,
-    from_seq: Option<u64>,
-) -> Result<SessionInfo, Failure> {
-    let from = match from_seq {
-        Some(seq) => seq,
-        // A page after the newest event holds no events: only the listing is asked for.
-        None => match request(
-            client,
-            Request::GetHistory {
-                session: session.clone(),
-                from_seq: u64::MAX,
-            },
-        )
-        .await?
-        {
-            Reply::History { session, .. } => session.last_seq,
-            other => return Err(unexpected(other)),
-        },
-    };
-    match request(
-        client,
-        Request::Subscribe {
-            session: session.clone(),
-            from_seq: from,
-        },
-    )
-    .await?
-    {
-        Reply::Subscribed(mut info) => {
-            info.last_seq = from;
-            Ok(info)
-        }
-        other => Err(unexpected(other)),
-    }
 }
 
 /// The prompt from the argument, or from stdin when it is `-` or absent and stdin is a pipe.

@@ -1,6 +1,6 @@
 //! `agentctl sessions`, `agentctl new`, `agentctl rm`.
 
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
 use protocol::{CreateSession, Mode, Reply, Request, SessionId, SessionInfo};
 
 use super::{request, unexpected};

@@ -1,6 +1,6 @@
 //! `agentctl show ID [--json]`: a session's history.
 
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
 use protocol::{Reply, Request, SessionId};
 
 use super::{request, unexpected};

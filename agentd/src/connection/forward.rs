@@ -20,7 +20,7 @@ pub async fn forward(
     mut subscription: Subscription,
     out: mpsc::Sender<ServerFrame>,
 ) {
-    let mut last_seq = from_seq;
+    let mut last_seq = from_seq.min(subscription.through_seq);
     if let Some(disk) = subscription.disk.take() {
         let mut offset = disk.offset;
         // A small first page, so that the client sees its first event at once.
@@ -65,6 +65,13 @@ pub async fn forward(
     )
     .await
     {
+        return;
+    }
+    let done = ServerFrame::ReplayDone {
+        session: session.clone(),
+        last_seq: subscription.through_seq,
+    };
+    if out.send(done).await.is_err() {
         return;
     }
     let mut deleted = false;

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentctl::client::frames::{self as frame, FrameError};
 use interprocess::local_socket::tokio::Stream;
 use kameo::prelude::*;
-use protocol::frame::{self, FrameError};
 use protocol::{
     ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, Reply, Request, ServerFrame,
     SessionId, Welcome,
@@ -407,6 +407,35 @@ impl Connection {
                 };
                 let started = self.ask_session(&session, send).await?;
                 Ok(Reply::Sent { started })
+            }
+            Request::SendSubscribed {
+                session,
+                text,
+                delivery,
+                options,
+            } => {
+                // Live events only: subscribed before the message goes, so none is missed.
+                let subscribe = Subscribe {
+                    conn: self.conn,
+                    from_seq: u64::MAX,
+                };
+                let (info, subscription) = self.ask_session(&session, subscribe).await?;
+                let send = SendMessage {
+                    text,
+                    delivery,
+                    options,
+                };
+                let started = match self.ask_session(&info.id, send).await {
+                    Ok(started) => started,
+                    Err(err) => {
+                        let _ = self
+                            .ask_session(&info.id, Unsubscribe { conn: self.conn })
+                            .await;
+                        return Err(err);
+                    }
+                };
+                self.new_subscription = Some((info.id.clone(), u64::MAX, subscription));
+                Ok(Reply::SentSubscribed { info, started })
             }
             Request::Cancel { session } => {
                 self.ask_session(&session, Cancel).await?;

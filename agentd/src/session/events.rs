@@ -67,6 +67,9 @@ pub struct Subscription {
     pub replay: Vec<SessionEvent>,
     /// Live events; every one has a `seq` above the last replayed one.
     pub live: mpsc::Receiver<SessionEvent>,
+    /// The last `seq` sent to subscribers when the subscription began: replayed events are at
+    /// or below it, live ones above.
+    pub through_seq: u64,
     /// Set when the subscription was dropped because `live` overflowed.
     pub lagged: Arc<AtomicBool>,
     /// Set when the client ended the subscription itself.
@@ -337,6 +340,7 @@ impl EventLog {
             disk,
             replay: self.recent_after(from_seq),
             live,
+            through_seq: self.published_seq,
             lagged,
             unsubscribed,
         }

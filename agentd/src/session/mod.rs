@@ -8,7 +8,7 @@ pub mod run;
 
 use std::sync::Arc;
 
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
 use tokio::sync::watch;
 
 use crate::config::{Config, ConfigState};

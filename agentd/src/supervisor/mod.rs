@@ -10,8 +10,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
+use agentctl::client::paths::Paths;
 use kameo::prelude::*;
-use protocol::paths::Paths;
 use protocol::{
     DaemonStatus, ErrorCode, ErrorInfo, ListCursor, PROTOCOL_VERSION, SessionId, SessionInfo,
     SessionState,
@@ -403,6 +403,6 @@ impl Message<StopAll> for Supervisor {
 }
 
 /// Where the process groups of running commands are recorded.
-pub fn commands_dir(paths: &protocol::paths::Paths) -> std::path::PathBuf {
+pub fn commands_dir(paths: &agentctl::client::paths::Paths) -> std::path::PathBuf {
     paths.data_dir.join("commands")
 }

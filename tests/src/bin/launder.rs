@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 
-use protocol::frame;
+use agentctl::client::frames as frame;
 use protocol::{ClientFrame, Hello, PROTOCOL_VERSION, ServerFrame};
 
 fn main() {

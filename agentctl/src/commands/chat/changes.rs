@@ -40,7 +40,7 @@ impl Chat {
             session: self.session.clone(),
             run,
         };
-        match self.client.request(ask).await {
+        match self.follower.client().request(ask).await {
             Ok(Reply::Diff(diff)) => {
                 let lines = diff_lines(&diff, self.view.style(), stat);
                 self.view.lines(&lines);
@@ -66,7 +66,7 @@ impl Chat {
             force: false,
             dry_run: !yes,
         };
-        let report = match request(&self.client, ask).await {
+        let report = match request(self.follower.client(), ask).await {
             Ok(Reply::Rewound(report)) => report,
             Ok(other) => return Err(unexpected(other)),
             Err(err) => {

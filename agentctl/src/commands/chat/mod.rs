@@ -11,8 +11,8 @@
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 
-use protocol::client::{Client, Incoming};
-use protocol::paths::Paths;
+use agentctl::client::paths::Paths;
+use agentctl::client::{Feed, FeedItem, Follower};
 use protocol::{
     CreateSession, Decision, Delivery, Event, Mode, PermissionRequestId, Reply, Request,
     RunOptions, SessionEvent, SessionId, SessionState,
@@ -85,10 +85,7 @@ y / n / a                   allow, deny or always allow the pending permission r
 /// Runs the interactive view; returns the exit code.
 pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     let name = if args.attach { "attach" } else { "chat" };
-    let mut client = connect::connect(paths, name).await?;
-    let incoming = client
-        .take_incoming()
-        .expect("incoming events are taken once");
+    let client = connect::connect(paths, name).await?;
     let session = match &args.session {
         Some(id) => SessionId(id.clone()),
         None => {
@@ -110,18 +107,10 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
             }
         }
     };
-    let info = match request(
-        &client,
-        Request::Subscribe {
-            session: session.clone(),
-            from_seq: 0,
-        },
-    )
-    .await?
-    {
-        Reply::Subscribed(info) => info,
-        other => return Err(unexpected(other)),
-    };
+    let mut feed =
+        Feed::new(client).ok_or_else(|| Failure::new("the connection's events were taken"))?;
+    let follower = feed.follower().clone();
+    let info = follower.follow(&session, 0).await.map_err(Failure::new)?;
     let options = RunOptions {
         // Interactive sessions run without a turn limit unless asked for one.
         max_turns: Some(args.max_turns.unwrap_or(0)),
@@ -147,10 +136,8 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
         (HumanView::new(style), Box::new(StdinLine::start(input_tx)))
     };
     let mut chat = Chat {
-        client,
+        follower,
         session: info.id.clone(),
-        replayed_to: info.last_seq,
-        last_seq: 0,
         view,
         status,
         line,
@@ -164,7 +151,7 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
         "session {} in {} — /help for keys; Ctrl+D detaches",
         info.id, info.cwd
     ));
-    let code = chat.run(incoming, input_rx).await;
+    let code = chat.run(&mut feed, input_rx).await;
     chat.line.stop();
     if let Some(farewell) = chat.farewell.take() {
         println!("{farewell}");
@@ -173,11 +160,8 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
 }
 
 struct Chat {
-    client: Client,
+    follower: Follower,
     session: SessionId,
-    /// Events up to this `seq` are replay: they are shown but change no input.
-    replayed_to: u64,
-    last_seq: u64,
     view: HumanView,
     status: Arc<Mutex<Status>>,
     line: Box<dyn InputLine>,
@@ -194,7 +178,7 @@ struct Chat {
 impl Chat {
     async fn run(
         &mut self,
-        mut incoming: mpsc::UnboundedReceiver<Incoming>,
+        feed: &mut Feed,
         mut input: mpsc::UnboundedReceiver<Input>,
     ) -> Result<u8, Failure> {
         // The running tool's time and output in the status line, ten times a second.
@@ -211,25 +195,16 @@ impl Chat {
                         self.line.refresh();
                     }
                 }
-                event = incoming.recv() => match event {
-                    Some(Incoming::Event(event)) => {
-                        if event.seq > self.last_seq {
-                            self.last_seq = event.seq;
-                            self.on_event(&event);
-                            if self.draining && self.idle() {
-                                return Ok(0);
-                            }
+                item = feed.next() => match item {
+                    FeedItem::Event { event, replay } => {
+                        self.on_event(&event, replay);
+                        if self.draining && self.idle() {
+                            return Ok(0);
                         }
                     }
-                    Some(Incoming::Lagged { .. }) => {
-                        request(&self.client, Request::Subscribe { session: self.session.clone(), from_seq: self.last_seq }).await?;
-                    }
-                    Some(Incoming::Closed(reason)) => {
+                    FeedItem::ReplayDone { .. } => {}
+                    FeedItem::Closed(reason) => {
                         self.farewell = Some(format!("the daemon closed the connection{}", reason_text(reason)));
-                        return Ok(1);
-                    }
-                    None => {
-                        self.farewell = Some("the daemon closed the connection".to_string());
                         return Ok(1);
                     }
                 },
@@ -257,8 +232,9 @@ impl Chat {
         self.view.note(text);
     }
 
-    fn on_event(&mut self, event: &SessionEvent) {
-        let live = event.seq > self.replayed_to;
+    /// Shows an event and keeps the status line; a replayed event changes no input.
+    fn on_event(&mut self, event: &SessionEvent, replay: bool) {
+        let live = !replay;
         {
             let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
             match &event.event {
@@ -428,7 +404,7 @@ impl Chat {
             "/mode" => {
                 let mode: Mode = rest.parse().map_err(Failure::new)?;
                 request(
-                    &self.client,
+                    self.follower.client(),
                     Request::SetMode {
                         session: self.session.clone(),
                         mode,
@@ -438,7 +414,7 @@ impl Chat {
             }
             "/compact" => {
                 request(
-                    &self.client,
+                    self.follower.client(),
                     Request::Compact {
                         session: self.session.clone(),
                     },
@@ -448,7 +424,12 @@ impl Chat {
             "/diff" => self.diff(rest).await?,
             "/rewind" => self.rewind(rest).await?,
             "/sessions" => {
-                let list = self.client.list_sessions().await.map_err(Failure::new)?;
+                let list = self
+                    .follower
+                    .client()
+                    .list_sessions()
+                    .await
+                    .map_err(Failure::new)?;
                 for s in list.sessions {
                     self.say(&format!(
                         "{}  {:<17}  {:>3} turns  {}",
@@ -496,7 +477,7 @@ impl Chat {
 
     async fn send(&mut self, text: &str, delivery: Delivery) -> Result<(), Failure> {
         let reply = request(
-            &self.client,
+            self.follower.client(),
             Request::Send {
                 session: self.session.clone(),
                 text: text.to_string(),
@@ -525,7 +506,7 @@ impl Chat {
         }
         self.restore_after_cancel = Some(typed);
         request(
-            &self.client,
+            self.follower.client(),
             Request::Cancel {
                 session: self.session.clone(),
             },
@@ -540,7 +521,7 @@ impl Chat {
         decision: Decision,
     ) -> Result<(), Failure> {
         request(
-            &self.client,
+            self.follower.client(),
             Request::Answer {
                 session: self.session.clone(),
                 request: request_id,

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::view::Style;
+use crate::style::Style;
 
 /// The most diff lines shown under an `edit` or `write` result.
 pub const SHOWN_LINES: usize = 40;

@@ -1,5 +1,5 @@
-//! A small async client: connects, shakes hands, sends requests and routes what comes back,
-//! replies to their callers and events to one receiver. Used by `agentctl` and the tests.
+//! The connection to the daemon: connects, shakes hands, sends requests and routes what comes
+//! back, replies to their callers and events to one receiver.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,12 +11,15 @@ use interprocess::local_socket::traits::tokio::Stream as _;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::event::{ErrorCode, ErrorInfo, Reply, ServerFrame, SessionEvent, Welcome};
-use crate::frame::{self, FrameError};
-use crate::paths::socket_name;
-use crate::request::{ClientFrame, Hello, Request};
-use crate::trust::{self, Untrusted};
-use crate::types::{PROTOCOL_VERSION, RequestId, SessionId, SessionInfo};
+use protocol::frame::FrameError;
+use protocol::{
+    ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, Reply, Request, RequestId,
+    ServerFrame, SessionEvent, SessionId, SessionInfo, Welcome,
+};
+
+use super::frames as frame;
+use super::paths::socket_name;
+use super::trust::{self, Untrusted};
 
 /// Why talking to the daemon failed.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +70,13 @@ pub enum Incoming {
         /// The session.
         session: SessionId,
         /// The last `seq` queued before the drop.
+        last_seq: u64,
+    },
+    /// A subscription's replay is over; its live events follow.
+    ReplayDone {
+        /// The session.
+        session: SessionId,
+        /// Live events have a `seq` above this.
         last_seq: u64,
     },
     /// The connection ended; nothing more will arrive.
@@ -276,6 +286,9 @@ async fn read_loop(
             }
             Ok(Some(ServerFrame::Lagged { session, last_seq })) => {
                 let _ = events.send(Incoming::Lagged { session, last_seq });
+            }
+            Ok(Some(ServerFrame::ReplayDone { session, last_seq })) => {
+                let _ = events.send(Incoming::ReplayDone { session, last_seq });
             }
             Ok(Some(ServerFrame::Error(info))) => break Some(info.message),
             Ok(Some(ServerFrame::Welcome(_))) => {

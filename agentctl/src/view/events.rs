@@ -1,0 +1,273 @@
+//! The human view of each kind of event: one small function per kind.
+
+use protocol::{
+    Decision, Delivery, Event, PermissionRequestId, RunId, SessionEvent, StopReason, TokenUsage,
+    ToolCallInfo,
+};
+
+use super::tools::{duration, tool_summary};
+use super::{HumanView, Output};
+use crate::format::{dollars, thousands, usage_line};
+use crate::running::Running;
+use crate::style::{one_line, printable};
+
+impl HumanView {
+    /// Shows one event.
+    pub fn show(&mut self, event: &SessionEvent) {
+        let style = self.style;
+        match &event.event {
+            Event::RunStarted { .. } => {
+                self.turns.clear();
+                self.cost = None;
+            }
+            Event::Usage {
+                turn, cost_micros, ..
+            } => {
+                self.turns.push(*turn);
+                self.cost = *cost_micros;
+            }
+            Event::QueueChanged { .. } => {}
+            Event::UserMessage { text, delivery } => self.user_message(text, *delivery),
+            Event::TurnStarted { .. } => self.streamed = false,
+            Event::TextDelta { text } => {
+                self.close_call();
+                self.streamed = true;
+                self.reply_text(text);
+            }
+            Event::ThinkingDelta { text } => {
+                self.close_call();
+                self.streamed = true;
+                self.out(&style.dim(text));
+            }
+            Event::AssistantMessage { text, .. } => self.assistant_message(text),
+            Event::ToolCall(call) => self.tool_call(call),
+            Event::ToolOutput { id, text, .. } => {
+                if let Some(running) = &mut self.running
+                    && self.open_call.as_deref() == Some(id.as_str())
+                {
+                    running.seen(text);
+                }
+            }
+            Event::ToolResult {
+                id,
+                name,
+                is_error,
+                output,
+                duration_ms,
+            } => self.tool_result(id, name, *is_error, output, *duration_ms),
+            Event::PermissionRequested {
+                request, summary, ..
+            } => {
+                let summary = one_line(summary);
+                self.line(&style.yellow(&format!("? permission needed ({request}): {summary}")));
+            }
+            Event::PermissionResolved {
+                request,
+                decision,
+                by_client,
+            } => self.permission_resolved(*request, *decision, by_client),
+            Event::Retrying {
+                attempt,
+                wait_ms,
+                reason,
+            } => {
+                let wait = duration(*wait_ms);
+                let text = format!("↻ retry {attempt} in {wait}: {}", printable(reason));
+                self.line(&style.yellow(&text));
+            }
+            Event::Compacted {
+                before_tokens,
+                after_tokens,
+            } => {
+                let (before, after) = (thousands(*before_tokens), thousands(*after_tokens));
+                let text = format!("… history compacted: {before} → {after} tokens");
+                self.line(&style.dim(&text));
+            }
+            Event::Health { kind, detail } => {
+                let text = format!("⚠ {kind}: {}", printable(detail));
+                self.line(&style.yellow(&text));
+            }
+            Event::Notice { text } => self.line(&style.dim(&format!("• {}", printable(text)))),
+            Event::FileChanged { path } => {
+                let text = format!("• {} changed on disk", one_line(path));
+                self.line(&style.dim(&text));
+            }
+            Event::ModeChanged { mode } => self.line(&style.dim(&format!("• mode: {mode}"))),
+            Event::Rewound {
+                run,
+                restored,
+                removed,
+                kept,
+            } => self.rewound(*run, restored.len(), removed.len(), kept.len()),
+            Event::RunFinished { .. } => self.run_finished(&event.event),
+            Event::Error { message } => {
+                let text = format!("error: {}", printable(message));
+                self.line(&style.red(&text));
+            }
+            Event::SessionDeleted => self.line(&style.dim("• the session was deleted")),
+        }
+    }
+
+    fn user_message(&mut self, text: &str, delivery: Delivery) {
+        if self.echo_user {
+            let label = match delivery {
+                Delivery::Steer => "steer",
+                Delivery::FollowUp => "you",
+            };
+            let line = self.style.bold(&format!("{label} › {text}"));
+            self.line(&line);
+        }
+        self.echo_user = true;
+    }
+
+    fn assistant_message(&mut self, text: &str) {
+        if !self.streamed && !text.is_empty() {
+            self.close_call();
+            self.reply_text(text);
+        }
+        if !self.at_line_start {
+            self.reply_text("\n");
+        }
+        self.end_reply();
+        self.streamed = false;
+    }
+
+    fn tool_call(&mut self, call: &ToolCallInfo) {
+        let summary = tool_summary(&call.name, &call.args);
+        self.calls.push((
+            call.id.clone(),
+            summary.clone(),
+            call.name.clone(),
+            call.args.clone(),
+        ));
+        self.close_call();
+        if !self.at_line_start {
+            self.out("\n");
+        }
+        let dot = self.style.dim("●");
+        self.out(&format!("{dot} {summary}"));
+        if matches!(self.output, Output::Lines { .. }) {
+            // A line editor shows whole lines only: the call line goes out now.
+            self.out("\n");
+        } else {
+            self.open_call = Some(call.id.clone());
+            self.running = Some(Running::new(&summary));
+        }
+    }
+
+    fn tool_result(&mut self, id: &str, name: &str, is_error: bool, output: &str, ms: u64) {
+        let style = self.style;
+        let mark = if is_error {
+            style.red("✗")
+        } else {
+            style.green("✓")
+        };
+        let took = style.dim(&duration(ms));
+        if self.open_call.as_deref() == Some(id) {
+            self.open_call = None;
+            if let Some(running) = self.running.take()
+                && running.drawn
+            {
+                // The progress drawn in place gives way to the call's line.
+                self.out(&format!("\r\x1b[K{} {}", style.dim("●"), running.summary));
+            }
+            self.out(&format!(" {mark} {took}\n"));
+        } else {
+            let summary = self.summary_of(id, name);
+            self.line(&format!("{mark} {summary} {took}"));
+        }
+        if is_error {
+            let first = output
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or_default();
+            self.line(&style.dim(&format!("  {first}")));
+        } else if name == "edit" || name == "write" {
+            let args = self
+                .calls
+                .iter()
+                .find(|(call, ..)| call == id)
+                .map(|(.., args)| args.clone())
+                .unwrap_or_else(|| "{}".to_string());
+            for line in crate::colored_diff::tool_change(name, &args, output, style) {
+                self.line(&line);
+            }
+        }
+    }
+
+    fn permission_resolved(&mut self, request: PermissionRequestId, decision: Decision, by: &str) {
+        let by = one_line(by);
+        let text = format!("  permission {request}: {decision} by {by}");
+        self.line(&self.style.dim(&text));
+    }
+
+    fn rewound(&mut self, run: RunId, restored: usize, removed: usize, kept: usize) {
+        let mut text =
+            format!("• rewound to before run {run}: {restored} restored, {removed} removed");
+        if kept > 0 {
+            text.push_str(&format!(", {kept} kept (changed outside)"));
+        }
+        self.line(&self.style.yellow(&text));
+    }
+
+    fn run_finished(&mut self, event: &Event) {
+        let Event::RunFinished {
+            stop_reason,
+            turns,
+            truncated,
+            usage,
+            error,
+            returned_messages,
+            ..
+        } = event
+        else {
+            return;
+        };
+        let style = self.style;
+        if *truncated {
+            self.line(&style.yellow("(the last reply was cut off at the output limit)"));
+        }
+        if let Some(error) = error {
+            self.line(&style.red(&format!("✗ {}", printable(error))));
+        }
+        if !returned_messages.is_empty() {
+            let count = returned_messages.len();
+            self.line(&style.dim(&format!("{count} queued message(s) were not sent:")));
+            for message in returned_messages {
+                self.line(&style.dim(&format!("  {}", message.text)));
+            }
+        }
+        if self.turns.len() > 1 {
+            let per_turn = per_turn(&self.turns);
+            self.line(&style.dim(&format!("  tokens per turn — {per_turn}")));
+        }
+        let verdict = match stop_reason {
+            StopReason::Completed => style.green("completed"),
+            StopReason::Aborted => style.yellow("cancelled"),
+            StopReason::MaxTurns => style.yellow("stopped at the turn limit"),
+            StopReason::Health => style.red("stopped by the health guard"),
+            StopReason::Error => style.red("failed"),
+        };
+        let cost = self
+            .cost
+            .map(|c| format!(" · {}", dollars(c)))
+            .unwrap_or_default();
+        let plural = if *turns == 1 { "" } else { "s" };
+        let usage = usage_line(usage);
+        let text = format!("— {verdict} · {turns} turn{plural} · {usage}{cost}");
+        self.line(&style.dim(&text));
+    }
+}
+
+/// Tokens of each turn: `1: 1,200 in/80 out · 2: …`.
+fn per_turn(turns: &[TokenUsage]) -> String {
+    turns
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            let (input, output) = (thousands(u.total_input()), thousands(u.output));
+            format!("{}: {input} in/{output} out", i + 1)
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}

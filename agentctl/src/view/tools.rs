@@ -1,0 +1,61 @@
+//! A tool call in one line: `read README.md`, `bash cargo test`, `github/search_issues …`.
+
+use serde_json::Value;
+
+/// How a tool's name is shown: `server/tool` for a tool of an MCP server (named
+/// `mcp__<server>__<tool>` for the model), the name itself otherwise.
+pub fn tool_label(name: &str) -> String {
+    match name
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+            format!("{server}/{tool}")
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// One line describing a tool call: `read README.md`, `bash cargo test`.
+pub fn tool_summary(name: &str, args: &str) -> String {
+    let value: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+    let field = |key: &str| value[key].as_str().unwrap_or_default().to_string();
+    let detail = match name {
+        "read" | "write" | "edit" => field("path"),
+        "bash" => {
+            let command = field("command");
+            let first = command.lines().next().unwrap_or_default().to_string();
+            if command.lines().count() > 1 {
+                format!("{first} …")
+            } else {
+                first
+            }
+        }
+        "grep" => {
+            let path = field("path");
+            if path.is_empty() {
+                field("pattern")
+            } else {
+                format!("{} in {path}", field("pattern"))
+            }
+        }
+        "glob" => field("pattern"),
+        _ => args.to_string(),
+    };
+    let name = tool_label(name);
+    let detail: String = if detail.chars().count() > 100 {
+        detail.chars().take(100).collect::<String>() + "…"
+    } else {
+        detail
+    };
+    crate::style::one_line(format!("{name} {detail}").trim_end()).into_owned()
+}
+
+/// A duration as `850ms` or `1.2s`.
+pub(super) fn duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
