@@ -15,24 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ConnectionId;
 use crate::config::ConfigState;
-use crate::connection;
+use crate::connection::{self, Shared};
 use crate::supervisor::{StopAll, Supervisor, SupervisorArgs};
-
-/// What every connection task shares.
-pub struct Shared {
-    /// The registry of sessions.
-    pub supervisor: ActorRef<Supervisor>,
-    /// Cancelled when the daemon begins to shut down.
-    pub shutdown: CancellationToken,
-    /// Open connections.
-    pub connections: Arc<connection::table::Connections>,
-    /// The socket path, for `Status`.
-    pub socket: String,
-    /// The configuration in force.
-    pub config: tokio::sync::watch::Receiver<ConfigState>,
-    /// The MCP servers.
-    pub mcp: crate::mcp::McpHub,
-}
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]

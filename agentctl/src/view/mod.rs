@@ -8,7 +8,7 @@ use agentctl::client::{Flow, View};
 use protocol::{SessionEvent, TokenUsage};
 
 use crate::running::{Running, terminal_width};
-pub use crate::style::{ColorChoice, Style, set_color_choice};
+pub use crate::style::{Style, set_color_choice};
 pub use tools::{tool_label, tool_summary};
 
 mod events;

@@ -8,7 +8,11 @@
 mod forward;
 mod pages;
 pub mod peer;
+mod requests;
+mod shared;
 pub mod table;
+
+pub use shared::Shared;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,24 +20,18 @@ use std::time::Duration;
 
 use agentctl::client::frames::{self as frame, FrameError};
 use interprocess::local_socket::tokio::Stream;
-use kameo::prelude::*;
 use protocol::{
-    ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, Reply, Request, ServerFrame,
-    SessionId, Welcome,
+    ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, ServerFrame, SessionId, Welcome,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::ConnectionId;
-use crate::daemon::Shared;
-use crate::session::SessionActor;
-use crate::session::actor::{
-    Answer, Cancel, CompactNow, Diff, GetHistory, Rewind, SendMessage, SetMode, Subscribe,
-    Unsubscribe,
-};
+use crate::session::actor::Unsubscribe;
 use crate::session::events::Subscription;
-use crate::supervisor::{Create, Delete, Fork, List, Lookup, Status};
+use crate::supervisor::Lookup;
+pub use requests::ask;
 
 /// Frames that may wait for a slow client before its forwarders pause.
 const OUTGOING_QUEUE: usize = 256;
@@ -43,8 +41,6 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HELLO_BEFORE_REFUSAL: Duration = Duration::from_millis(200);
 /// How long queued frames may take to drain when the connection ends.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
-/// The most MCP servers a client may bring for one session.
-const MAX_SESSION_MCP_SERVERS: usize = 20;
 
 /// Serves one client until it leaves, sends something malformed, or the daemon shuts down.
 pub async fn serve(stream: Stream, conn: ConnectionId, slot: table::Slot, shared: Arc<Shared>) {
@@ -318,190 +314,6 @@ impl Connection {
         }
     }
 
-    async fn handle(&mut self, request: Request) -> Result<Reply, ErrorInfo> {
-        let supervisor = &self.shared.supervisor;
-        match request {
-            Request::CreateSession(create) => Ok(Reply::SessionCreated(
-                ask(supervisor, Create(create)).await?,
-            )),
-            Request::ListSessions { after } => {
-                let page = ask(supervisor, List { after }).await?;
-                Ok(Reply::Sessions {
-                    sessions: page.sessions,
-                    next: page.next,
-                    unreadable: page.unreadable,
-                })
-            }
-            Request::Status => {
-                let mut status = ask(
-                    supervisor,
-                    Status {
-                        socket: self.shared.socket.clone(),
-                    },
-                )
-                .await?;
-                status.clients = self.shared.connections.count() as u64;
-                Ok(Reply::Status(status))
-            }
-            Request::McpList => Ok(Reply::McpServers(self.shared.mcp.list())),
-            Request::SetSessionMcpServers { session, servers } => {
-                self.session(&session).await?;
-                if servers.len() > MAX_SESSION_MCP_SERVERS {
-                    return Err(ErrorInfo::new(
-                        ErrorCode::InvalidRequest,
-                        format!("at most {MAX_SESSION_MCP_SERVERS} MCP servers per session"),
-                    ));
-                }
-                let configs = servers
-                    .iter()
-                    .map(crate::mcp::config::from_spec)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| ErrorInfo::new(ErrorCode::InvalidRequest, e))?;
-                self.shared.mcp.set_session_servers(&session, configs).await;
-                Ok(Reply::Done)
-            }
-            Request::Shutdown => {
-                tracing::info!(client = %self.client, "shutdown requested");
-                self.shared.shutdown.cancel();
-                Ok(Reply::Done)
-            }
-            Request::DeleteSession { session, force } => {
-                let notes = ask(supervisor, Delete { id: session, force }).await?;
-                Ok(Reply::Deleted { notes })
-            }
-            Request::GetHistory { session, from_seq } => {
-                let source = self.ask_session(&session, GetHistory { from_seq }).await?;
-                pages::history_page(source).await
-            }
-            Request::Subscribe { session, from_seq } => {
-                let subscribe = Subscribe {
-                    conn: self.conn,
-                    from_seq,
-                };
-                let (info, subscription) = self.ask_session(&session, subscribe).await?;
-                self.new_subscription = Some((info.id.clone(), from_seq, subscription));
-                Ok(Reply::Subscribed(info))
-            }
-            Request::Unsubscribe { session } => {
-                let unsubscribe = Unsubscribe { conn: self.conn };
-                let id = self.ask_session(&session, unsubscribe).await?;
-                if let Some(task) = self.forwarders.remove(&id) {
-                    task.abort();
-                }
-                Ok(Reply::Done)
-            }
-            Request::SetMode { session, mode } => {
-                self.ask_session(&session, SetMode(mode)).await?;
-                Ok(Reply::Done)
-            }
-            Request::Send {
-                session,
-                text,
-                delivery,
-                options,
-            } => {
-                let send = SendMessage {
-                    text,
-                    delivery,
-                    options,
-                };
-                let started = self.ask_session(&session, send).await?;
-                Ok(Reply::Sent { started })
-            }
-            Request::SendSubscribed {
-                session,
-                text,
-                delivery,
-                options,
-            } => {
-                // Live events only: subscribed before the message goes, so none is missed.
-                let subscribe = Subscribe {
-                    conn: self.conn,
-                    from_seq: u64::MAX,
-                };
-                let (info, subscription) = self.ask_session(&session, subscribe).await?;
-                let send = SendMessage {
-                    text,
-                    delivery,
-                    options,
-                };
-                let started = match self.ask_session(&info.id, send).await {
-                    Ok(started) => started,
-                    Err(err) => {
-                        let _ = self
-                            .ask_session(&info.id, Unsubscribe { conn: self.conn })
-                            .await;
-                        return Err(err);
-                    }
-                };
-                self.new_subscription = Some((info.id.clone(), u64::MAX, subscription));
-                Ok(Reply::SentSubscribed { info, started })
-            }
-            Request::Cancel { session } => {
-                self.ask_session(&session, Cancel).await?;
-                Ok(Reply::Done)
-            }
-            Request::Answer {
-                session,
-                request,
-                decision,
-            } => {
-                let answer = Answer {
-                    request,
-                    decision,
-                    by_client: self.client.clone(),
-                };
-                self.ask_session(&session, answer).await?;
-                Ok(Reply::Done)
-            }
-            Request::Compact { session } => {
-                self.ask_session(&session, CompactNow).await?;
-                Ok(Reply::Done)
-            }
-            Request::Diff { session, run } => {
-                Ok(Reply::Diff(self.ask_session(&session, Diff(run)).await?))
-            }
-            Request::Rewind {
-                session,
-                run,
-                force,
-                dry_run,
-            } => {
-                let rewind = Rewind {
-                    run,
-                    force,
-                    dry_run,
-                };
-                Ok(Reply::Rewound(self.ask_session(&session, rewind).await?))
-            }
-            Request::Fork { session, turn } => Ok(Reply::SessionCreated(
-                ask(supervisor, Fork { id: session, turn }).await?,
-            )),
-        }
-    }
-
-    async fn session(&self, id: &SessionId) -> Result<ActorRef<SessionActor>, ErrorInfo> {
-        ask(&self.shared.supervisor, Lookup(id.clone())).await
-    }
-
-    /// Sends `msg` to the session's actor and waits for the answer. A session unloaded
-    /// between the lookup and the message is loaded again, and the message sent again.
-    async fn ask_session<M, T>(&self, id: &SessionId, msg: M) -> Result<T, ErrorInfo>
-    where
-        SessionActor: Message<M>,
-        M: Send + 'static,
-        <SessionActor as Message<M>>::Reply: kameo::reply::Reply<Ok = T, Error = ErrorInfo>,
-        T: Send + 'static,
-    {
-        let actor = self.session(id).await?;
-        let msg = match actor.ask(msg).await {
-            Err(SendError::ActorNotRunning(msg)) => msg,
-            other => return answer::<SessionActor, M, T>(other),
-        };
-        let actor = self.session(id).await?;
-        answer::<SessionActor, M, T>(actor.ask(msg).await)
-    }
-
     async fn close(&mut self) {
         for (session, task) in self.forwarders.drain() {
             task.abort();
@@ -510,32 +322,4 @@ impl Connection {
             }
         }
     }
-}
-
-/// Asks an actor and turns a failed delivery into an `Internal` error.
-pub async fn ask<A, M, T>(actor: &ActorRef<A>, msg: M) -> Result<T, ErrorInfo>
-where
-    A: Actor + Message<M>,
-    <A as Message<M>>::Reply: kameo::reply::Reply<Ok = T, Error = ErrorInfo>,
-    M: Send + 'static,
-    T: Send + 'static,
-{
-    answer::<A, M, T>(actor.ask(msg).await)
-}
-
-/// The value of an answer, or the error it carried or that kept it from coming.
-fn answer<A, M, T>(result: Result<T, SendError<M, ErrorInfo>>) -> Result<T, ErrorInfo> {
-    match result {
-        Ok(value) => Ok(value),
-        Err(SendError::HandlerError(err)) => Err(err),
-        Err(err) => Err(ErrorInfo::new(
-            ErrorCode::Internal,
-            format!("the {} is not available: {err}", short_name::<A>()),
-        )),
-    }
-}
-
-fn short_name<A>() -> &'static str {
-    let full = std::any::type_name::<A>();
-    full.rsplit("::").next().unwrap_or(full)
 }

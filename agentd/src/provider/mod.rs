@@ -6,6 +6,7 @@ pub mod anthropic;
 pub mod local;
 pub mod openai;
 pub mod retry;
+mod select;
 pub mod sse;
 pub mod stream;
 

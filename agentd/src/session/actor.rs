@@ -10,27 +10,29 @@ use std::sync::Arc;
 
 use kameo::prelude::*;
 use protocol::{
-    Delivery, ErrorCode, ErrorInfo, Event, Mode, PermissionRequestId, RunId, RunOptions,
-    SessionEvent, SessionId, SessionInfo, SessionState,
+    Delivery, ErrorCode, ErrorInfo, Event, Mode, PermissionRequestId, RunId, RunOptions, SessionId,
+    SessionInfo, SessionState,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::ConnectionId;
 use crate::files::{FileTracker, FileWatcher, Notice};
 use crate::history::Message as HistoryMessage;
 use crate::permission::AlwaysRule;
 use crate::session::SessionEnv;
-use crate::session::events::{DiskReplay, EventLog, Subscription};
+use crate::session::events::EventLog;
+use crate::session::listing::Listing;
 use crate::session::queue::Queues;
 use crate::store::{Meta, Record, SessionStore};
-use crate::supervisor::{SessionChanged, Supervisor};
 
 mod asks;
 mod changes;
 mod durable;
+mod follow;
 mod loop_messages;
 mod recovery;
+
+pub use follow::{GetHistory, HistorySource, Subscribe, Unsubscribe};
 
 use asks::PendingAsk;
 pub use asks::{Answer, Authorization, Authorize, Expire};
@@ -51,8 +53,8 @@ pub const FAULT_MESSAGE: &str = "__agentd_fault_panic__";
 pub struct SessionArgs {
     /// The session's stored settings.
     pub meta: Meta,
-    /// Told whenever the session's listing changes.
-    pub supervisor: ActorRef<Supervisor>,
+    /// Where the session publishes its listing whenever it changes.
+    pub listing: Listing,
     /// What all sessions share.
     pub env: Arc<SessionEnv>,
     /// Whether this start follows a failure of the session's actor (not a daemon start).
@@ -72,7 +74,7 @@ pub struct SessionActor {
     info: SessionInfo,
     max_turns: Option<u32>,
     log: EventLog,
-    supervisor: ActorRef<Supervisor>,
+    listing: Listing,
     env: Arc<SessionEnv>,
     /// The history the model sees, shared with the run's turn input (not copied per turn).
     history: Arc<Vec<HistoryMessage>>,
@@ -141,7 +143,7 @@ impl Actor for SessionActor {
             log: EventLog::new(id.clone()),
             info: args.meta.info(),
             max_turns: args.meta.max_turns,
-            supervisor: args.supervisor,
+            listing: args.listing,
             env: args.env,
             history: Arc::default(),
             history_generation: 0,
@@ -288,18 +290,7 @@ impl SessionActor {
         }
     }
 
-    /// The stretch of events after `from_seq` that only the log on disk still holds.
-    fn disk_before_window(&self, from_seq: u64) -> Option<DiskReplay> {
-        let through = self.log.window_start().saturating_sub(1);
-        (from_seq < through).then(|| DiskReplay {
-            session: self.info.id.clone(),
-            path: self.store.log_path(),
-            offset: self.store.offset_after(from_seq),
-            after_seq: from_seq,
-            through_seq: through,
-        })
-    }
-
+    /// Tells the clients what is queued.
     fn emit_queues(&mut self) {
         self.emit(Event::QueueChanged {
             steer: self.queues.steer(),
@@ -307,6 +298,7 @@ impl SessionActor {
         });
     }
 
+    /// A user message joins the history, and the clients are told.
     fn push_user(&mut self, text: String, delivery: Delivery) {
         self.push_message(HistoryMessage::User {
             text: text.clone(),
@@ -315,10 +307,12 @@ impl SessionActor {
         self.emit(Event::UserMessage { text, delivery });
     }
 
+    /// The session directory.
     fn cwd(&self) -> PathBuf {
         PathBuf::from(&self.info.cwd)
     }
 
+    /// Where plan mode keeps its plan.
     fn plan_file(&self) -> PathBuf {
         self.env
             .paths
@@ -339,7 +333,7 @@ impl SessionActor {
     fn set_state(&mut self, state: SessionState) {
         if self.info.state != state {
             self.info.state = state;
-            let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
+            self.listing.publish(self.info());
         }
     }
 }
@@ -369,73 +363,6 @@ impl Message<FileTouched> for SessionActor {
             let path = crate::tools::display(&self.cwd(), &msg.0);
             self.emit(Event::FileChanged { path });
         }
-    }
-}
-
-/// Subscribe a connection from `from_seq`.
-pub struct Subscribe {
-    /// The subscribing connection.
-    pub conn: ConnectionId,
-    /// The last `seq` the client has.
-    pub from_seq: u64,
-}
-
-impl Message<Subscribe> for SessionActor {
-    type Reply = Result<(SessionInfo, Subscription), ErrorInfo>;
-
-    async fn handle(&mut self, msg: Subscribe, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let disk = self.disk_before_window(msg.from_seq);
-        let subscription = self.log.subscribe(msg.conn, msg.from_seq, disk);
-        Ok((self.info(), subscription))
-    }
-}
-
-/// End a connection's subscription.
-pub struct Unsubscribe {
-    /// The connection.
-    pub conn: ConnectionId,
-}
-
-impl Message<Unsubscribe> for SessionActor {
-    /// The session's full id.
-    type Reply = Result<SessionId, ErrorInfo>;
-
-    async fn handle(
-        &mut self,
-        msg: Unsubscribe,
-        _: &mut Context<Self, Self::Reply>,
-    ) -> Self::Reply {
-        self.log.unsubscribe(msg.conn);
-        Ok(self.info.id.clone())
-    }
-}
-
-/// Where the session's history after `from_seq` is: its listing, the stretch to read from
-/// disk (if the in-memory window does not reach back that far) and the window's events.
-pub struct GetHistory {
-    /// The last `seq` the client has.
-    pub from_seq: u64,
-}
-
-/// The answer to [`GetHistory`].
-pub struct HistorySource {
-    /// The session's listing.
-    pub info: SessionInfo,
-    /// Events to read from the log first.
-    pub disk: Option<DiskReplay>,
-    /// Then the window's events.
-    pub recent: Vec<SessionEvent>,
-}
-
-impl Message<GetHistory> for SessionActor {
-    type Reply = Result<HistorySource, ErrorInfo>;
-
-    async fn handle(&mut self, msg: GetHistory, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        Ok(HistorySource {
-            info: self.info(),
-            disk: self.disk_before_window(msg.from_seq),
-            recent: self.log.recent_after(msg.from_seq),
-        })
     }
 }
 

@@ -62,7 +62,7 @@ impl Durability {
 pub struct Subscription {
     /// Events to read from the log on disk first, if the window does not reach back far
     /// enough.
-    pub disk: Option<DiskReplay>,
+    pub disk: Option<crate::store::DiskReplay>,
     /// Events of the in-memory window after the requested `seq`, in order.
     pub replay: Vec<SessionEvent>,
     /// Live events; every one has a `seq` above the last replayed one.
@@ -74,21 +74,6 @@ pub struct Subscription {
     pub lagged: Arc<AtomicBool>,
     /// Set when the client ended the subscription itself.
     pub unsubscribed: Arc<AtomicBool>,
-}
-
-/// A stretch of a session's events to read from its log on disk.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiskReplay {
-    /// The session.
-    pub session: SessionId,
-    /// The log file.
-    pub path: std::path::PathBuf,
-    /// A byte offset at or before the first wanted record.
-    pub offset: u64,
-    /// Events with a `seq` above this...
-    pub after_seq: u64,
-    /// ...up to and including this.
-    pub through_seq: u64,
 }
 
 struct Subscriber {
@@ -324,7 +309,7 @@ impl EventLog {
         &mut self,
         conn: ConnectionId,
         from_seq: u64,
-        disk: Option<DiskReplay>,
+        disk: Option<crate::store::DiskReplay>,
     ) -> Subscription {
         self.unsubscribe(conn);
         let (tx, live) = mpsc::channel(self.live_capacity);

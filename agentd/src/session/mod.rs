@@ -3,6 +3,7 @@
 
 pub mod actor;
 pub mod events;
+pub mod listing;
 pub mod queue;
 pub mod run;
 

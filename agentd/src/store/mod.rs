@@ -25,7 +25,7 @@ const ENV: &str = "env.json";
 
 pub use fork::fork;
 pub use log::{LogRead, SessionStore, read_log};
-pub use replay::{Page, read_page};
+pub use replay::{DiskReplay, Page, read_page};
 
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,10 +4,24 @@
 
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 
-use protocol::{Event, SessionEvent};
+use protocol::{Event, SessionEvent, SessionId};
 
 use super::Record;
-use crate::session::events::DiskReplay;
+
+/// A stretch of a session's events to read from its log on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskReplay {
+    /// The session.
+    pub session: SessionId,
+    /// The log file.
+    pub path: std::path::PathBuf,
+    /// A byte offset at or before the first wanted record.
+    pub offset: u64,
+    /// Events with a `seq` above this...
+    pub after_seq: u64,
+    /// ...up to and including this.
+    pub through_seq: u64,
+}
 
 /// A page of stored events.
 #[derive(Debug, Default)]

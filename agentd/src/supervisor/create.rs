@@ -11,6 +11,7 @@ use super::{Entry, MAX_CWD_BYTES, MAX_NAME_CHARS, MAX_TITLE_CHARS, Supervisor};
 use crate::config::DurabilityMode;
 use crate::now_ms;
 use crate::session::actor::Flush;
+use crate::session::listing::Listing;
 use crate::store::{self, Meta, SessionStore};
 
 /// Validates a session directory: it must be an absolute path to an existing directory.
@@ -97,7 +98,7 @@ impl Message<Create> for Supervisor {
         self.sessions.insert(
             info.id.clone(),
             Entry {
-                info: info.clone(),
+                info: Listing::new(info.clone()),
                 meta: meta.clone(),
                 actor: None,
                 last_used: Instant::now(),
@@ -159,7 +160,7 @@ impl Message<Adopt> for Supervisor {
 
     async fn handle(&mut self, msg: Adopt, _: &mut Context<Self, Self::Reply>) {
         if let Some(entry) = self.sessions.get_mut(&msg.0.id) {
-            entry.info = msg.0;
+            entry.info.publish(msg.0);
             entry.meta = msg.1;
         }
     }
@@ -208,7 +209,7 @@ impl Message<Fork> for Supervisor {
         self.sessions.insert(
             id.clone(),
             Entry {
-                info: meta.info(),
+                info: Listing::new(meta.info()),
                 meta: meta.clone(),
                 actor: None,
                 last_used: Instant::now(),

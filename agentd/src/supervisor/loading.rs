@@ -60,7 +60,7 @@ impl Supervisor {
         }
         let args = SessionArgs {
             meta: entry.meta.clone(),
-            supervisor: self.me.clone(),
+            listing: entry.info.clone(),
             env: self.env.clone(),
             restarted: false,
         };
@@ -94,7 +94,10 @@ impl Message<Lookup> for Supervisor {
     type Reply = DelegatedReply<Result<ActorRef<SessionActor>, ErrorInfo>>;
 
     async fn handle(&mut self, msg: Lookup, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let actor = match self.resolve(&msg.0).map(|entry| entry.info.id.clone()) {
+        let actor = match self
+            .resolve(&msg.0)
+            .map(|entry| entry.info.with(|i| i.id.clone()))
+        {
             Ok(id) => self.actor_of(&id).await,
             Err(err) => Err(err),
         };

@@ -20,6 +20,7 @@ use protocol::{
 use crate::config::ConfigState;
 use crate::resident_memory;
 use crate::session::actor::Close;
+use crate::session::listing::Listing;
 use crate::session::{SessionActor, SessionEnv};
 use crate::store::{self, Meta};
 use crate::tools::pool::ToolPool;
@@ -48,7 +49,8 @@ pub struct SupervisorArgs {
 }
 
 struct Entry {
-    info: SessionInfo,
+    /// The session's latest listing, as the session publishes it.
+    info: Listing,
     meta: Meta,
     /// The session's actor while the session is loaded; sessions load on use and unload when
     /// idle.
@@ -95,7 +97,7 @@ impl Actor for Supervisor {
             .map(|meta| {
                 let info = meta.info();
                 let entry = Entry {
-                    info: info.clone(),
+                    info: Listing::new(info.clone()),
                     meta,
                     actor: None,
                     last_used: now,
@@ -129,10 +131,10 @@ impl Actor for Supervisor {
             .find(|entry| entry.actor.as_ref().is_some_and(|a| a.id() == id))
         {
             if !matches!(reason, ActorStopReason::Normal) {
-                tracing::error!(session = %entry.info.id, "session actor stopped: {reason}");
+                tracing::error!(session = %entry.info.with(|i| i.id.clone()), "session actor stopped: {reason}");
             }
             entry.actor = None;
-            entry.info.state = SessionState::Idle;
+            entry.info.update(|i| i.state = SessionState::Idle);
         }
         Ok(ControlFlow::Continue(()))
     }
@@ -203,8 +205,8 @@ impl Message<List> for Supervisor {
     type Reply = Result<ListPage, ErrorInfo>;
 
     async fn handle(&mut self, msg: List, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let mut list: Vec<&SessionInfo> = self.sessions.values().map(|e| &e.info).collect();
-        let newest_first = |a: &&SessionInfo, b: &&SessionInfo| {
+        let mut list: Vec<SessionInfo> = self.sessions.values().map(|e| e.info.get()).collect();
+        let newest_first = |a: &SessionInfo, b: &SessionInfo| {
             b.created_ms
                 .cmp(&a.created_ms)
                 .then_with(|| b.id.cmp(&a.id))
@@ -271,10 +273,10 @@ impl Message<Delete> for Supervisor {
     async fn handle(&mut self, msg: Delete, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
         let (id, actor, worktree, cwd) = match self.resolve(&msg.id) {
             Ok(entry) => (
-                entry.info.id.clone(),
+                entry.info.with(|i| i.id.clone()),
                 entry.actor.clone(),
                 entry.meta.worktree.clone(),
-                entry.info.cwd.clone(),
+                entry.info.with(|i| i.cwd.clone()),
             ),
             Err(err) => return ctx.reply(Err(err)),
         };
@@ -291,8 +293,11 @@ impl Message<Delete> for Supervisor {
         let user = worktree.as_ref().and_then(|w| {
             self.sessions
                 .values()
-                .find(|e| std::path::Path::new(&e.info.cwd).starts_with(&w.path))
-                .map(|e| e.info.id.clone())
+                .find(|e| {
+                    e.info
+                        .with(|i| std::path::Path::new(&i.cwd).starts_with(&w.path))
+                })
+                .map(|e| e.info.with(|i| i.id.clone()))
         });
         let sessions_dir = self.paths.sessions_dir();
         let checkpoints = self.paths.checkpoints_dir();
@@ -324,19 +329,6 @@ impl Message<Delete> for Supervisor {
     }
 }
 
-/// A session's listing changed (told by the session actor).
-pub struct SessionChanged(pub SessionInfo);
-
-impl Message<SessionChanged> for Supervisor {
-    type Reply = ();
-
-    async fn handle(&mut self, msg: SessionChanged, _: &mut Context<Self, Self::Reply>) {
-        if let Some(entry) = self.sessions.get_mut(&msg.0.id) {
-            entry.info = msg.0;
-        }
-    }
-}
-
 /// The daemon's status.
 pub struct Status {
     /// Where the daemon listens.
@@ -362,7 +354,7 @@ impl Message<Status> for Supervisor {
             running: self
                 .sessions
                 .values()
-                .filter(|e| e.info.state != SessionState::Idle)
+                .filter(|e| e.info.with(|i| i.state != SessionState::Idle))
                 .count() as u64,
             // The connection that asks fills this in: it knows the connections.
             clients: 0,

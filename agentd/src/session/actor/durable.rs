@@ -12,7 +12,6 @@ use super::SessionActor;
 use crate::config::DurabilityMode;
 use crate::session::events::Durability;
 use crate::store::{Meta, Record};
-use crate::supervisor::SessionChanged;
 
 /// `seq`s reserved at a time for deltas, which are not stored one by one.
 const RESERVE: u64 = 4096;
@@ -56,7 +55,7 @@ impl SessionActor {
                 }
                 // Streamed pieces change nothing in the listing; telling the supervisor of
                 // each would put work on the hottest path. Its mailbox is unbounded.
-                let _ = self.supervisor.tell(SessionChanged(self.info())).try_send();
+                self.listing.publish(self.info());
             }
         }
     }

@@ -1,0 +1,335 @@
+//! The command line: every command, flag and argument `agentctl` takes.
+
+use clap::{Parser, Subcommand};
+use protocol::Mode;
+
+use crate::style::ColorChoice;
+
+/// Drive the agentd coding agent from any terminal.
+///
+/// Without a command on a terminal, `agentctl` opens `chat` in the current directory.
+#[derive(Parser)]
+#[command(version, about, propagate_version = true)]
+pub struct Cli {
+    /// Colors: auto (on a terminal without NO_COLOR), always or never.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The commands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Manage the daemon (it also starts on demand).
+    ///
+    /// Example: `agentctl daemon status`
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
+    /// Run a prompt in a new session here (or --session ID) and stream it; the exit code says
+    /// how it ended: 0 completed, 1 error, 2 usage, 3 turn limit, 4 health guard, 130 cancelled.
+    ///
+    /// Example: `agentctl run --allow write "fix the failing test"`
+    Run {
+        /// The prompt; read from stdin when absent or `-`.
+        prompt: Option<String>,
+        /// Run in this existing session instead of a new one.
+        #[arg(long)]
+        session: Option<String>,
+        /// The model.
+        #[arg(long)]
+        model: Option<String>,
+        /// The provider: anthropic, openai, or a profile from config.toml.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Permission mode of a new session: default, accept-edits, auto (commands in a sandbox), plan, bypass.
+        #[arg(long)]
+        mode: Option<Mode>,
+        /// Stop after this many model replies that ask for tools (0: no limit; default 100).
+        #[arg(long)]
+        max_turns: Option<u32>,
+        /// Allow without asking: `write` (file changes), `bash` (commands) or `mcp` (tools of
+        /// MCP servers). Repeatable.
+        #[arg(long, value_name = "write|bash|mcp")]
+        allow: Vec<AllowKind>,
+        /// Allow everything without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Print each event as one JSON line.
+        #[arg(long)]
+        json: bool,
+        /// Start the run, print the session id and return at once.
+        #[arg(long)]
+        detach: bool,
+        /// Run in the latest session of this directory.
+        #[arg(long, short = 'c', conflicts_with = "session")]
+        r#continue: bool,
+        /// Work in a git worktree of this repository of the session's own, on a new branch
+        /// `agentd/<id>` from HEAD.
+        #[arg(long, conflicts_with_all = ["session", "continue"])]
+        worktree: bool,
+    },
+    /// Talk to the agent interactively in a new session here (or --session ID).
+    ///
+    /// Example: `agentctl chat --mode accept-edits`
+    Chat {
+        /// Join this existing session instead of creating one.
+        #[arg(long)]
+        session: Option<String>,
+        /// The model of a new session.
+        #[arg(long)]
+        model: Option<String>,
+        /// The provider of a new session.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Permission mode of a new session: default, accept-edits, auto (commands in a sandbox), plan, bypass.
+        #[arg(long)]
+        mode: Option<Mode>,
+        /// Turn limit of runs started here (default: none).
+        #[arg(long)]
+        max_turns: Option<u32>,
+        /// Work in a git worktree of this repository of the session's own, on a new branch
+        /// `agentd/<id>` from HEAD.
+        #[arg(long, conflicts_with = "session")]
+        worktree: bool,
+    },
+    /// Join a session from this terminal: its history so far, then live.
+    ///
+    /// Example: `agentctl attach 3f2a`
+    Attach {
+        /// The session id (or an unambiguous prefix).
+        id: String,
+    },
+    /// Steer the session's running run at its next turn (starts a run when idle).
+    ///
+    /// Example: `agentctl steer 3f2a "use the existing helper instead"`
+    Steer {
+        /// The session.
+        id: String,
+        /// The message.
+        text: String,
+    },
+    /// Queue a follow-up for when the session's run would complete (starts a run when idle).
+    ///
+    /// Example: `agentctl queue 3f2a "then update the changelog"`
+    Queue {
+        /// The session.
+        id: String,
+        /// The message.
+        text: String,
+    },
+    /// Summarise the session's older history now, keeping the recent part verbatim.
+    ///
+    /// Example: `agentctl compact 3f2a`
+    Compact {
+        /// The session.
+        id: String,
+    },
+    /// Cancel the session's run.
+    ///
+    /// Example: `agentctl cancel 3f2a`
+    Cancel {
+        /// The session.
+        id: String,
+    },
+    /// Allow a pending permission request.
+    ///
+    /// Example: `agentctl approve 3f2a 2 --always`
+    Approve {
+        /// The session.
+        id: String,
+        /// The request number.
+        request: u64,
+        /// Also allow the same tool on the same file or command prefix for the session.
+        #[arg(long)]
+        always: bool,
+    },
+    /// Deny a pending permission request.
+    ///
+    /// Example: `agentctl deny 3f2a 2`
+    Deny {
+        /// The session.
+        id: String,
+        /// The request number.
+        request: u64,
+    },
+    /// Show a session's history.
+    ///
+    /// Example: `agentctl show 3f2a --json | jq .type`
+    Show {
+        /// The session.
+        id: String,
+        /// Print one JSON event per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The configuration file: `path`, `show` (in force, defaults included) or `check`.
+    ///
+    /// Example: `agentctl config check`
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// List sessions, newest first.
+    ///
+    /// Example: `agentctl sessions --json`
+    Sessions {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a session in the current directory and print its id.
+    ///
+    /// Example: `id=$(agentctl new --worktree) && agentctl run --session "$id" "add tests"`
+    New {
+        /// Permission mode: default, accept-edits, auto (commands in a sandbox), plan, bypass.
+        #[arg(long)]
+        mode: Option<Mode>,
+        /// Model to use instead of the configured default.
+        #[arg(long)]
+        model: Option<String>,
+        /// A short title.
+        #[arg(long)]
+        title: Option<String>,
+        /// Work in a git worktree of this repository of the session's own, on a new branch
+        /// `agentd/<id>` from HEAD.
+        #[arg(long)]
+        worktree: bool,
+    },
+    /// Show what a run changed in the session's directory (bash commands included).
+    ///
+    /// Example: `agentctl diff 3f2a --stat`
+    Diff {
+        /// The session.
+        id: String,
+        /// The run (default: the last run that changed files).
+        #[arg(long)]
+        run: Option<u64>,
+        /// A line per file with its added and removed lines, instead of the patch.
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Put the session's directory back as it was before a run, undoing it and every later
+    /// run; the conversation is kept. Asks first on a terminal.
+    ///
+    /// Example: `agentctl rewind 3f2a --run 2`
+    Rewind {
+        /// The session.
+        id: String,
+        /// The run (default: the last run that changed files).
+        #[arg(long)]
+        run: Option<u64>,
+        /// Do not ask.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Also restore files changed outside the agent since the run.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Start a new session with this one's history (up to turn N); the two go on
+    /// independently. Prints the new id.
+    ///
+    /// Example: `agentctl fork 3f2a --turn 4`
+    Fork {
+        /// The session.
+        id: String,
+        /// The last turn (model reply, counted from 1 over the session) to keep.
+        #[arg(long)]
+        turn: Option<u64>,
+    },
+    /// Speak the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
+    /// Neovim, Emacs): they open the daemon's sessions, also ones started in a terminal.
+    ///
+    /// Example (Zed's settings.json): "agent_servers": { "agentd": { "command": "agentctl", "args": ["acp"] } }
+    Acp,
+    /// The MCP servers of config.toml and their state.
+    ///
+    /// Example: `agentctl mcp list`
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
+    /// Delete a session and its history.
+    ///
+    /// Example: `agentctl rm 3f2a --force`
+    Rm {
+        /// The session id (or an unambiguous prefix).
+        id: String,
+        /// Cancel a running run first instead of refusing.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a completion script for a shell.
+    ///
+    /// Example: `agentctl completions bash > ~/.local/share/bash-completion/completions/agentctl`
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// What `--allow` grants.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum AllowKind {
+    /// File changes (write, edit).
+    Write,
+    /// Commands (bash).
+    Bash,
+    /// Tools of MCP servers.
+    Mcp,
+}
+
+#[derive(Subcommand)]
+pub enum McpAction {
+    /// List the configured servers: transport, scope, state, pid, tools and last error.
+    ///
+    /// Example: `agentctl mcp list --json`
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ConfigAction {
+    /// Print where the configuration file is.
+    ///
+    /// Example: `$EDITOR "$(agentctl config path)"`
+    Path,
+    /// Print the configuration with its defaults.
+    ///
+    /// Example: `agentctl config show | grep max_turns`
+    Show,
+    /// Check the configuration file; exit code 1 with the problem when it is broken.
+    ///
+    /// Example: `agentctl config check && echo ok`
+    Check,
+}
+
+#[derive(Subcommand)]
+pub enum DaemonAction {
+    /// Start the daemon if it is not running.
+    ///
+    /// Example: `agentctl daemon start`
+    Start,
+    /// Stop the daemon.
+    ///
+    /// Example: `agentctl daemon stop`
+    Stop,
+    /// Stop the daemon and start it again (after an upgrade); sessions are kept.
+    ///
+    /// Example: `agentctl daemon restart --force`
+    Restart {
+        /// Restart even while runs are going (they are interrupted and closed with an error).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show version, pid, uptime, socket, sessions and memory.
+    ///
+    /// Example: `agentctl daemon status`
+    Status,
+}

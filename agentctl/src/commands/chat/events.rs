@@ -1,0 +1,96 @@
+//! How chat follows the session's events: the status line (state, turn, tokens, queues, the
+//! running tool, pending permission requests) and the input a cancelled run gives back.
+
+use protocol::{Event, SessionEvent, SessionState};
+
+use super::Chat;
+use crate::running::Running;
+use crate::view::tool_summary;
+
+impl Chat {
+    /// Shows an event and keeps the status line; a replayed event changes no input.
+    pub(super) fn on_event(&mut self, event: &SessionEvent, replay: bool) {
+        let live = !replay;
+        {
+            let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
+            match &event.event {
+                Event::RunStarted { .. } => {
+                    status.state = Some(SessionState::Running);
+                    status.turn = 0;
+                    status.cost = None;
+                }
+                Event::TurnStarted { turn } => status.turn = *turn,
+                Event::Usage {
+                    cumulative,
+                    cost_micros,
+                    ..
+                } => {
+                    status.tokens = *cumulative;
+                    status.cost = *cost_micros;
+                }
+                Event::QueueChanged { steer, follow_up } => {
+                    status.steer = steer.len();
+                    status.follow_up = follow_up.len();
+                }
+                Event::PermissionRequested {
+                    request, summary, ..
+                } => {
+                    if !status.asks.iter().any(|(r, _)| r == request) {
+                        if status.asks.is_empty() {
+                            status.asked_at = Some(std::time::Instant::now());
+                        }
+                        status.asks.push((*request, summary.clone()));
+                    }
+                    status.state = Some(SessionState::AwaitingApproval);
+                }
+                Event::PermissionResolved { request, .. } => {
+                    let was_first = status.ask().is_some_and(|(r, _)| r == request);
+                    status.asks.retain(|(r, _)| r != request);
+                    if was_first {
+                        // The next request is shown from now.
+                        status.asked_at = Some(std::time::Instant::now());
+                    }
+                    if status.asks.is_empty()
+                        && status.state == Some(SessionState::AwaitingApproval)
+                    {
+                        status.state = Some(SessionState::Running);
+                    }
+                }
+                Event::ModeChanged { mode } => status.mode = *mode,
+                Event::ToolCall(call) if live => {
+                    status.tool = Some(Running::new(&tool_summary(&call.name, &call.args)));
+                }
+                Event::ToolOutput { text, .. } => {
+                    if let Some(tool) = &mut status.tool {
+                        tool.seen(text);
+                    }
+                }
+                Event::ToolResult { .. } => status.tool = None,
+                Event::RunFinished { usage, .. } => {
+                    status.state = Some(SessionState::Idle);
+                    status.tokens = *usage;
+                    status.asks.clear();
+                    status.tool = None;
+                }
+                _ => {}
+            }
+        }
+        self.view.show(event);
+        if let Event::PermissionRequested { .. } = &event.event {
+            self.view
+                .note("  press y (allow), n (deny) or a (always allow)");
+        }
+        if let Event::RunFinished {
+            returned_messages, ..
+        } = &event.event
+            && live
+        {
+            let mut texts: Vec<String> = returned_messages.iter().map(|m| m.text.clone()).collect();
+            texts.extend(self.restore_after_cancel.take().filter(|t| !t.is_empty()));
+            if !texts.is_empty() {
+                self.line.restore(texts.join("\n"));
+            }
+        }
+        self.line.refresh();
+    }
+}

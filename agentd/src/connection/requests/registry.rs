@@ -1,0 +1,71 @@
+//! Requests about the registry of sessions: create, list, fork, delete, the daemon's status, MCP
+//! servers, shutdown.
+
+use protocol::{CreateSession, ErrorCode, ErrorInfo, ListCursor, McpServerSpec, Reply, SessionId};
+
+use super::super::Connection;
+use super::ask;
+use crate::supervisor::{Create, Delete, Fork, List, Status};
+
+/// The most MCP servers a client may bring for one session.
+const MAX_SESSION_MCP_SERVERS: usize = 20;
+
+impl Connection {
+    pub(super) async fn create(&self, create: CreateSession) -> Result<Reply, ErrorInfo> {
+        let info = ask(&self.shared.supervisor, Create(create)).await?;
+        Ok(Reply::SessionCreated(info))
+    }
+
+    pub(super) async fn list(&self, after: Option<ListCursor>) -> Result<Reply, ErrorInfo> {
+        let page = ask(&self.shared.supervisor, List { after }).await?;
+        Ok(Reply::Sessions {
+            sessions: page.sessions,
+            next: page.next,
+            unreadable: page.unreadable,
+        })
+    }
+
+    pub(super) async fn fork(&self, id: SessionId, turn: Option<u64>) -> Result<Reply, ErrorInfo> {
+        let info = ask(&self.shared.supervisor, Fork { id, turn }).await?;
+        Ok(Reply::SessionCreated(info))
+    }
+
+    pub(super) async fn delete(&self, id: SessionId, force: bool) -> Result<Reply, ErrorInfo> {
+        let notes = ask(&self.shared.supervisor, Delete { id, force }).await?;
+        Ok(Reply::Deleted { notes })
+    }
+
+    pub(super) async fn status(&self) -> Result<Reply, ErrorInfo> {
+        let socket = self.shared.socket.clone();
+        let mut status = ask(&self.shared.supervisor, Status { socket }).await?;
+        status.clients = self.shared.connections.count() as u64;
+        Ok(Reply::Status(status))
+    }
+
+    pub(super) async fn set_mcp_servers(
+        &self,
+        session: SessionId,
+        servers: Vec<McpServerSpec>,
+    ) -> Result<Reply, ErrorInfo> {
+        self.session(&session).await?;
+        if servers.len() > MAX_SESSION_MCP_SERVERS {
+            return Err(ErrorInfo::new(
+                ErrorCode::InvalidRequest,
+                format!("at most {MAX_SESSION_MCP_SERVERS} MCP servers per session"),
+            ));
+        }
+        let configs = servers
+            .iter()
+            .map(crate::mcp::config::from_spec)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ErrorInfo::new(ErrorCode::InvalidRequest, e))?;
+        self.shared.mcp.set_session_servers(&session, configs).await;
+        Ok(Reply::Done)
+    }
+
+    pub(super) fn shutdown(&self) -> Result<Reply, ErrorInfo> {
+        tracing::info!(client = %self.client, "shutdown requested");
+        self.shared.shutdown.cancel();
+        Ok(Reply::Done)
+    }
+}

@@ -1,0 +1,26 @@
+//! What every connection task shares: the supervisor, the configuration, the MCP servers, the
+//! table of open connections and the shutdown signal.
+
+use std::sync::Arc;
+
+use kameo::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ConfigState;
+use crate::supervisor::Supervisor;
+
+/// What every connection task shares.
+pub struct Shared {
+    /// The registry of sessions.
+    pub supervisor: ActorRef<Supervisor>,
+    /// Cancelled when the daemon begins to shut down.
+    pub shutdown: CancellationToken,
+    /// Open connections.
+    pub connections: Arc<super::table::Connections>,
+    /// The socket path, for `Status`.
+    pub socket: String,
+    /// The configuration in force.
+    pub config: tokio::sync::watch::Receiver<ConfigState>,
+    /// The MCP servers.
+    pub mcp: crate::mcp::McpHub,
+}
