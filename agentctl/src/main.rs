@@ -10,8 +10,8 @@ mod format;
 mod json;
 mod markdown;
 mod reply_text;
-mod running;
 mod style;
+mod tool_progress;
 mod view;
 
 use std::process::ExitCode;

@@ -4,7 +4,7 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::history::{Message, ToolCall};
+use crate::conversation::{Message, ToolCall};
 use crate::provider::{ModelRequest, Provider, ProviderError, ToolSpec};
 
 /// Tokens of recent history kept verbatim.
@@ -151,7 +151,7 @@ pub fn calls_answered(messages: &[Message]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{AssistantReply, Block, ToolResult};
+    use crate::conversation::{AssistantReply, Block, ToolResult};
     use protocol::{Delivery, ModelStopReason, TokenUsage};
 
     fn user(text: &str) -> Message {

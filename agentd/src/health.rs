@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use protocol::HealthKind;
 
-use crate::history::{ToolCall, ToolResult};
+use crate::conversation::{ToolCall, ToolResult};
 
 /// Consecutive replies with identical tool calls that are reported.
 pub const REPEAT_LIMIT: u32 = 5;

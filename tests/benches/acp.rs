@@ -4,7 +4,7 @@
 //!
 //! Run with `cargo build --release && cargo bench -p tests --bench acp`.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{LoadSessionRequest, PromptRequest, SessionUpdate};
 use tests::acp::{new_session, with_editor};
@@ -70,6 +70,8 @@ async fn first_chunk() {
 async fn replay() {
     let home = Home::new();
     tests::write_session(&home, "replay01", 10_000);
+    tests::write_session(&home, "replay02", 10_000);
+    tests::reserve_through(&home, "replay02", 10_100);
     let model = ModelServer::start(vec![]).await;
     let daemon = Daemon::start_in(home);
     // The daemon's own replay, for comparison: every event to a protocol client.
@@ -90,14 +92,27 @@ async fn replay() {
         start.elapsed()
     );
     drop(client);
+    let (elapsed, updates, rss) = load(&daemon, &model, "replay01").await;
+    println!(
+        "session/load of a 10,000-event session: {elapsed:?} ({updates} updates replayed); adapter peak RSS {rss:.1} MiB"
+    );
+    let (elapsed, updates, _) = load(&daemon, &model, "replay02").await;
+    println!(
+        "session/load of a 10,000-event session whose last seq lies 100 past its last event: {elapsed:?} ({updates} updates replayed)"
+    );
+}
+
+/// `session/load` of `id` in a new adapter: how long until the answer, the updates replayed,
+/// and the adapter's peak memory.
+async fn load(daemon: &Daemon, model: &ModelServer, id: &'static str) -> (Duration, usize, f64) {
     let project = tempfile::tempdir().unwrap();
-    let ((elapsed, updates, rss), _child) = with_editor(
+    let (measured, _child) = with_editor(
         &daemon.home,
-        &model,
+        model,
         project.path(),
         async move |cx, mut got, _| {
             let start = Instant::now();
-            cx.send_request(LoadSessionRequest::new("replay01", "/"))
+            cx.send_request(LoadSessionRequest::new(id, "/"))
                 .block_task()
                 .await
                 .unwrap();
@@ -106,9 +121,7 @@ async fn replay() {
         },
     )
     .await;
-    println!(
-        "session/load of a 10,000-event session: {elapsed:?} ({updates} updates replayed); adapter peak RSS {rss:.1} MiB"
-    );
+    measured
 }
 
 /// From `session/cancel` to the answer `cancelled`, with a command running.

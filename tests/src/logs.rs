@@ -131,3 +131,15 @@ pub fn write_session(home: &Home, id: &str, events: u64) {
             .expect("event appended");
     }
 }
+
+/// Appends to session `id`'s log a reservation of `seq`s up to `to` for deltas that never came
+/// (as a daemon killed mid-reply leaves it): the session's last `seq` then lies past its last
+/// stored event.
+pub fn reserve_through(home: &Home, id: &str, to: u64) {
+    use agentd::store::{Record, SessionStore};
+    let mut store =
+        SessionStore::open(&home.paths().sessions_dir().join(id)).expect("session opened");
+    store
+        .append(&Record::Reserved { to })
+        .expect("reservation appended");
+}

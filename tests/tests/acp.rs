@@ -627,3 +627,34 @@ async fn the_editors_mcp_servers_serve_that_session_only() {
         "{last}"
     );
 }
+
+#[tokio::test]
+async fn a_session_whose_last_seq_lies_past_its_last_event_loads_whole() {
+    // A daemon killed mid-reply leaves numbers reserved for deltas that never came.
+    let home = tests::Home::new();
+    tests::write_session(&home, "plain01", 50);
+    tests::write_session(&home, "reserved01", 50);
+    tests::reserve_through(&home, "reserved01", 150);
+    let model = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start_in(home);
+    let project = tempfile::tempdir().unwrap();
+    let ((plain, reserved), _adapter) = with_editor(
+        &daemon.home,
+        &model,
+        project.path(),
+        async move |cx, mut got, _| {
+            let mut counts = Vec::new();
+            for id in ["plain01", "reserved01"] {
+                cx.send_request(LoadSessionRequest::new(id, "/"))
+                    .block_task()
+                    .await
+                    .unwrap();
+                counts.push(got.drain().len());
+            }
+            (counts[0], counts[1])
+        },
+    )
+    .await;
+    assert!(plain > 0);
+    assert_eq!(plain, reserved, "the whole history came before the answer");
+}

@@ -8,8 +8,8 @@ use protocol::{
 use super::tools::{duration, tool_summary};
 use super::{HumanView, Output};
 use crate::format::{dollars, thousands, usage_line};
-use crate::running::Running;
 use crate::style::{one_line, printable};
+use crate::tool_progress::Running;
 
 impl HumanView {
     /// Shows one event.

@@ -7,8 +7,8 @@ use std::io::{IsTerminal, Write};
 use agentctl::client::{Flow, View};
 use protocol::{SessionEvent, TokenUsage};
 
-use crate::running::{Running, terminal_width};
 pub use crate::style::{Style, set_color_choice};
+use crate::tool_progress::{Running, terminal_width};
 pub use tools::{tool_label, tool_summary};
 
 mod events;
@@ -146,7 +146,7 @@ impl HumanView {
                     }
                 }
                 // A long paragraph is printed as it streams, wrapped at the terminal's width.
-                let width = crate::running::terminal_width();
+                let width = crate::tool_progress::terminal_width();
                 while partial.chars().count() > width {
                     let cut = partial
                         .char_indices()
@@ -197,7 +197,7 @@ impl HumanView {
         let Some(running) = &mut self.running else {
             return;
         };
-        let width = crate::running::terminal_size().map_or(80, |(cols, _)| cols as usize);
+        let width = crate::tool_progress::terminal_size().map_or(80, |(cols, _)| cols as usize);
         let line = running.line(style, width);
         running.drawn = true;
         self.out(&format!("\r\x1b[K{line}"));

@@ -9,7 +9,7 @@ use super::pages::{PAGE_BYTES, fit_in_frame};
 
 /// Bytes (roughly) of the first page of a replay.
 const FIRST_PAGE_BYTES: usize = 64 * 1024;
-use crate::session::events::Subscription;
+use crate::session::event_log::Subscription;
 use crate::store;
 
 /// Replays a subscription, then passes live events on; tells the client when the session

@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 
 use crate::ConnectionId;
 use crate::session::actor::Unsubscribe;
-use crate::session::events::Subscription;
+use crate::session::event_log::Subscription;
 use crate::supervisor::Lookup;
 pub use requests::ask;
 

@@ -5,7 +5,7 @@
 use protocol::{ErrorCode, ErrorInfo, Event, Reply, SessionEvent};
 
 use crate::session::actor::HistorySource;
-use crate::session::events::approximate_size;
+use crate::session::event_log::approximate_size;
 use crate::store;
 
 /// Bytes (roughly) of events in one page of history or replay.

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::sse::SseEvent;
 use super::stream::{self, StreamParser, Wire};
 use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
-use crate::history::{AssistantReply, Block, Message, ToolCall};
+use crate::conversation::{AssistantReply, Block, Message, ToolCall};
 
 /// The public API's address.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -462,7 +462,7 @@ mod tests {
                 usage: TokenUsage::default(),
             }),
             Message::ToolResults {
-                results: vec![crate::history::ToolResult {
+                results: vec![crate::conversation::ToolResult {
                     call_id: "t1".into(),
                     name: "read".into(),
                     output: "x".into(),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::history::{AssistantReply, Message};
+use crate::conversation::{AssistantReply, Message};
 
 /// How long a reply stream may stay silent before it counts as broken, unless configured.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);

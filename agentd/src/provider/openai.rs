@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::sse::SseEvent;
 use super::stream::{self, StreamParser, Wire};
 use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
-use crate::history::{AssistantReply, Block, Message, ToolCall};
+use crate::conversation::{AssistantReply, Block, Message, ToolCall};
 
 /// The public API's address.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{ModelRequest, Provider, ProviderError, StreamDelta};
-use crate::history::AssistantReply;
+use crate::conversation::AssistantReply;
 
 /// The longest wait honoured from a `retry-after` header.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sse::{SseDecoder, SseEvent};
 use super::{ProviderError, StreamDelta, cancellable, retry_after};
-use crate::history::AssistantReply;
+use crate::conversation::AssistantReply;
 
 /// Turns one provider's stream events into a reply.
 pub trait StreamParser {

@@ -16,13 +16,13 @@ use protocol::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::files::{FileTracker, FileWatcher, Notice};
-use crate::history::Message as HistoryMessage;
+use crate::conversation::Message as HistoryMessage;
 use crate::permission::AlwaysRule;
 use crate::session::SessionEnv;
-use crate::session::events::EventLog;
+use crate::session::event_log::EventLog;
 use crate::session::listing::Listing;
 use crate::session::queue::Queues;
+use crate::stale_files::{FileTracker, FileWatcher, Notice};
 use crate::store::{Meta, Record, SessionStore};
 
 mod asks;
@@ -30,9 +30,11 @@ mod changes;
 mod durable;
 mod follow;
 mod loop_messages;
+mod port;
 mod recovery;
 
 pub use follow::{GetHistory, HistorySource, Subscribe, Unsubscribe};
+pub use port::SessionPort;
 
 use asks::PendingAsk;
 pub use asks::{Answer, Authorization, Authorize, Expire};

@@ -2,7 +2,7 @@
 //! runs.
 
 pub mod actor;
-pub mod events;
+pub mod event_log;
 pub mod listing;
 pub mod queue;
 pub mod run;
@@ -27,7 +27,7 @@ pub struct SessionEnv {
     /// The configuration in force.
     pub config: watch::Receiver<ConfigState>,
     /// Watches the files sessions read.
-    pub files: crate::files::FileWatcher,
+    pub files: crate::stale_files::FileWatcher,
     /// Records of running commands' process groups.
     pub processes: crate::tools::processes::ProcessRecords,
     /// The MCP servers, shared by every session.

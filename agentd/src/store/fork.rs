@@ -8,7 +8,7 @@ use std::path::Path;
 use protocol::{Decision, Event, PermissionRequestId, RunId, StopReason, TokenUsage};
 
 use super::{ENV, FORMAT_VERSION, LOG, Meta, Record, StoreError, at, read_log, write_meta};
-use crate::history::Message;
+use crate::conversation::Message;
 
 /// Who closes what the fork left open, as the copy's events say.
 const BY_FORK: &str = "the fork";
@@ -237,7 +237,7 @@ mod tests {
     use protocol::{Delivery, ModelStopReason, TokenUsage};
 
     use super::*;
-    use crate::history::{AssistantReply, Block, ToolCall, ToolResult};
+    use crate::conversation::{AssistantReply, Block, ToolCall, ToolResult};
     use crate::store::SessionStore;
 
     fn reply(call: Option<&str>) -> Record {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use protocol::{Event, Mode, SessionId, SessionInfo, SessionState};
 use serde::{Deserialize, Serialize};
 
-use crate::history::Message;
+use crate::conversation::Message;
 use crate::permission::AlwaysRule;
 
 /// The version of the record format, written in the first line of every log.

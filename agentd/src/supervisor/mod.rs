@@ -85,7 +85,7 @@ impl Actor for Supervisor {
             tools,
             http: args.http,
             config: args.config,
-            files: crate::files::FileWatcher::start(),
+            files: crate::stale_files::FileWatcher::start(),
             processes: crate::tools::processes::ProcessRecords::in_dir(commands_dir(&args.paths)),
             mcp: args.mcp,
         });

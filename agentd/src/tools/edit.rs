@@ -4,9 +4,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput, cap, display, resolve, write_whole};
-use crate::files::TRACKED_BYTES;
 use crate::provider::ToolSpec;
 use crate::regular_file;
+use crate::stale_files::TRACKED_BYTES;
 
 /// How long the diff of an edit may take before a coarser one is shown.
 const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);

@@ -156,7 +156,7 @@ pub struct ToolContext {
     /// The default `bash` timeout.
     pub bash_timeout: Duration,
     /// The files the session read, for the stale-file guard.
-    pub files: Arc<crate::files::FileTracker>,
+    pub files: Arc<crate::stale_files::FileTracker>,
     /// Where the call's effect and a cancel meet: tools commit before they change anything.
     pub gate: Arc<EffectGate>,
     /// Where running commands are recorded, for the next daemon after a crash.
@@ -177,7 +177,7 @@ impl ToolContext {
             cwd: cwd.to_path_buf(),
             cancel: CancellationToken::new(),
             bash_timeout: Duration::from_secs(120),
-            files: Arc::new(crate::files::FileTracker::new(|_| {})),
+            files: Arc::new(crate::stale_files::FileTracker::new(|_| {})),
             gate: Arc::default(),
             processes: processes::ProcessRecords::default(),
             env: Arc::new(

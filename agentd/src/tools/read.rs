@@ -8,10 +8,10 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Tool, ToolContext, ToolOutput, display, resolve};
-use crate::files::{Stamp, StampBuilder, TRACKED_BYTES};
 use crate::provider::ToolSpec;
 pub use crate::regular_file::describe;
 use crate::regular_file::{self, OpenError};
+use crate::stale_files::{Stamp, StampBuilder, TRACKED_BYTES};
 
 /// Lines shown when no limit is given.
 pub const DEFAULT_LIMIT: usize = 2000;

@@ -6,9 +6,9 @@ use serde_json::json;
 use super::edit::change_diff;
 use super::read::describe;
 use super::{ToolContext, ToolOutput, display, plural, resolve, write_whole};
-use crate::files::TRACKED_BYTES;
 use crate::provider::ToolSpec;
 use crate::regular_file;
+use crate::stale_files::TRACKED_BYTES;
 
 /// The model's description of `write`.
 pub fn spec() -> ToolSpec {

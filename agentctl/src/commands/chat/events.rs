@@ -4,7 +4,7 @@
 use protocol::{Event, SessionEvent, SessionState};
 
 use super::Chat;
-use crate::running::Running;
+use crate::tool_progress::Running;
 use crate::view::tool_summary;
 
 impl Chat {

@@ -8,8 +8,8 @@ use protocol::{Mode, PermissionRequestId, SessionState, TokenUsage};
 use reedline::{Prompt, PromptEditMode, PromptHistorySearch};
 
 use crate::format::{dollars, thousands};
-use crate::running::Running;
 use crate::style::Style;
+use crate::tool_progress::Running;
 
 /// What the status line shows.
 #[derive(Debug, Clone, Default)]
@@ -73,7 +73,8 @@ impl Status {
         }
         match &self.tool {
             Some(tool) => {
-                let width = crate::running::terminal_size().map_or(80, |(cols, _)| cols as usize);
+                let width =
+                    crate::tool_progress::terminal_size().map_or(80, |(cols, _)| cols as usize);
                 let tool = tool.line(Style::plain(), width.saturating_sub(40).max(20));
                 format!("[{}] {tool} ", parts.join(" · "))
             }

@@ -7,7 +7,7 @@ use protocol::{ErrorCode, ErrorInfo, Event, RewindReport, RunDiff, RunId};
 
 use super::SessionActor;
 use crate::checkpoint::CheckpointError;
-use crate::history::Message as HistoryMessage;
+use crate::conversation::Message as HistoryMessage;
 
 fn failed(err: CheckpointError) -> ErrorInfo {
     let code = match err {

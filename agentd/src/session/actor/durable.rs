@@ -10,7 +10,7 @@ use protocol::Event;
 
 use super::SessionActor;
 use crate::config::DurabilityMode;
-use crate::session::events::Durability;
+use crate::session::event_log::Durability;
 use crate::store::{Meta, Record};
 
 /// `seq`s reserved at a time for deltas, which are not stored one by one.

@@ -7,7 +7,7 @@ use protocol::{ErrorInfo, SessionEvent, SessionId, SessionInfo};
 
 use super::SessionActor;
 use crate::ConnectionId;
-use crate::session::events::Subscription;
+use crate::session::event_log::Subscription;
 use crate::store::DiskReplay;
 
 impl SessionActor {

@@ -12,8 +12,8 @@ use protocol::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{ActiveRun, SessionActor};
-use crate::history::Message as HistoryMessage;
+use super::{ActiveRun, SessionActor, SessionPort};
+use crate::conversation::Message as HistoryMessage;
 use crate::session::run::{self, RunOutcome, RunSetup};
 use crate::store::Record;
 
@@ -81,7 +81,7 @@ impl SessionActor {
             .ok()
             .and_then(|(_, model)| crate::prices::price_of(&config.prices, model));
         let setup = RunSetup {
-            session: me.clone(),
+            session: SessionPort::new(me.clone()),
             run: id,
             cwd: self.cwd(),
             provider,

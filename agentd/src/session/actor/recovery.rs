@@ -7,7 +7,7 @@ use std::sync::Arc;
 use protocol::{Decision, Delivery, Event, PermissionRequestId, RunId, StopReason, TokenUsage};
 
 use super::SessionActor;
-use crate::history::{Message as HistoryMessage, ToolResult};
+use crate::conversation::{Message as HistoryMessage, ToolResult};
 use crate::session::queue::Queues;
 use crate::store::Record;
 

@@ -8,10 +8,10 @@ use std::time::Instant;
 use protocol::Event;
 
 use super::{Gone, Run};
-use crate::history::{ToolCall, ToolResult};
+use crate::conversation::{ToolCall, ToolResult};
 use crate::mcp::McpTool;
 use crate::permission::ToolRef;
-use crate::session::actor::{Authorization, Authorize, Emit, Expire};
+use crate::session::actor::{Authorization, Authorize, Expire};
 use crate::tools::gate::EffectGate;
 use crate::tools::progress::Progress;
 use crate::tools::{self, Tool, ToolContext, ToolOutput, batch};
@@ -41,7 +41,7 @@ impl Run {
                         text,
                         omitted,
                     };
-                    let _ = session.tell(Emit { run, event }).try_send();
+                    session.emit(run, event);
                 });
             }
         }))

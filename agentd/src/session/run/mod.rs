@@ -23,10 +23,10 @@ mod checkpoints;
 mod repetition;
 mod text_calls;
 
-use super::actor::{BeginTurn, Emit, NextQueued, Push, SessionActor};
+use super::actor::{BeginTurn, NextQueued, Push, SessionPort};
 use crate::compact;
+use crate::conversation::{AssistantReply, Message, ToolCall};
 use crate::health::HealthMonitor;
-use crate::history::{AssistantReply, Message, ToolCall};
 use crate::mcp::{McpHub, SessionSide, Toolset};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError, ToolSpec};
@@ -45,7 +45,7 @@ pub const INTERRUPTED: &str = "(interrupted before this tool ran)";
 /// Everything a run needs.
 pub struct RunSetup {
     /// The session the run belongs to.
-    pub session: ActorRef<SessionActor>,
+    pub session: SessionPort,
     /// The run's id.
     pub run: RunId,
     /// The session directory.
@@ -65,7 +65,7 @@ pub struct RunSetup {
     /// How long a permission request may wait before it is denied; `None` waits for ever.
     pub permission_timeout: Option<Duration>,
     /// The files the session read, for the stale-file guard.
-    pub files: Arc<crate::files::FileTracker>,
+    pub files: Arc<crate::stale_files::FileTracker>,
     /// How model calls are retried.
     pub retry: RetryPolicy,
     /// The model's context window in tokens, when the configuration gives it; else a local
@@ -265,14 +265,7 @@ impl Run {
 
     fn emit(&self, event: Event) {
         // The session actor's mailbox is unbounded: this never waits.
-        let _ = self
-            .setup
-            .session
-            .tell(Emit {
-                run: self.setup.run,
-                event,
-            })
-            .try_send();
+        self.setup.session.emit(self.setup.run, event);
     }
 
     async fn push(&self, message: Message, event: Option<Event>) -> Result<(), Gone> {
@@ -484,7 +477,7 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Block;
+    use crate::conversation::Block;
 
     fn reply(calls: usize, stop: ModelStopReason) -> AssistantReply {
         let content = (0..calls)

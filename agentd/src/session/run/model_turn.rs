@@ -7,10 +7,10 @@ use std::sync::Arc;
 use protocol::{Event, ModelStopReason, TokenUsage};
 
 use super::{Run, repetition, text_calls};
-use crate::history::AssistantReply;
+use crate::conversation::AssistantReply;
 use crate::provider::retry::{self, Retry};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta};
-use crate::session::actor::{Emit, TurnInput};
+use crate::session::actor::TurnInput;
 
 impl Run {
     /// The reply to keep: tool calls written as text become calls (said once per session);
@@ -93,7 +93,7 @@ impl Run {
                 }
                 StreamDelta::Thinking(text) => Event::ThinkingDelta { text },
             };
-            let _ = session.tell(Emit { run, event }).try_send();
+            session.emit(run, event);
         };
         let (session, run) = (self.setup.session.clone(), self.setup.run);
         let (retry_gate, retry_guard) = (gate.clone(), guard.clone());
@@ -111,7 +111,7 @@ impl Run {
                 wait_ms: retry.wait.as_millis() as u64,
                 reason: retry.reason.clone(),
             };
-            let _ = session.tell(Emit { run, event }).try_send();
+            session.emit(run, event);
         };
         let streamed = retry::stream(
             provider,
@@ -134,7 +134,7 @@ impl Run {
             Err(ProviderError::Cancelled) if looped && !self.cancel().is_cancelled() => {
                 Ok(ModelTurn {
                     reply: AssistantReply {
-                        content: vec![crate::history::Block::Text {
+                        content: vec![crate::conversation::Block::Text {
                             text: lock(&guard).kept(),
                         }],
                         stop_reason: ModelStopReason::EndTurn,

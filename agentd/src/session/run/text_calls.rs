@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::history::{AssistantReply, Block, ToolCall};
+use crate::conversation::{AssistantReply, Block, ToolCall};
 use crate::provider::ToolSpec;
 use protocol::ModelStopReason;
 
