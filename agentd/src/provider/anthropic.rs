@@ -6,8 +6,9 @@ use protocol::{ModelStopReason, TokenUsage};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::endpoint::{Endpoint, Format};
 use super::sse::SseEvent;
-use super::stream::{self, StreamParser, Wire};
+use super::stream::StreamParser;
 use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
 use crate::conversation::{AssistantReply, Block, Message, ToolCall};
 
@@ -18,36 +19,36 @@ pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// The API version header sent with every request.
 pub const API_VERSION: &str = "2023-06-01";
 const NAME: &str = "Anthropic";
+const FORMAT: Format = Format {
+    name: NAME,
+    parse_error,
+};
 
 /// A client of the Messages API.
 #[derive(Debug, Clone)]
 pub struct Anthropic {
-    http: reqwest::Client,
-    base_url: String,
+    endpoint: Endpoint,
     api_key: String,
-    idle_timeout: std::time::Duration,
 }
 
 impl Anthropic {
     /// Whether this is a server other than Anthropic's own.
     pub fn is_local(&self) -> bool {
-        self.base_url != DEFAULT_BASE_URL
+        self.endpoint.is_local()
     }
 
     /// A client for `base_url` with `api_key`.
     pub fn new(http: reqwest::Client, base_url: &str, api_key: String) -> Self {
         Anthropic {
-            http,
-            base_url: base_url.trim_end_matches('/').to_string(),
+            endpoint: Endpoint::new(http, base_url, DEFAULT_BASE_URL),
             api_key,
-            idle_timeout: super::DEFAULT_IDLE_TIMEOUT,
         }
     }
 
     /// The same provider, treating a reply stream silent for `idle` as broken.
     pub fn with_idle_timeout(self, idle: std::time::Duration) -> Self {
         Self {
-            idle_timeout: idle,
+            endpoint: self.endpoint.with_idle_timeout(idle),
             ..self
         }
     }
@@ -59,21 +60,19 @@ impl Anthropic {
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, ProviderError> {
-        let url = format!("{}/v1/messages", self.base_url);
+        let url = format!("{}/v1/messages", self.endpoint.base_url);
         let post = self
+            .endpoint
             .http
             .post(&url)
             .header("x-api-key", &self.api_key)
             .header("anthropic-version", API_VERSION)
             .header("accept", "text/event-stream")
             .json(&request_body(&request));
-        let wire = Wire {
-            name: NAME,
-            url: &url,
-            parse_error,
-            idle_timeout: self.idle_timeout,
-        };
-        stream::post(wire, post, ReplyBuilder::default(), on_delta, cancel).await
+        let parser = ReplyBuilder::default();
+        self.endpoint
+            .stream(&FORMAT, &url, post, parser, on_delta, cancel)
+            .await
     }
 }
 

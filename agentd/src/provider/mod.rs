@@ -3,10 +3,13 @@
 //! [`AssistantReply`]; the loop never sees a provider's wire format.
 
 pub mod anthropic;
+mod endpoint;
 pub mod local;
 pub mod openai;
 pub mod retry;
 mod select;
+
+pub use select::Choice;
 pub mod sse;
 pub mod stream;
 

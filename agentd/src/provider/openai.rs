@@ -7,8 +7,9 @@ use protocol::{ModelStopReason, TokenUsage};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::endpoint::{Endpoint, Format};
 use super::sse::SseEvent;
-use super::stream::{self, StreamParser, Wire};
+use super::stream::StreamParser;
 use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
 use crate::conversation::{AssistantReply, Block, Message, ToolCall};
 
@@ -17,48 +18,49 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when neither the session nor the configuration names one.
 pub const DEFAULT_MODEL: &str = "gpt-4.1";
 const NAME: &str = "OpenAI-compatible";
+const FORMAT: Format = Format {
+    name: NAME,
+    parse_error,
+};
 
 /// A client of a Chat Completions endpoint.
 #[derive(Debug, Clone)]
 pub struct OpenAi {
-    http: reqwest::Client,
-    base_url: String,
+    endpoint: Endpoint,
     api_key: Option<String>,
-    idle_timeout: std::time::Duration,
 }
 
 impl OpenAi {
     /// A client for `base_url`, with `api_key` when the server needs one.
     pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
         OpenAi {
-            http,
-            base_url: base_url.trim_end_matches('/').to_string(),
+            endpoint: Endpoint::new(http, base_url, DEFAULT_BASE_URL),
             api_key,
-            idle_timeout: super::DEFAULT_IDLE_TIMEOUT,
         }
     }
 
     /// The same provider, treating a reply stream silent for `idle` as broken.
     pub fn with_idle_timeout(self, idle: std::time::Duration) -> Self {
         Self {
-            idle_timeout: idle,
+            endpoint: self.endpoint.with_idle_timeout(idle),
             ..self
         }
     }
 
     /// Whether this is a server other than OpenAI's own (a local one).
     pub fn is_local(&self) -> bool {
-        self.base_url != DEFAULT_BASE_URL
+        self.endpoint.is_local()
     }
 
     /// The one model the server serves (see [`super::local::only_model`]).
     pub async fn only_model(&self) -> Result<String, ProviderError> {
-        super::local::only_model(&self.http, &self.base_url, self.api_key.as_deref()).await
+        let Endpoint { http, base_url, .. } = &self.endpoint;
+        super::local::only_model(http, base_url, self.api_key.as_deref()).await
     }
 
     /// The context window the server runs `model` with, where it says.
     pub async fn server_context_window(&self, model: &str) -> Option<u64> {
-        super::local::context_window(&self.http, &self.base_url, model).await
+        super::local::context_window(&self.endpoint.http, &self.endpoint.base_url, model).await
     }
 
     /// Streams one reply (see [`super::Provider::stream`]).
@@ -68,8 +70,9 @@ impl OpenAi {
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, ProviderError> {
-        let url = format!("{}/chat/completions", self.base_url);
+        let url = format!("{}/chat/completions", self.endpoint.base_url);
         let mut post = self
+            .endpoint
             .http
             .post(&url)
             .header("accept", "text/event-stream")
@@ -77,13 +80,10 @@ impl OpenAi {
         if let Some(key) = &self.api_key {
             post = post.bearer_auth(key);
         }
-        let wire = Wire {
-            name: NAME,
-            url: &url,
-            parse_error,
-            idle_timeout: self.idle_timeout,
-        };
-        stream::post(wire, post, ReplyBuilder::default(), on_delta, cancel).await
+        let parser = ReplyBuilder::default();
+        self.endpoint
+            .stream(&FORMAT, &url, post, parser, on_delta, cancel)
+            .await
     }
 }
 
@@ -318,6 +318,7 @@ impl StreamParser for ReplyBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::stream;
 
     fn chunk(value: Value) -> String {
         format!("data: {value}\n\n")

@@ -5,9 +5,51 @@
 use crate::config::{
     Config, DEFAULT_MAX_TOKENS, LOCAL_MAX_TOKENS, ProviderKind, ProviderProfile, TextToolCalls,
 };
+use crate::prices::Price;
 use crate::provider::{Provider, ProviderError, anthropic, openai};
 
+/// What a run talks to, chosen once when it starts: the provider and model (or why there is
+/// none), its output limit, the context window the configuration gives, its price and whether
+/// calls written as text are read.
+pub struct Choice {
+    /// The provider and model, or why there is none.
+    pub provider: Result<(Provider, String), ProviderError>,
+    /// The output token limit of one reply.
+    pub max_tokens: u32,
+    /// The context window in tokens, when the configuration gives it; else a local server is
+    /// asked, or the model family's is taken.
+    pub context_window: Option<u64>,
+    /// The model's price, when it is known.
+    pub price: Option<Price>,
+    /// Whether tool calls a model writes as text are read as calls.
+    pub text_tool_calls: bool,
+}
+
 impl Config {
+    /// Chooses a run's provider: profile `profile` (or the default) with `model` (or the
+    /// configured one), keys and base URLs from `env` first.
+    pub fn choose(
+        &self,
+        http: &reqwest::Client,
+        profile: Option<&str>,
+        model: Option<&str>,
+        env: &[(String, String)],
+    ) -> Choice {
+        let provider = self.provider(http, profile, model, env);
+        let local = provider.as_ref().is_ok_and(|(p, _)| p.is_local());
+        let price = provider
+            .as_ref()
+            .ok()
+            .and_then(|(_, model)| crate::prices::price_of(&self.prices, model));
+        Choice {
+            provider,
+            max_tokens: self.max_tokens(local),
+            context_window: self.configured_context_window(profile),
+            price,
+            text_tool_calls: self.text_tool_calls(profile),
+        }
+    }
+
     /// Builds the provider `name` (or the default) with `model` (or the configured one), taking
     /// keys and base URLs from `env` first and the daemon's environment second.
     pub fn provider(

@@ -62,47 +62,27 @@ impl SessionActor {
         }
         self.info.state = SessionState::Running;
         let cancel = CancellationToken::new();
-        let provider = config.provider(
-            &self.env.http,
-            options
-                .provider
-                .as_deref()
-                .or(self.info.provider.as_deref()),
-            options.model.as_deref().or(self.info.model.as_deref()),
-            &options.env,
-        );
         let profile = options
             .provider
             .as_deref()
             .or(self.info.provider.as_deref());
-        let local = provider.as_ref().is_ok_and(|(p, _)| p.is_local());
-        let price = provider
-            .as_ref()
-            .ok()
-            .and_then(|(_, model)| crate::prices::price_of(&config.prices, model));
+        let model = options.model.as_deref().or(self.info.model.as_deref());
+        let choice = config.choose(&self.env.http, profile, model, &options.env);
         let setup = RunSetup {
             session: SessionPort::new(me.clone()),
             run: id,
             cwd: self.cwd(),
-            provider,
+            choice,
             tools: self.env.tools.clone(),
             cancel: cancel.clone(),
             max_turns,
-            max_tokens: config.max_tokens(local),
-            bash_timeout: config.bash_timeout(),
-            permission_timeout: config.permission_timeout(),
             files: self.files.clone(),
-            retry: config.retry_policy(),
-            context_window: config.configured_context_window(profile),
-            compaction: config.compaction,
             processes: self.env.processes.clone(),
             env: Arc::new(self.command_env(&config)),
             mcp: self.env.mcp.clone(),
             id: self.info.id.clone(),
             checkpoints: config.checkpoints.enabled.then(|| self.checkpoints.clone()),
-            checkpoint_limits: config.checkpoints,
-            price,
-            text_tool_calls: config.text_tool_calls(profile),
+            config,
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))

@@ -116,7 +116,7 @@ impl Run {
                         let ctx = ToolContext {
                             cwd: self.setup.cwd.clone(),
                             cancel: self.cancel().clone(),
-                            bash_timeout: self.setup.bash_timeout,
+                            bash_timeout: self.setup.config.bash_timeout(),
                             files: self.setup.files.clone(),
                             gate: gate.clone(),
                             processes: self.setup.processes.clone(),
@@ -215,7 +215,7 @@ impl Run {
                 return Ok(Prepared::Refused(ToolOutput::error(reason)));
             }
             Authorization::Pending(request, answer) => {
-                let timeout = self.setup.permission_timeout;
+                let timeout = self.setup.config.permission_timeout();
                 let expired = async {
                     match timeout {
                         Some(after) => tokio::time::sleep(after).await,

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use kameo::prelude::*;
 use protocol::{Delivery, Event, ModelStopReason, RunId, StopReason, TokenUsage};
@@ -28,8 +28,7 @@ use crate::compact;
 use crate::conversation::{AssistantReply, Message, ToolCall};
 use crate::health::HealthMonitor;
 use crate::mcp::{McpHub, SessionSide, Toolset};
-use crate::provider::retry::RetryPolicy;
-use crate::provider::{Provider, ProviderError, ToolSpec};
+use crate::provider::{Choice, Provider, ProviderError, ToolSpec};
 use crate::tools::{self, Tool, ToolPool, batch};
 
 /// A context window this small (in tokens) gets the compact prompt and tool descriptions.
@@ -50,29 +49,18 @@ pub struct RunSetup {
     pub run: RunId,
     /// The session directory.
     pub cwd: PathBuf,
-    /// The provider and model, or why there is none.
-    pub provider: Result<(Provider, String), ProviderError>,
+    /// The configuration in force when the run started.
+    pub config: Arc<crate::config::Config>,
+    /// The provider, model and limits chosen for the run.
+    pub choice: Choice,
     /// The tool pool.
     pub tools: ToolPool,
     /// Fires when the user cancels.
     pub cancel: CancellationToken,
     /// The turn limit; 0 for none.
     pub max_turns: u32,
-    /// The output token limit of one reply.
-    pub max_tokens: u32,
-    /// The default `bash` timeout.
-    pub bash_timeout: Duration,
-    /// How long a permission request may wait before it is denied; `None` waits for ever.
-    pub permission_timeout: Option<Duration>,
     /// The files the session read, for the stale-file guard.
     pub files: Arc<crate::stale_files::FileTracker>,
-    /// How model calls are retried.
-    pub retry: RetryPolicy,
-    /// The model's context window in tokens, when the configuration gives it; else a local
-    /// server is asked, or the model family's is taken.
-    pub context_window: Option<u64>,
-    /// Whether long histories are summarised.
-    pub compaction: bool,
     /// Where running commands are recorded.
     pub processes: crate::tools::processes::ProcessRecords,
     /// The environment commands run with.
@@ -83,12 +71,6 @@ pub struct RunSetup {
     pub id: protocol::SessionId,
     /// Where the run's checkpoints go; `None` when they are off.
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
-    /// What a checkpoint may hold.
-    pub checkpoint_limits: crate::checkpoint::CheckpointConfig,
-    /// The model's price, when it is known.
-    pub price: Option<crate::prices::Price>,
-    /// Whether tool calls a model writes as text are read as calls.
-    pub text_tool_calls: bool,
 }
 
 /// How a run ended.
@@ -179,7 +161,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         usage: TokenUsage::default(),
         error: Some(err),
     };
-    let (provider, mut model) = match &setup.provider {
+    let (provider, mut model) = match &setup.choice.provider {
         Ok((provider, model)) => (provider.clone(), model.clone()),
         Err(err) => return failed(err.to_string()),
     };
@@ -190,7 +172,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
             Err(err) => return failed(err.to_string()),
         };
     }
-    let window = match setup.context_window {
+    let window = match setup.choice.context_window {
         Some(window) => window,
         None => match provider.server_context_window(&model).await {
             Some(window) => window,
@@ -200,7 +182,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
     let checkpoints = checkpoints::RunCheckpoints::start(
         setup.checkpoints.clone(),
         setup.run,
-        setup.checkpoint_limits,
+        setup.config.checkpoints,
     );
     let side = SessionSide {
         id: setup.id.clone(),
@@ -295,12 +277,12 @@ impl Run {
                 })
                 .await?;
             let window = self.window;
-            if self.setup.compaction
+            if self.setup.config.compaction
                 && (input.compact
                     || compact::over_threshold(
                         input.last_input,
                         window,
-                        self.setup.max_tokens.into(),
+                        self.setup.choice.max_tokens.into(),
                     ))
             {
                 match self.compact(provider, model, &input).await? {
@@ -333,7 +315,7 @@ impl Run {
                     // Too long for the model: summarise once and try again.
                     Err(err)
                         if err.is_context_overflow()
-                            && self.setup.compaction
+                            && self.setup.config.compaction
                             && !compacted_for_overflow =>
                     {
                         compacted_for_overflow = true;
@@ -381,7 +363,7 @@ impl Run {
             self.emit(Event::Usage {
                 turn: turn_usage,
                 cumulative: self.usage,
-                cost_micros: self.setup.price.map(|p| p.cost_micros(&self.usage)),
+                cost_micros: self.setup.choice.price.map(|p| p.cost_micros(&self.usage)),
             });
             let call_refs: Vec<&ToolCall> = calls.iter().collect();
             // A tool of a configured server counts even when the server is down.

@@ -31,6 +31,7 @@ impl Run {
         }
         let recovered = self
             .setup
+            .choice
             .text_tool_calls
             .then(|| text_calls::recover(&reply, &self.specs))
             .flatten();
@@ -68,13 +69,15 @@ impl Run {
             system: &system,
             messages: &input.messages,
             tools: &self.specs,
-            max_tokens: self.setup.max_tokens,
+            max_tokens: self.setup.choice.max_tokens,
         };
-        let gate = Arc::new(std::sync::Mutex::new(if self.setup.text_tool_calls {
-            text_calls::TextGate::default()
-        } else {
-            text_calls::TextGate::open()
-        }));
+        let gate = Arc::new(std::sync::Mutex::new(
+            if self.setup.choice.text_tool_calls {
+                text_calls::TextGate::default()
+            } else {
+                text_calls::TextGate::open()
+            },
+        ));
         let guard = Arc::new(std::sync::Mutex::new(repetition::RepetitionGuard::default()));
         let stream_cancel = self.cancel().child_token();
         let (session, run) = (self.setup.session.clone(), self.setup.run);
@@ -97,7 +100,7 @@ impl Run {
         };
         let (session, run) = (self.setup.session.clone(), self.setup.run);
         let (retry_gate, retry_guard) = (gate.clone(), guard.clone());
-        let fresh_gate = self.setup.text_tool_calls;
+        let fresh_gate = self.setup.choice.text_tool_calls;
         let mut on_retry = move |retry: &Retry| {
             // A new attempt streams its text from the start.
             *lock(&retry_gate) = if fresh_gate {
@@ -118,7 +121,7 @@ impl Run {
             request,
             &mut on_delta,
             &stream_cancel,
-            self.setup.retry,
+            self.setup.config.retry_policy(),
             &mut on_retry,
         )
         .await;
