@@ -226,3 +226,36 @@ pub async fn wait_for_config(client: &Client, generation: u64) -> protocol::Daem
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// A session in `cwd` whose first run ("first question") answered "first answer" and whose
+/// second ("second question") is under way, its reply "second answer" held after the first
+/// text delta: the client, the session, its events, the model server and the gate that lets
+/// the reply finish.
+pub async fn session_mid_reply(
+    daemon: &Daemon,
+    cwd: &Path,
+) -> (
+    Client,
+    SessionId,
+    UnboundedReceiver<Incoming>,
+    model_server::ModelServer,
+    model_server::Gate,
+) {
+    use model_server::anthropic;
+    let gate = model_server::Gate::new();
+    let server = model_server::ModelServer::start(vec![
+        anthropic::text("first answer"),
+        anthropic::reply()
+            .text("second ")
+            .text("answer")
+            .build()
+            .hold_after(4, &gate),
+    ])
+    .await;
+    let (client, session, mut incoming) = session_in(daemon, cwd).await;
+    start_run(&client, &session, "first question", run_options(&server)).await;
+    until_finished(&mut incoming).await;
+    start_run(&client, &session, "second question", run_options(&server)).await;
+    events_until(&mut incoming, |e| matches!(e, Event::TextDelta { .. })).await;
+    (client, session, incoming, server, gate)
+}

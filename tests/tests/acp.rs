@@ -254,34 +254,9 @@ async fn cancel_during_a_command_ends_the_prompt_cancelled_and_kills_it() {
 #[tokio::test]
 async fn an_editor_opens_a_session_a_terminal_started_replayed_then_live() {
     let project = tempfile::tempdir().unwrap();
-    let gate = Gate::new();
-    let model = ModelServer::start(vec![
-        anthropic::text("first answer"),
-        anthropic::reply()
-            .text("second ")
-            .text("answer")
-            .build()
-            .hold_after(4, &gate),
-    ])
-    .await;
     let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(
-        &client,
-        &session,
-        "first question",
-        tests::run_options(&model),
-    )
-    .await;
-    until_finished(&mut incoming).await;
-    start_run(
-        &client,
-        &session,
-        "second question",
-        tests::run_options(&model),
-    )
-    .await;
-    tests::events_until(&mut incoming, |e| matches!(e, Event::TextDelta { .. })).await;
+    let (_client, session, mut incoming, model, gate) =
+        tests::session_mid_reply(&daemon, project.path()).await;
     let cwd = project.path().to_path_buf();
     let id = session.as_str().to_string();
     let release = gate.clone();

@@ -22,23 +22,9 @@ async fn next(feed: &mut Feed) -> FeedItem {
 #[tokio::test]
 async fn replayed_events_come_before_the_marker_and_live_ones_after() {
     let project = tempfile::tempdir().unwrap();
-    let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::text("first"),
-        anthropic::reply()
-            .text("second ")
-            .text("answer")
-            .build()
-            .hold_after(4, &gate),
-    ])
-    .await;
     let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "one", run_options(&server)).await;
-    until_finished(&mut incoming).await;
-    start_run(&client, &session, "two", run_options(&server)).await;
-    tests::events_until(&mut incoming, |e| matches!(e, Event::TextDelta { .. })).await;
-
+    let (_client, session, _incoming, _server, gate) =
+        tests::session_mid_reply(&daemon, project.path()).await;
     let mut feed = Feed::new(daemon.client().await).unwrap();
     feed.follower().follow(&session, 0).await.unwrap();
     let mut replayed = Vec::new();

@@ -4,11 +4,11 @@
 
 use protocol::{Event, HealthKind, RunOptions, SessionEvent, StopReason};
 use serde_json::json;
+use tests::json_run::JsonRun;
 use tests::model_server::{Gate, ModelServer, anthropic, openai};
 use tests::{
     Daemon, run_options, session_in, start_run, stop_and_error, tool_results, until_finished,
 };
-use tokio::io::AsyncBufReadExt;
 
 /// Options for a local OpenAI-compatible server with no model named.
 fn local_options(server: &ModelServer) -> RunOptions {
@@ -258,39 +258,16 @@ async fn a_reply_that_repeats_itself_is_cut_and_kept_once() {
     assert_eq!(answer.matches("make dev").count(), 1, "{answer}");
 }
 
-/// Starts `agentctl run --json` on a bash call that waits for `go` to exist, and returns the
-/// child and its output lines once the call began.
+/// Starts `agentctl run --json` on a bash call that waits for `go` to exist, and returns it
+/// once the call began, with the session's id.
 async fn run_waiting(
     daemon: &Daemon,
     server: &ModelServer,
     project: &std::path::Path,
-) -> (
-    tokio::process::Child,
-    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-    String,
-) {
-    let mut child = daemon
-        .home
-        .agentctl_with(
-            server,
-            project,
-            &["run", "--allow", "bash", "--json", "wait"],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = tokio::time::timeout(tests::WAIT, lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .expect("a tool call");
-        let event: serde_json::Value = serde_json::from_str(&line).unwrap();
-        if event["type"] == "tool_call" {
-            return (child, lines, event["session"].as_str().unwrap().to_string());
-        }
-    }
+) -> (JsonRun, String) {
+    let mut run = JsonRun::start(daemon, server, project, "wait");
+    let call = run.until("tool_call").await;
+    (run, call["session"].as_str().unwrap().to_string())
 }
 
 fn waiting_script() -> Vec<tests::model_server::Scripted> {
@@ -308,17 +285,10 @@ async fn sigterm_to_run_cancels_its_run() {
     let project = tempfile::tempdir().unwrap();
     let server = ModelServer::start(waiting_script()).await;
     let daemon = Daemon::start();
-    let (mut child, mut lines, _) = run_waiting(&daemon, &server, project.path()).await;
-    tests::signal(child.id().unwrap(), libc::SIGTERM);
-    let mut last = serde_json::Value::Null;
-    while let Some(line) = tokio::time::timeout(tests::WAIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-    {
-        last = serde_json::from_str(&line).unwrap();
-    }
-    assert_eq!(child.wait().await.unwrap().code(), Some(130));
+    let (mut run, _) = run_waiting(&daemon, &server, project.path()).await;
+    tests::signal(run.child.id().unwrap(), libc::SIGTERM);
+    let last = run.rest().await.pop().unwrap_or_default();
+    assert_eq!(run.child.wait().await.unwrap().code(), Some(130));
     assert_eq!(last["type"], "run_finished");
     assert_eq!(last["stop_reason"], "aborted");
     // The server was not asked again.
@@ -330,9 +300,9 @@ async fn sighup_to_run_detaches_and_the_run_goes_on() {
     let project = tempfile::tempdir().unwrap();
     let server = ModelServer::start(waiting_script()).await;
     let daemon = Daemon::start();
-    let (mut child, _lines, session) = run_waiting(&daemon, &server, project.path()).await;
-    tests::signal(child.id().unwrap(), libc::SIGHUP);
-    assert_eq!(child.wait().await.unwrap().code(), Some(129));
+    let (mut run, session) = run_waiting(&daemon, &server, project.path()).await;
+    tests::signal(run.child.id().unwrap(), libc::SIGHUP);
+    assert_eq!(run.child.wait().await.unwrap().code(), Some(129));
     // Watch the session, then let the command end.
     let mut client = daemon.client().await;
     let session = protocol::SessionId(session);

@@ -122,40 +122,12 @@ async fn ctrl_c_cancels_a_running_command_and_exits_130() {
     )])
     .await;
     let daemon = Daemon::start();
-    let mut child = daemon
-        .home
-        .agentctl_with(
-            &server,
-            project.path(),
-            &["run", "--allow", "bash", "--json", "sleep please"],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    use tokio::io::AsyncBufReadExt;
+    let mut run = tests::json_run::JsonRun::start(&daemon, &server, project.path(), "sleep please");
     // Wait for the bash call to begin, then press Ctrl+C.
-    loop {
-        let line = tokio::time::timeout(tests::WAIT, lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        let event: serde_json::Value = serde_json::from_str(&line).unwrap();
-        if event["type"] == "tool_call" {
-            break;
-        }
-    }
-    tests::signal(child.id().unwrap(), libc::SIGINT);
-    let mut rest = Vec::new();
-    while let Some(line) = tokio::time::timeout(tests::WAIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-    {
-        rest.push(serde_json::from_str::<serde_json::Value>(&line).unwrap());
-    }
-    let status = child.wait().await.unwrap();
+    run.until("tool_call").await;
+    tests::signal(run.child.id().unwrap(), libc::SIGINT);
+    let rest = run.rest().await;
+    let status = run.child.wait().await.unwrap();
     assert_eq!(status.code(), Some(130));
     let result = rest
         .iter()
