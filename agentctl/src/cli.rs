@@ -71,6 +71,10 @@ pub enum Command {
         /// `agentd/<id>` from HEAD.
         #[arg(long, conflicts_with_all = ["session", "continue"])]
         worktree: bool,
+        /// If the daemon stops during a run of this session, do not resume the run in the next
+        /// daemon (the config's `resume_interrupted` otherwise).
+        #[arg(long)]
+        no_resume: bool,
     },
     /// Talk to the agent interactively in a new session here (or --session ID).
     ///

@@ -138,6 +138,7 @@ pub fn event_json(event: &SessionEvent) -> Value {
         }),
         Event::Error { message } => json!({"message": message}),
         Event::SessionDeleted => json!({}),
+        Event::RunResumed { run, reason } => json!({"run": run.0, "reason": reason.as_str()}),
     };
     value["type"] = json!(event.event.kind());
     value["seq"] = json!(event.seq);

@@ -91,6 +91,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             detach,
             r#continue,
             worktree,
+            no_resume,
         } => {
             let mut grants: Vec<PermissionClass> = allow
                 .iter()
@@ -119,6 +120,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 detach,
                 continue_latest: r#continue,
                 worktree,
+                no_resume,
             };
             commands::run::run(&paths, args).await
         }

@@ -107,6 +107,9 @@ pub struct Config {
     /// Whether long histories are summarised (at 80% of the context window, and once when the
     /// provider says the prompt is too long).
     pub compaction: bool,
+    /// Whether a run the daemon did not live to finish (a crash, `kill -9`, a restart) goes
+    /// on in the daemon that comes up after it.
+    pub resume_interrupted: bool,
     /// How the client's environment becomes the environment of commands.
     pub shell_env: ShellEnv,
     /// Client connections served at once; more are refused with a clear error.
@@ -204,6 +207,7 @@ impl Default for Config {
             retry_max_ms: 30_000,
             context_window: None,
             compaction: true,
+            resume_interrupted: true,
             shell_env: ShellEnv::default(),
             max_connections: 256,
             frame_timeout_ms: 5000,

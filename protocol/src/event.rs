@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::run::{
-    Decision, HealthKind, ModelStopReason, PermissionRequestId, RunId, StopReason, TokenUsage,
-    ToolCallInfo,
+    Decision, HealthKind, ModelStopReason, PermissionRequestId, ResumeReason, RunId, StopReason,
+    TokenUsage, ToolCallInfo,
 };
 use crate::session::{Delivery, Mode, QueuedMessage, SessionId};
 
@@ -207,6 +207,14 @@ pub enum Event {
     },
     /// The session was deleted; no more events follow.
     SessionDeleted,
+    /// A run the daemon did not live to finish goes on in the daemon that came up after it
+    /// (SPEC §4, continuity): same run, same turn count, same limits.
+    RunResumed {
+        /// The run.
+        run: RunId,
+        /// Why it had stopped.
+        reason: ResumeReason,
+    },
 }
 
 impl Event {
@@ -236,6 +244,7 @@ impl Event {
             Event::RunFinished { .. } => "run_finished",
             Event::Error { .. } => "error",
             Event::SessionDeleted => "session_deleted",
+            Event::RunResumed { .. } => "run_resumed",
         }
     }
 }

@@ -166,6 +166,14 @@ pub enum Request {
         /// Options for the run, if this message starts one.
         options: RunOptions,
     },
+    /// Whether a run of the session that the daemon did not live to finish goes on in the next
+    /// daemon (the configuration's `resume_interrupted` otherwise); replies `Done`.
+    SetResume {
+        /// The session.
+        session: SessionId,
+        /// Resume interrupted runs.
+        resume: bool,
+    },
 }
 
 /// The settings of a new session.

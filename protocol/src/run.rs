@@ -121,6 +121,20 @@ impl TokenUsage {
     }
 }
 
+/// Why a run stopped before it was resumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ResumeReason {
+    /// The daemon died (a crash, `kill -9`, the machine going down).
+    Crash,
+    /// The daemon was restarted on purpose (`agentctl daemon restart`).
+    Restart,
+}
+
+named_enum!(ResumeReason, "resume reason", {
+    Crash => "crash",
+    Restart => "restart",
+});
+
 /// Why a run ended (SPEC §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum StopReason {

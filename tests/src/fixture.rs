@@ -206,6 +206,15 @@ impl Daemon {
         self.child = spawn_ready(&self.home, &self.env);
     }
 
+    /// Starts the daemon again in the same home with these environment variables instead.
+    pub fn restart_with(&mut self, env: &[(&str, &str)]) {
+        self.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        self.restart();
+    }
+
     /// Whether the daemon found a sandbox; says why the test skips when not.
     pub fn sandbox_or_skip(&self) -> bool {
         let status = self.home.run_agentctl(&["daemon", "status"]);

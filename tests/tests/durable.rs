@@ -139,7 +139,7 @@ async fn a_session_and_its_history_survive_a_restart_and_can_be_resumed() {
 }
 
 #[tokio::test]
-async fn kill_9_during_a_tool_batch_closes_the_run_on_restart() {
+async fn with_resuming_off_kill_9_during_a_tool_batch_closes_the_run_on_restart() {
     let project = tempfile::tempdir().unwrap();
     let fifo = project.path().join("started");
     tests::make_fifo(&fifo);
@@ -152,7 +152,7 @@ async fn kill_9_during_a_tool_batch_closes_the_run_on_restart() {
         anthropic::text("Picking up again."),
     ])
     .await;
-    let mut daemon = Daemon::start();
+    let mut daemon = Daemon::start_in(Home::with_config("resume_interrupted = false\n"));
     let (client, session, incoming) = session_in(&daemon, project.path()).await;
     start_run(&client, &session, "work", run_options(&server)).await;
     // bash writes its pid into the FIFO, which blocks until this read: bash is running.
@@ -222,7 +222,7 @@ async fn kill_9_during_a_tool_batch_closes_the_run_on_restart() {
 }
 
 #[tokio::test]
-async fn kill_9_during_a_model_stream_keeps_no_partial_reply_and_keeps_the_queue() {
+async fn with_resuming_off_kill_9_during_a_model_stream_keeps_no_partial_reply_and_the_queue() {
     let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
     let server = ModelServer::start(vec![
@@ -231,7 +231,7 @@ async fn kill_9_during_a_model_stream_keeps_no_partial_reply_and_keeps_the_queue
         anthropic::text("And the queued one."),
     ])
     .await;
-    let mut daemon = Daemon::start();
+    let mut daemon = Daemon::start_in(Home::with_config("resume_interrupted = false\n"));
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
     start_run(&client, &session, "first", run_options(&server)).await;
     loop {
@@ -305,9 +305,10 @@ async fn kill_9_during_a_model_stream_keeps_no_partial_reply_and_keeps_the_queue
 }
 
 #[tokio::test]
-async fn kill_9_at_any_point_leaves_a_log_that_loads_and_a_consistent_history() {
+async fn kill_9_at_any_point_leaves_a_log_that_loads_and_a_run_that_completes() {
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("f.txt"), "x\n").unwrap();
+    // A reply the daemon received but did not store is asked again: one more answer is there.
     let script = || -> Vec<Scripted> {
         vec![
             anthropic::reply()
@@ -322,6 +323,7 @@ async fn kill_9_at_any_point_leaves_a_log_that_loads_and_a_consistent_history() 
                 .tool("write", json!({"path": "out.txt", "content": "done"}))
                 .build(),
             anthropic::text("All done."),
+            anthropic::text("All done."),
         ]
     };
     let mut daemon = Daemon::start();
@@ -331,29 +333,29 @@ async fn kill_9_at_any_point_leaves_a_log_that_loads_and_a_consistent_history() 
         let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
         start_run(&client, &session, "work", run_options(&server)).await;
         let mut seen = 0;
-        let mut completed = false;
         while seen < k {
             let event = next_event(&mut incoming).await;
             seen += 1;
             if matches!(event.event, Event::RunFinished { .. }) {
-                completed = true;
                 break;
             }
         }
         drop((client, incoming));
         daemon.kill();
-        daemon.restart();
-        let client = daemon.client().await;
+        // The next daemon resumes the run against the same server.
+        daemon.restart_with(&[
+            ("ANTHROPIC_BASE_URL", server.url()),
+            ("ANTHROPIC_API_KEY", "test-key"),
+        ]);
+        let mut client = daemon.client().await;
+        subscribe(&client, &session, 0).await;
+        let mut incoming = client.take_incoming().unwrap();
+        until_finished(&mut incoming).await;
         let events = history(&client, &session).await;
         assert_consistent(&events);
         let finished = finished_of(&events);
         assert_eq!(finished.len(), 1, "k={k}");
-        if !completed {
-            assert!(
-                matches!(finished[0].0, StopReason::Error | StopReason::Completed),
-                "k={k}: {finished:?}"
-            );
-        }
+        assert_eq!(finished[0].0, StopReason::Completed, "k={k}: {finished:?}");
         assert!(assert_log_parses(&daemon, &session) > 2);
     }
     account_for_every_seq(&daemon).await;

@@ -136,6 +136,10 @@ fn requests() -> Vec<Request> {
             delivery: Delivery::Steer,
             options: RunOptions::default(),
         },
+        Request::SetResume {
+            session: session(),
+            resume: false,
+        },
     ]
 }
 
@@ -240,6 +244,10 @@ fn events() -> Vec<Event> {
             message: "provider failed".into(),
         },
         Event::SessionDeleted,
+        Event::RunResumed {
+            run: RunId(3),
+            reason: protocol::ResumeReason::Crash,
+        },
     ]
 }
 
@@ -352,6 +360,7 @@ fn request_name(request: &Request) -> &'static str {
         Request::Fork { .. } => "Fork",
         Request::Shutdown => "Shutdown",
         Request::SendSubscribed { .. } => "SendSubscribed",
+        Request::SetResume { .. } => "SetResume",
     }
 }
 
@@ -476,9 +485,9 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 19);
+    assert_eq!(requests.len(), 20);
     assert_eq!(replies.len(), 12);
-    assert_eq!(events.len(), 23);
+    assert_eq!(events.len(), 24);
 }
 
 #[test]

@@ -4,7 +4,6 @@
 
 use agentctl::client::frames as frame;
 use protocol::{ClientFrame, PROTOCOL_VERSION, Reply, ServerFrame, Welcome};
-use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::{Daemon, run_options, session_in, start_run};
 
@@ -59,7 +58,7 @@ async fn a_daemon_of_another_version_is_named_with_the_fix() {
 }
 
 #[tokio::test]
-async fn a_restart_keeps_sessions_and_refuses_to_cut_runs_short_unless_forced() {
+async fn a_restart_during_a_run_keeps_the_session_and_the_run_goes_on() {
     let project = tempfile::tempdir().unwrap();
     let held = Gate::new();
     let server = ModelServer::start(vec![
@@ -67,6 +66,7 @@ async fn a_restart_keeps_sessions_and_refuses_to_cut_runs_short_unless_forced() 
             .text("a long answer")
             .build()
             .hold_after(4, &held),
+        anthropic::text("the whole answer"),
     ])
     .await;
     let daemon = Daemon::start();
@@ -77,50 +77,50 @@ async fn a_restart_keeps_sessions_and_refuses_to_cut_runs_short_unless_forced() 
         matches!(e, protocol::Event::TextDelta { .. })
     })
     .await;
-
-    let refused = daemon.home.run_agentctl(&["daemon", "restart"]);
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("1 of the daemon's runs are going") && stderr.contains("--force"),
-        "{stderr}"
-    );
-    let status = daemon.home.run_agentctl(&["daemon", "status"]);
-    let status = String::from_utf8_lossy(&status.stdout);
-    assert!(
-        status
-            .lines()
-            .any(|l| l.split_whitespace().eq(["pid", &old_pid.to_string()])),
-        "the daemon was stopped anyway: {status}"
-    );
-
     drop(client);
-    let forced = daemon.home.run_agentctl(&["daemon", "restart", "--force"]);
-    let stdout = String::from_utf8_lossy(&forced.stdout);
+
+    // The new daemon takes the provider from the environment of whoever starts it.
+    let restarted = daemon
+        .home
+        .agentctl(&["daemon", "restart"])
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&restarted.stdout);
     assert_eq!(
-        forced.status.code(),
+        restarted.status.code(),
         Some(0),
         "{stdout}{}",
-        String::from_utf8_lossy(&forced.stderr)
+        String::from_utf8_lossy(&restarted.stderr)
+    );
+    assert!(
+        stdout.contains("1 run(s) going: they go on in the new daemon"),
+        "{stdout}"
     );
     assert!(
         stdout.contains(&format!("agentd restarted (pid {old_pid} → ")),
         "{stdout}"
     );
-
-    // The session is still there, its interrupted run closed as after a crash.
-    let shown = daemon.home.run_agentctl(&["show", &session.0, "--json"]);
-    let text = String::from_utf8_lossy(&shown.stdout);
-    let finished: Vec<serde_json::Value> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|e| e["type"] == "run_finished")
-        .collect();
-    assert_eq!(finished.len(), 1, "{text}");
-    assert_eq!(finished[0]["stop_reason"], json!("error"));
-    assert_eq!(
-        finished[0]["error"],
-        json!("the daemon stopped during this run")
-    );
     held.release();
+
+    // The session is still there and its run finishes in the new daemon.
+    let client = agentctl::client::Client::connect(&daemon.paths().socket, "test")
+        .await
+        .unwrap();
+    let mut client = client;
+    tests::subscribe(&client, &session, 0).await;
+    let mut incoming = client.take_incoming().unwrap();
+    let events = tests::until_finished(&mut incoming).await;
+    assert!(events.iter().any(|e| matches!(
+        e.event,
+        protocol::Event::RunResumed {
+            reason: protocol::ResumeReason::Restart,
+            ..
+        }
+    )));
+    assert_eq!(
+        tests::stop_and_error(&events).0,
+        protocol::StopReason::Completed
+    );
 }

@@ -307,6 +307,10 @@ impl Bridge {
                     };
                 }
             }
+            Event::RunResumed { run, reason } => {
+                let text = format!("(run {run} goes on after a daemon {reason})\n");
+                out.push(updates::text_chunk(SessionUpdate::AgentThoughtChunk, &text));
+            }
             Event::SessionDeleted => {
                 deleted = true;
                 for prompt in watched.prompts.drain(..) {

@@ -44,8 +44,8 @@ pub async fn stop(paths: &Paths) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// Stops the daemon and starts it again (a new version, after an upgrade). Sessions are kept;
-/// runs in progress would be interrupted, so they make it refuse unless `force`.
+/// Stops the daemon and starts it again (a new version, after an upgrade). Sessions are kept,
+/// and runs in progress go on in the new daemon (unless resuming is off).
 pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
     let old = match connect::connect_running(paths, "daemon restart").await {
         Ok(client) => {
@@ -53,12 +53,11 @@ pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
                 Reply::Status(status) => status,
                 other => return Err(unexpected(other)),
             };
-            if status.running > 0 && !force {
-                return Err(Failure::new(format!(
-                    "{} of the daemon's runs are going, and a restart would interrupt them; \
-                     wait for them or cancel them, or restart with --force",
+            if status.running > 0 {
+                println!(
+                    "{} run(s) going: they go on in the new daemon",
                     status.running
-                )));
+                );
             }
             Some(shut_down(paths, client).await?)
         }
@@ -67,7 +66,7 @@ pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
         Err(ConnectError::VersionMismatch(_)) if force => Some(terminate(paths).await?),
         Err(err @ ConnectError::VersionMismatch(_)) => {
             return Err(Failure::new(format!(
-                "{err}\nThe runs of a daemon of another version cannot be checked: restart with --force (runs in progress are interrupted)"
+                "{err}\nA daemon of another version cannot be asked to stop: restart with --force (it is sent SIGTERM)"
             )));
         }
         Err(err) => return Err(Failure::new(err)),

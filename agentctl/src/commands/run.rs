@@ -42,6 +42,8 @@ pub struct RunArgs {
     pub continue_latest: bool,
     /// Give a new session its own git worktree.
     pub worktree: bool,
+    /// Do not resume the session's runs after the daemon stopped during one.
+    pub no_resume: bool,
 }
 
 /// Runs the prompt and returns the exit code of the run's stop reason.
@@ -69,6 +71,13 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
         provider: args.provider.clone(),
         env: provider_env(),
     };
+    if args.no_resume {
+        let off = Request::SetResume {
+            session: session.clone(),
+            resume: false,
+        };
+        request(&client, off).await?;
+    }
     let mut feed =
         Feed::new(client).ok_or_else(|| Failure::new("the connection's events were taken"))?;
     let follower = feed.follower().clone();

@@ -1,8 +1,8 @@
 //! The human view of each kind of event: one small function per kind.
 
 use protocol::{
-    Decision, Delivery, Event, PermissionRequestId, RunId, SessionEvent, StopReason, TokenUsage,
-    ToolCallInfo,
+    Decision, Delivery, Event, PermissionRequestId, ResumeReason, RunId, SessionEvent, StopReason,
+    TokenUsage, ToolCallInfo,
 };
 
 use super::tools::{duration, tool_summary};
@@ -105,6 +105,13 @@ impl HumanView {
                 self.line(&style.red(&text));
             }
             Event::SessionDeleted => self.line(&style.dim("• the session was deleted")),
+            Event::RunResumed { run, reason } => {
+                let why = match reason {
+                    ResumeReason::Crash => "the daemon stopped",
+                    ResumeReason::Restart => "the daemon restarted",
+                };
+                self.line(&style.yellow(&format!("↻ run {run} goes on: {why} while it ran")));
+            }
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use kameo::prelude::*;
@@ -22,7 +22,7 @@ use crate::session::SessionEnv;
 use crate::session::event_log::EventLog;
 use crate::session::listing::Listing;
 use crate::session::queue::Queues;
-use crate::stale_files::{FileTracker, FileWatcher, Notice};
+use crate::stale_files::FileTracker;
 use crate::store::{Meta, Record, SessionStore};
 
 mod asks;
@@ -30,11 +30,16 @@ mod changes;
 mod durable;
 mod follow;
 mod loop_messages;
+mod outside;
 mod port;
 mod recovery;
+mod settings;
 
 pub use follow::{GetHistory, HistorySource, Subscribe, Unsubscribe};
+pub use outside::FileTouched;
+use outside::tracker;
 pub use port::SessionPort;
+pub use settings::SetResume;
 
 use asks::PendingAsk;
 pub use asks::{Answer, Authorization, Authorize, Expire};
@@ -116,6 +121,8 @@ pub struct SessionActor {
     noticed: std::collections::HashSet<String>,
     /// The checkpoints of the session's runs.
     checkpoints: Arc<crate::checkpoint::Checkpoints>,
+    /// A run the daemon did not live to finish, to resume once loaded.
+    to_resume: Option<recovery::Resume>,
 }
 
 impl Actor for SessionActor {
@@ -171,6 +178,7 @@ impl Actor for SessionActor {
             sandbox_warned: false,
             noticed: std::collections::HashSet::new(),
             checkpoints: Arc::new(checkpoints),
+            to_resume: None,
         };
         actor.info.turns = 0;
         // A large log takes a while to read: not on the runtime's threads, and a record at a
@@ -192,6 +200,10 @@ impl Actor for SessionActor {
         .await
         .map_err(|e| failed(e.to_string()))?
         .map_err(failed)?;
+        let mut actor = actor;
+        if let Some(resume) = actor.to_resume.take() {
+            actor.resume_run(resume, me);
+        }
         Ok(actor)
     }
 
@@ -216,6 +228,10 @@ impl Actor for SessionActor {
     ) -> Result<(), Self::Error> {
         if let Some(run) = &self.run {
             run.cancel.cancel();
+            // The daemon stops on purpose (a restart): the next one resumes the run and says
+            // why it stopped.
+            let run = run.id;
+            self.record(&crate::store::Record::Stopped { run });
         }
         if let Some(compaction) = &self.compaction {
             compaction.cancel();
@@ -336,34 +352,6 @@ impl SessionActor {
         if self.info.state != state {
             self.info.state = state;
             self.listing.publish(self.info());
-        }
-    }
-}
-
-/// A tracker whose files the daemon's watcher reports to this session.
-fn tracker(watcher: &FileWatcher, owner: u64, session: &ActorRef<SessionActor>) -> FileTracker {
-    let (watcher, session) = (watcher.clone(), session.downgrade());
-    FileTracker::new(move |path| {
-        let session = session.clone();
-        let notice: Notice = Box::new(move |changed: &Path| {
-            if let Some(session) = session.upgrade() {
-                let _ = session.tell(FileTouched(changed.to_path_buf())).try_send();
-            }
-        });
-        watcher.watch(path, owner, Arc::new(notice));
-    })
-}
-
-/// A file the session read was touched on disk.
-pub struct FileTouched(pub PathBuf);
-
-impl Message<FileTouched> for SessionActor {
-    type Reply = ();
-
-    async fn handle(&mut self, msg: FileTouched, _: &mut Context<Self, Self::Reply>) {
-        if self.files.changed_outside(&msg.0) {
-            let path = crate::tools::display(&self.cwd(), &msg.0);
-            self.emit(Event::FileChanged { path });
         }
     }
 }

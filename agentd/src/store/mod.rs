@@ -60,6 +60,19 @@ pub enum Record {
         /// Messages kept verbatim.
         keep_last: usize,
     },
+    /// A run began with these options (the client's environment left out: it may hold keys);
+    /// a run the daemon did not live to finish is resumed with them.
+    Run {
+        /// The run.
+        run: protocol::RunId,
+        /// Its options.
+        options: protocol::RunOptions,
+    },
+    /// The daemon stopped on purpose (a restart) while run `run` went.
+    Stopped {
+        /// The run.
+        run: protocol::RunId,
+    },
     /// An "always allow" rule the user gave.
     Rule {
         /// The rule.
@@ -117,6 +130,14 @@ pub struct Meta {
     /// The session's own git worktree, if it was started with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<crate::worktree::Worktree>,
+    /// The run going when the settings were last saved: a daemon that comes up finds the
+    /// runs its predecessor did not finish here, without reading every log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<u64>,
+    /// Whether a run the daemon did not live to finish goes on in the next daemon; the
+    /// configuration's `resume_interrupted` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_interrupted: Option<bool>,
 }
 
 impl Meta {
@@ -129,7 +150,12 @@ impl Meta {
             model: self.model.clone(),
             provider: self.provider.clone(),
             mode: self.mode.parse().unwrap_or(Mode::Default),
-            state: SessionState::Idle,
+            // A run the last daemon did not finish is resumed (or closed) once loaded.
+            state: if self.running.is_some() {
+                SessionState::Running
+            } else {
+                SessionState::Idle
+            },
             turns: self.turns,
             steer_queued: 0,
             follow_up_queued: 0,
@@ -156,6 +182,8 @@ impl Meta {
             last_activity_ms: 1,
             turns: 0,
             worktree: None,
+            running: None,
+            resume_interrupted: None,
         }
     }
 
@@ -174,6 +202,8 @@ impl Meta {
             last_activity_ms: info.last_activity_ms,
             turns: info.turns,
             worktree: None,
+            running: None,
+            resume_interrupted: None,
         }
     }
 }

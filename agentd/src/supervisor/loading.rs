@@ -162,3 +162,18 @@ impl Message<Sweep> for Supervisor {
         });
     }
 }
+
+/// Load these sessions now: their runs were going when the last daemon stopped.
+pub struct LoadInterrupted(pub Vec<SessionId>);
+
+impl Message<LoadInterrupted> for Supervisor {
+    type Reply = ();
+
+    async fn handle(&mut self, msg: LoadInterrupted, _: &mut Context<Self, Self::Reply>) {
+        for id in msg.0 {
+            if let Err(err) = self.actor_of(&id).await {
+                tracing::error!(session = %id, "cannot load a session whose run was interrupted: {}", err.message);
+            }
+        }
+    }
+}

@@ -107,6 +107,15 @@ impl Actor for Supervisor {
             .collect::<HashMap<_, _>>();
         tracing::info!(sessions = sessions.len(), "sessions listed");
         loading::start_sweeping(&me, env.config.clone());
+        // Runs the last daemon did not finish go on (or are closed) without anyone asking.
+        let interrupted: Vec<SessionId> = sessions
+            .iter()
+            .filter(|(_, entry)| entry.meta.running.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !interrupted.is_empty() {
+            let _ = me.tell(loading::LoadInterrupted(interrupted)).try_send();
+        }
         Ok(Supervisor {
             paths: args.paths,
             started: Instant::now(),

@@ -59,6 +59,7 @@ pub(super) const SLASH_COMMANDS: &[&str] = &[
     "/deny",
     "/always",
     "/mode",
+    "/resume",
     "/compact",
     "/diff",
     "/rewind",
@@ -77,6 +78,7 @@ Esc or /cancel              cancel the run; queued messages come back into the i
 y / n / a                   allow, deny or always allow the pending permission request (one key)
 /allow /deny /always [N]    the same, for request N
 /mode [MODE]                show or set the mode: default, accept-edits, auto, plan, bypass
+/resume on|off              whether a run the daemon stops during goes on in the next daemon
 /diff [N] [--stat]          what the last run (or run N) changed in the directory
 /rewind [N] [yes]           show, then with `yes` do, the undo of the last run (or run N on)
 /sessions                   list sessions
@@ -325,6 +327,22 @@ impl Chat {
                     },
                 )
                 .await?;
+            }
+            "/resume" => {
+                let resume = match rest {
+                    "on" => true,
+                    "off" => false,
+                    _ => {
+                        self.say("use /resume on or /resume off");
+                        return Ok(true);
+                    }
+                };
+                let set = Request::SetResume {
+                    session: self.session.clone(),
+                    resume,
+                };
+                request(self.follower.client(), set).await?;
+                self.say(&format!("interrupted runs resume: {rest}"));
             }
             "/compact" => {
                 request(

@@ -38,6 +38,7 @@ impl Connection {
                 options,
             } => self.send_subscribed(session, text, delivery, options).await,
             Request::SetMode { session, mode } => self.set_mode(session, mode).await,
+            Request::SetResume { session, resume } => self.set_resume(session, resume).await,
             Request::Send {
                 session,
                 text,

@@ -6,7 +6,7 @@ use protocol::{
 };
 
 use super::super::Connection;
-use crate::session::actor::{Answer, Cancel, CompactNow, SendMessage, SetMode};
+use crate::session::actor::{Answer, Cancel, CompactNow, SendMessage, SetMode, SetResume};
 
 impl Connection {
     pub(super) async fn send_message(
@@ -47,6 +47,15 @@ impl Connection {
 
     pub(super) async fn compact(&self, session: SessionId) -> Result<Reply, ErrorInfo> {
         self.ask_session(&session, CompactNow).await?;
+        Ok(Reply::Done)
+    }
+
+    pub(super) async fn set_resume(
+        &self,
+        session: SessionId,
+        resume: bool,
+    ) -> Result<Reply, ErrorInfo> {
+        self.ask_session(&session, SetResume(resume)).await?;
         Ok(Reply::Done)
     }
 

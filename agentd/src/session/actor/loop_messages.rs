@@ -43,6 +43,14 @@ impl SessionActor {
             .max_turns
             .or(self.max_turns)
             .unwrap_or(config.max_turns);
+        // What a resumed run needs, without the client's environment (it may hold keys).
+        self.record(&Record::Run {
+            run: id,
+            options: RunOptions {
+                env: Vec::new(),
+                ..options.clone()
+            },
+        });
         self.emit(Event::RunStarted {
             run: id,
             trigger: delivery,
@@ -60,7 +68,36 @@ impl SessionActor {
                 ),
             });
         }
+        self.launch(id, options, max_turns, None, me);
+        id
+    }
+
+    /// Goes on with a run the daemon did not live to finish: same number, turn count and
+    /// limits; the calls the stop left without a result are answered first.
+    pub(super) fn resume_run(&mut self, resume: super::recovery::Resume, me: ActorRef<Self>) {
+        self.runs = self.runs.max(resume.run.0);
+        self.emit(Event::RunResumed {
+            run: resume.run,
+            reason: resume.reason,
+        });
+        let resumed = Some(resume.resumed);
+        self.launch(resume.run, resume.options, resume.max_turns, resumed, me);
+    }
+
+    /// Starts the loop's task for run `id`.
+    fn launch(
+        &mut self,
+        id: RunId,
+        options: RunOptions,
+        max_turns: u32,
+        resumed: Option<run::Resumed>,
+        me: ActorRef<Self>,
+    ) {
+        let config = self.env.config();
         self.info.state = SessionState::Running;
+        // A daemon that comes up finds the runs its predecessor did not finish here.
+        self.meta.running = Some(id.0);
+        self.save_meta();
         let cancel = CancellationToken::new();
         let profile = options
             .provider
@@ -83,6 +120,7 @@ impl SessionActor {
             id: self.info.id.clone(),
             checkpoints: config.checkpoints.enabled.then(|| self.checkpoints.clone()),
             config,
+            resumed,
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
@@ -113,7 +151,6 @@ impl SessionActor {
             _task: task,
         });
         tracing::info!(session = %self.info.id, run = id.0, "run started");
-        id
     }
 }
 
@@ -429,6 +466,7 @@ impl Message<RunDone> for SessionActor {
             self.emit_queues();
         }
         self.info.state = SessionState::Idle;
+        self.meta.running = None;
         tracing::info!(session = %self.info.id, run = msg.run.0, stop = %outcome.stop_reason, "run finished");
         self.emit(Event::RunFinished {
             run: msg.run,

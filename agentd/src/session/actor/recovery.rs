@@ -1,21 +1,49 @@
-//! Rebuilding a session from its log, record by record as it is read, and closing a run that
-//! the daemon (or the session's actor) did not live to finish: every tool call gets its
-//! result, open permission requests are answered, and the run is finished as `error`.
+//! Rebuilding a session from its log, record by record as it is read, and what to do with a
+//! run that the daemon (or the session's actor) did not live to finish: resumed (SPEC §4,
+//! continuity), or closed (every tool call gets its result, open permission requests are
+//! answered, and the run is finished as `error`) when resuming is off, when the actor itself
+//! failed, or when the run was already resumed less than a minute before.
 
 use std::sync::Arc;
 
-use protocol::{Decision, Delivery, Event, PermissionRequestId, RunId, StopReason, TokenUsage};
+use protocol::{
+    Decision, Delivery, Event, PermissionRequestId, ResumeReason, RunId, RunOptions, StopReason,
+    TokenUsage,
+};
 
 use super::SessionActor;
-use crate::conversation::{Message as HistoryMessage, ToolResult};
+use crate::conversation::{Message as HistoryMessage, ToolCall, ToolResult};
 use crate::session::queue::Queues;
+use crate::session::run::Resumed;
 use crate::store::Record;
+
+/// A run interrupted twice within this time is not resumed again.
+const AGAIN_WITHIN_MS: u64 = 60_000;
+
+/// A run to resume once the session is loaded.
+pub(super) struct Resume {
+    pub(super) run: RunId,
+    pub(super) max_turns: u32,
+    pub(super) options: RunOptions,
+    pub(super) reason: ResumeReason,
+    pub(super) resumed: Resumed,
+}
 
 /// What replaying a log keeps between records, for closing what a stop interrupted.
 #[derive(Default)]
 pub(super) struct Replayer {
     open_run: Option<(RunId, u32)>,
+    /// The open run's turn limit, options and when it was last resumed.
+    open_max_turns: u32,
+    open_options: Option<(RunId, RunOptions)>,
+    resumed_ms: Option<u64>,
+    /// The daemon stopped on purpose while the open run went.
+    stopped: bool,
+    /// Calls of the last reply that were announced (their batch began).
+    announced: Vec<String>,
     asks: Vec<PermissionRequestId>,
+    /// What the open permission requests asked to run: (tool, arguments).
+    asked: Vec<(PermissionRequestId, String, String)>,
     results_since_reply: Vec<(String, String, bool, String)>,
     reserved: u64,
     explained: u64,
@@ -43,6 +71,10 @@ impl Replayer {
                 Arc::make_mut(&mut actor.history).push(message);
             }
             Record::Rule { rule } => actor.always.push(rule),
+            Record::Run { run, options } => self.open_options = Some((run, options)),
+            Record::Stopped { run } => {
+                self.stopped = self.open_run.is_some_and(|(open, _)| open == run);
+            }
             Record::Compaction { summary, keep_last } => actor.replace_history(summary, keep_last),
             Record::Event {
                 seq,
@@ -50,17 +82,28 @@ impl Replayer {
                 event,
             } => {
                 match &event {
-                    Event::RunStarted { run, .. } => {
+                    Event::RunStarted { run, max_turns, .. } => {
                         actor.runs = actor.runs.max(run.0);
                         self.open_run = Some((*run, 0));
+                        self.open_max_turns = *max_turns;
+                        self.resumed_ms = None;
+                        self.stopped = false;
+                    }
+                    Event::RunResumed { run, .. }
+                        if self.open_run.is_some_and(|(open, _)| open == *run) =>
+                    {
+                        self.resumed_ms = Some(time_ms);
+                        self.stopped = false;
                     }
                     Event::AssistantMessage { .. } => {
                         if let Some((_, turns)) = &mut self.open_run {
                             *turns += 1;
                         }
                         self.results_since_reply.clear();
+                        self.announced.clear();
                         self.open_deltas = None;
                     }
+                    Event::ToolCall(call) => self.announced.push(call.id.clone()),
                     Event::ToolResult {
                         id,
                         name,
@@ -86,14 +129,21 @@ impl Replayer {
                             actor.queues.push(text.clone(), Delivery::FollowUp);
                         }
                     }
-                    Event::PermissionRequested { request, .. } => {
+                    Event::PermissionRequested {
+                        request,
+                        tool,
+                        args,
+                        ..
+                    } => {
                         actor.requests = actor.requests.max(request.0);
                         self.asks.push(*request);
+                        self.asked.push((*request, tool.clone(), args.clone()));
                     }
                     Event::PermissionResolved {
                         request, by_client, ..
                     } => {
                         self.asks.retain(|r| r != request);
+                        self.asked.retain(|(r, ..)| r != request);
                         actor.decided.insert(*request, by_client.clone());
                     }
                     _ => {}
@@ -116,7 +166,13 @@ impl SessionActor {
     fn close_interrupted(&mut self, replayed: Replayer, restarted: bool) {
         let Replayer {
             open_run,
+            open_max_turns,
+            open_options,
+            resumed_ms,
+            stopped,
+            announced,
             asks,
+            asked,
             results_since_reply,
             reserved,
             explained,
@@ -128,9 +184,88 @@ impl SessionActor {
                 message: "the session restarted after an internal error; its history was reloaded from disk".to_string(),
             });
         }
-        let Some((run, turns)) = open_run else { return };
+        // Loaded idle; a resumed run makes it running again.
+        self.info.state = protocol::SessionState::Idle;
+        let Some((run, turns)) = open_run else {
+            // The run finished before its end reached the settings.
+            if self.meta.running.take().is_some() {
+                self.save_meta();
+            }
+            return;
+        };
+        let resume = !restarted
+            && self
+                .meta
+                .resume_interrupted
+                .unwrap_or(self.env.config().resume_interrupted);
+        // A crash soon after a resume is a crash loop; a restart on purpose is not.
+        let again = !stopped
+            && resumed_ms.is_some_and(|at| crate::now_ms().saturating_sub(at) < AGAIN_WITHIN_MS);
+        if resume && !again {
+            // A request left open is asked again when its call runs again.
+            for request in asks {
+                self.decided
+                    .insert(request, "the daemon restart".to_string());
+                self.emit(Event::PermissionResolved {
+                    request,
+                    decision: Decision::Deny,
+                    by_client: "the daemon restart (it is asked again)".to_string(),
+                });
+            }
+            let calls: Vec<ToolCall> = match self.history.last() {
+                Some(HistoryMessage::Assistant(reply)) => {
+                    reply.tool_calls().into_iter().cloned().collect()
+                }
+                _ => Vec::new(),
+            };
+            let done = results_since_reply
+                .into_iter()
+                .filter(|(id, ..)| calls.iter().any(|c| &c.id == id))
+                .map(|(call_id, name, is_error, output)| ToolResult {
+                    call_id,
+                    name,
+                    output,
+                    is_error,
+                })
+                .collect();
+            // A call waiting for permission had not started.
+            let started = calls
+                .iter()
+                .filter(|c| announced.contains(&c.id))
+                .filter(|c| {
+                    !asked
+                        .iter()
+                        .any(|(_, tool, args)| *tool == c.name && *args == c.args)
+                })
+                .map(|c| c.id.clone())
+                .collect();
+            let options = open_options
+                .filter(|(r, _)| *r == run)
+                .map(|(_, options)| options)
+                .unwrap_or_default();
+            tracing::info!(session = %self.info.id, run = run.0, "resuming a run interrupted by a stop");
+            self.to_resume = Some(Resume {
+                run,
+                max_turns: open_max_turns,
+                options,
+                reason: if stopped {
+                    ResumeReason::Restart
+                } else {
+                    ResumeReason::Crash
+                },
+                resumed: Resumed {
+                    turns,
+                    calls,
+                    done,
+                    started,
+                },
+            });
+            return;
+        }
         let reason = if restarted {
             "the session restarted after an internal error during this run"
+        } else if again {
+            "the run was interrupted twice within a minute; it was not resumed again"
         } else {
             "the daemon stopped during this run"
         };
@@ -181,6 +316,7 @@ impl SessionActor {
             });
         }
         tracing::info!(session = %self.info.id, run = run.0, "closing a run interrupted by a stop");
+        self.meta.running = None;
         self.emit(Event::RunFinished {
             run,
             stop_reason: StopReason::Error,

@@ -277,7 +277,7 @@ enum Prepared {
     Interrupted,
 }
 
-fn result_event(result: &ToolResult, duration_ms: u64) -> Event {
+pub(super) fn result_event(result: &ToolResult, duration_ms: u64) -> Event {
     Event::ToolResult {
         id: result.call_id.clone(),
         name: result.name.clone(),

@@ -21,6 +21,7 @@ mod model_turn;
 use compaction::Compaction;
 mod checkpoints;
 mod repetition;
+mod resume;
 mod text_calls;
 
 use super::actor::{BeginTurn, NextQueued, Push, SessionPort};
@@ -71,6 +72,22 @@ pub struct RunSetup {
     pub id: protocol::SessionId,
     /// Where the run's checkpoints go; `None` when they are off.
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
+    /// Where the run stood, when it is resumed after the daemon stopped.
+    pub resumed: Option<Resumed>,
+}
+
+/// Where a resumed run stood when the daemon stopped (SPEC §4, continuity).
+#[derive(Debug, Clone, Default)]
+pub struct Resumed {
+    /// Model replies of the run so far.
+    pub turns: u32,
+    /// The calls of the last reply, when it asked for tools and not every call has a result.
+    pub calls: Vec<ToolCall>,
+    /// Their results that were in before the stop.
+    pub done: Vec<crate::conversation::ToolResult>,
+    /// The calls that had begun (announced, not waiting for permission): run again only when
+    /// they only read.
+    pub started: Vec<String>,
 }
 
 /// How a run ended.
@@ -190,11 +207,12 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         env: setup.env.clone(),
     };
     let small = window <= SMALL_WINDOW;
+    let turns = setup.resumed.as_ref().map_or(0, |r| r.turns);
     let mut run = Run {
         setup,
         window,
         small,
-        turns: 0,
+        turns,
         usage: TokenUsage::default(),
         health: HealthMonitor::new(),
         specs: Arc::new(tools::specs_for(small)),
@@ -263,6 +281,14 @@ impl Run {
     }
 
     async fn drive(&mut self, provider: &Provider, model: &str) -> Result<RunOutcome, Gone> {
+        // A resumed run first answers the calls the stop left without a result.
+        if let Some(resumed) = self.setup.resumed.take()
+            && !resumed.calls.is_empty()
+        {
+            self.refresh_tools().await;
+            let results = self.answer_interrupted(resumed).await?;
+            self.push(Message::ToolResults { results }, None).await?;
+        }
         loop {
             if self.cancel().is_cancelled() {
                 return Ok(self.finish(StopReason::Aborted, false, None));

@@ -1,0 +1,82 @@
+//! A resumed run's first step: every call of the last reply gets a result. Calls that had not
+//! begun, and calls that only read, run again; a command, a write, an edit or another MCP call
+//! that was under way is never run twice: its result says the daemon stopped while it ran, with
+//! what is known now.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::calls::result_event;
+use super::{Gone, INTERRUPTED, Resumed, Run};
+use crate::conversation::{ToolCall, ToolResult};
+
+impl Run {
+    /// Results for every call of the interrupted reply, in call order.
+    pub(super) async fn answer_interrupted(
+        &self,
+        resumed: Resumed,
+    ) -> Result<Vec<ToolResult>, Gone> {
+        let Resumed {
+            calls,
+            mut done,
+            started,
+            ..
+        } = resumed;
+        let mut again = Vec::new();
+        for call in &calls {
+            if done.iter().any(|r| r.call_id == call.id) {
+                continue;
+            }
+            if !started.contains(&call.id) || self.concurrency_safe(&call.name) {
+                again.push(call.clone());
+            } else {
+                let result = ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output: interrupted(call, &self.setup.cwd),
+                    is_error: true,
+                };
+                self.emit(result_event(&result, 0));
+                done.push(result);
+            }
+        }
+        done.extend(self.execute(&again).await?);
+        Ok(self.fill(&calls, done, INTERRUPTED))
+    }
+}
+
+/// What the model is told of a call that was under way when the daemon stopped.
+fn interrupted(call: &ToolCall, cwd: &Path) -> String {
+    let args: Value = serde_json::from_str(&call.args).unwrap_or(Value::Null);
+    let text = |key: &str| args[key].as_str().map(str::to_string);
+    let file = || {
+        let path = text("path")?;
+        std::fs::read_to_string(cwd.join(&path))
+            .ok()
+            .map(|content| (path, content))
+    };
+    let head = "the daemon stopped while this call ran; it was not run again";
+    match call.name.as_str() {
+        "bash" => format!(
+            "{head}, and what the command printed was not kept: check what it did before running it again"
+        ),
+        "write" => match (file(), text("content")) {
+            (Some((path, now)), Some(content)) if now == content => {
+                format!("{head}; {path} now holds the new content")
+            }
+            (Some((path, _)), _) => format!("{head}; {path} does not hold the new content"),
+            _ => format!("{head}; the file does not exist"),
+        },
+        "edit" => match (file(), text("old_string"), text("new_string")) {
+            (Some((path, now)), Some(old), Some(new))
+                if now.contains(&new) && (!now.contains(&old) || new.contains(&old)) =>
+            {
+                format!("{head}; {path} holds the edit")
+            }
+            (Some((path, _)), ..) => format!("{head}; {path} does not hold the edit"),
+            _ => format!("{head}; the file cannot be read"),
+        },
+        _ => format!("{head}: check its effects before calling it again"),
+    }
+}
