@@ -324,14 +324,24 @@ pub enum DaemonAction {
     ///
     /// Example: `agentctl daemon stop`
     Stop,
-    /// Stop the daemon and start it again (after an upgrade); sessions are kept.
+    /// Stop the daemon and start it again (after an upgrade); sessions are kept and runs in
+    /// progress go on in the new daemon.
     ///
-    /// Example: `agentctl daemon restart --force`
+    /// Example: `agentctl daemon restart`
     Restart {
-        /// Restart even while runs are going (they are interrupted and closed with an error).
+        /// Stop a daemon of another protocol version by its pid file (it cannot be asked).
         #[arg(long)]
         force: bool,
     },
+    /// Run the daemon as a user service (systemd, or launchd on macOS), so that it comes back
+    /// after a reboot and resumes what was going; starting on demand stays the default.
+    ///
+    /// Example: `agentctl daemon install`
+    Install,
+    /// Remove the user service `install` wrote.
+    ///
+    /// Example: `agentctl daemon uninstall`
+    Uninstall,
     /// Show version, pid, uptime, socket, sessions and memory.
     ///
     /// Example: `agentctl daemon status`

@@ -218,7 +218,7 @@ pub fn daemon_config(args: &[&str]) -> Result<u8, crate::Failure> {
 }
 
 /// The daemon binary: `AGENTD_BIN`, else `agentd` beside this executable, else from `PATH`.
-fn daemon_binary() -> PathBuf {
+pub fn daemon_binary() -> PathBuf {
     if let Some(bin) = std::env::var_os("AGENTD_BIN").filter(|b| !b.is_empty()) {
         return PathBuf::from(bin);
     }

@@ -77,6 +77,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             DaemonAction::Stop => commands::daemon::stop(&paths).await,
             DaemonAction::Restart { force } => commands::daemon::restart(&paths, force).await,
             DaemonAction::Status => commands::daemon::status(&paths).await,
+            DaemonAction::Install => commands::service::install(&paths),
+            DaemonAction::Uninstall => commands::service::uninstall(),
         },
         Command::Run {
             prompt,

@@ -251,3 +251,107 @@ async fn resuming_off_for_a_session_leaves_the_run_stopped() {
     assert_eq!(error.as_deref(), Some("the daemon stopped during this run"));
     assert_eq!(server.received().len(), 1);
 }
+
+/// A session left by a daemon that died while two reads of one reply ran: the reply is stored,
+/// both calls were announced, neither has a result.
+fn session_killed_during_reads(home: &Home, cwd: &std::path::Path) {
+    use agentd::conversation::{AssistantReply, Block, Message, ToolCall};
+    use agentd::store::{Meta, Record, SessionStore};
+    use protocol::{Delivery, ModelStopReason, RunId, RunOptions, TokenUsage, ToolCallInfo};
+    let sessions = home.paths().sessions_dir();
+    let mut meta = Meta::new("reads01", &cwd.to_string_lossy());
+    meta.running = Some(1);
+    SessionStore::create(&sessions, &meta, &[], false).unwrap();
+    let mut store = SessionStore::open(&sessions.join("reads01")).unwrap();
+    let calls: Vec<ToolCall> = ["a.txt", "b.txt"]
+        .iter()
+        .enumerate()
+        .map(|(i, path)| ToolCall {
+            id: format!("toolu_{i}"),
+            name: "read".into(),
+            args: json!({"path": path}).to_string(),
+        })
+        .collect();
+    let event = |seq: u64, event: Event| Record::Event {
+        seq,
+        time_ms: seq,
+        event,
+    };
+    let records = vec![
+        Record::Run {
+            run: RunId(1),
+            options: RunOptions::default(),
+        },
+        event(
+            1,
+            Event::RunStarted {
+                run: RunId(1),
+                trigger: Delivery::FollowUp,
+                max_turns: 10,
+            },
+        ),
+        Record::Message {
+            message: Message::User {
+                text: "read both".into(),
+                delivery: Delivery::FollowUp,
+            },
+        },
+        event(
+            2,
+            Event::UserMessage {
+                text: "read both".into(),
+                delivery: Delivery::FollowUp,
+            },
+        ),
+        Record::Message {
+            message: Message::Assistant(AssistantReply {
+                content: calls.iter().cloned().map(Block::ToolCall).collect(),
+                stop_reason: ModelStopReason::ToolUse,
+                usage: TokenUsage::default(),
+            }),
+        },
+        event(
+            3,
+            Event::AssistantMessage {
+                turn: 1,
+                text: String::new(),
+                thinking: String::new(),
+                tool_calls: calls
+                    .iter()
+                    .map(ToolCall::info)
+                    .collect::<Vec<ToolCallInfo>>(),
+                stop_reason: ModelStopReason::ToolUse,
+                folds: None,
+            },
+        ),
+        event(4, Event::ToolCall(calls[0].info())),
+        event(5, Event::ToolCall(calls[1].info())),
+    ];
+    for record in &records {
+        store.append(record).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn reads_under_way_when_the_daemon_died_run_again() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(project.path().join("b.txt"), "beta\n").unwrap();
+    let server = ModelServer::start(vec![anthropic::text("Both read.")]).await;
+    let home = Home::new();
+    session_killed_during_reads(&home, project.path());
+    let daemon = Daemon::start_with(home, &provider_env(&server));
+    // Nobody asks for the session: the daemon loads it and goes on by itself.
+    server.wait_for_requests(1).await;
+    let events = after_restart(&daemon, &SessionId("reads01".into())).await;
+    assert_eq!(resumed(&events), [ResumeReason::Crash]);
+    let (stop, error, turns) = finished(&events);
+    assert_eq!(stop, StopReason::Completed, "{error:?}");
+    assert_eq!(turns, 2);
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 2);
+    // They ran in parallel again: results come as they finish.
+    assert!(results.iter().any(|r| r.2.contains("alpha")), "{results:?}");
+    assert!(results.iter().any(|r| r.2.contains("beta")), "{results:?}");
+    assert!(results.iter().all(|r| !r.1));
+}

@@ -7,6 +7,7 @@ pub mod mcp;
 pub mod oneshot;
 pub mod run;
 mod run_keys;
+pub mod service;
 pub mod sessions;
 pub mod show;
 
