@@ -259,9 +259,10 @@ fn session_killed_during_reads(home: &Home, cwd: &std::path::Path) {
     use agentd::store::{Meta, Record, SessionStore};
     use protocol::{Delivery, ModelStopReason, RunId, RunOptions, TokenUsage, ToolCallInfo};
     let sessions = home.paths().sessions_dir();
-    let mut meta = Meta::new("reads01", &cwd.to_string_lossy());
-    meta.running = Some(1);
+    let meta = Meta::new("reads01", &cwd.to_string_lossy());
     SessionStore::create(&sessions, &meta, &[], false).unwrap();
+    // The journal of runs going names it.
+    std::fs::write(home.paths().data_dir.join("running.log"), "+ reads01 1\n").unwrap();
     let mut store = SessionStore::open(&sessions.join("reads01")).unwrap();
     let calls: Vec<ToolCall> = ["a.txt", "b.txt"]
         .iter()

@@ -32,6 +32,8 @@ pub struct SessionEnv {
     pub processes: crate::tools::processes::ProcessRecords,
     /// The MCP servers, shared by every session.
     pub mcp: crate::mcp::McpHub,
+    /// Which sessions have a run going, for the next daemon.
+    pub running: crate::store::RunningJournal,
 }
 
 impl SessionEnv {

@@ -7,6 +7,7 @@
 mod fork;
 mod log;
 mod replay;
+mod running;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ const ENV: &str = "env.json";
 pub use fork::fork;
 pub use log::{LogRead, SessionStore, read_log};
 pub use replay::{DiskReplay, Page, read_page};
+pub use running::RunningJournal;
 
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,10 +132,6 @@ pub struct Meta {
     /// The session's own git worktree, if it was started with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<crate::worktree::Worktree>,
-    /// The run going when the settings were last saved: a daemon that comes up finds the
-    /// runs its predecessor did not finish here, without reading every log.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub running: Option<u64>,
     /// Whether a run the daemon did not live to finish goes on in the next daemon; the
     /// configuration's `resume_interrupted` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,12 +148,7 @@ impl Meta {
             model: self.model.clone(),
             provider: self.provider.clone(),
             mode: self.mode.parse().unwrap_or(Mode::Default),
-            // A run the last daemon did not finish is resumed (or closed) once loaded.
-            state: if self.running.is_some() {
-                SessionState::Running
-            } else {
-                SessionState::Idle
-            },
+            state: SessionState::Idle,
             turns: self.turns,
             steer_queued: 0,
             follow_up_queued: 0,
@@ -182,7 +175,6 @@ impl Meta {
             last_activity_ms: 1,
             turns: 0,
             worktree: None,
-            running: None,
             resume_interrupted: None,
         }
     }
@@ -202,7 +194,6 @@ impl Meta {
             last_activity_ms: info.last_activity_ms,
             turns: info.turns,
             worktree: None,
-            running: None,
             resume_interrupted: None,
         }
     }

@@ -204,7 +204,6 @@ impl Message<Fork> for Supervisor {
             turns: 0,
             // The worktree stays its session's; the fork only works in the same directory.
             worktree: None,
-            running: None,
             ..source.clone()
         };
         self.sessions.insert(

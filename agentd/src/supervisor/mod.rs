@@ -80,6 +80,7 @@ impl Actor for Supervisor {
             n => n,
         };
         let tools = ToolPool::spawn(&me, size).await;
+        let (running, interrupted) = store::RunningJournal::open(&args.paths.data_dir);
         let env = Arc::new(SessionEnv {
             paths: args.paths.clone(),
             tools,
@@ -88,6 +89,7 @@ impl Actor for Supervisor {
             files: crate::stale_files::FileWatcher::start(),
             processes: crate::tools::processes::ProcessRecords::in_dir(commands_dir(&args.paths)),
             mcp: args.mcp,
+            running,
         });
         // Only the settings are read now; a session's log is read when it is first used.
         let (metas, unreadable) = store::list(&args.paths.sessions_dir());
@@ -108,11 +110,17 @@ impl Actor for Supervisor {
         tracing::info!(sessions = sessions.len(), "sessions listed");
         loading::start_sweeping(&me, env.config.clone());
         // Runs the last daemon did not finish go on (or are closed) without anyone asking.
-        let interrupted: Vec<SessionId> = sessions
-            .iter()
-            .filter(|(_, entry)| entry.meta.running.is_some())
-            .map(|(id, _)| id.clone())
+        let interrupted: Vec<SessionId> = interrupted
+            .into_iter()
+            .map(|(id, _)| SessionId(id))
+            .filter(|id| sessions.contains_key(id))
             .collect();
+        for id in &interrupted {
+            // Running until its session says otherwise.
+            if let Some(entry) = sessions.get(id) {
+                entry.info.update(|info| info.state = SessionState::Running);
+            }
+        }
         if !interrupted.is_empty() {
             let _ = me.tell(loading::LoadInterrupted(interrupted)).try_send();
         }

@@ -96,8 +96,7 @@ impl SessionActor {
         let config = self.env.config();
         self.info.state = SessionState::Running;
         // A daemon that comes up finds the runs its predecessor did not finish here.
-        self.meta.running = Some(id.0);
-        self.save_meta();
+        self.env.running.started(&self.info.id.0, id.0);
         let cancel = CancellationToken::new();
         let profile = options
             .provider
@@ -466,7 +465,7 @@ impl Message<RunDone> for SessionActor {
             self.emit_queues();
         }
         self.info.state = SessionState::Idle;
-        self.meta.running = None;
+        self.env.running.ended(&self.info.id.0, msg.run.0);
         tracing::info!(session = %self.info.id, run = msg.run.0, stop = %outcome.stop_reason, "run finished");
         self.emit(Event::RunFinished {
             run: msg.run,

@@ -187,10 +187,8 @@ impl SessionActor {
         // Loaded idle; a resumed run makes it running again.
         self.info.state = protocol::SessionState::Idle;
         let Some((run, turns)) = open_run else {
-            // The run finished before its end reached the settings.
-            if self.meta.running.take().is_some() {
-                self.save_meta();
-            }
+            // The run finished before its end reached the journal.
+            self.env.running.forget(&self.info.id.0);
             return;
         };
         let resume = !restarted
@@ -316,7 +314,7 @@ impl SessionActor {
             });
         }
         tracing::info!(session = %self.info.id, run = run.0, "closing a run interrupted by a stop");
-        self.meta.running = None;
+        self.env.running.ended(&self.info.id.0, run.0);
         self.emit(Event::RunFinished {
             run,
             stop_reason: StopReason::Error,
