@@ -201,15 +201,7 @@ impl SessionActor {
             && resumed_ms.is_some_and(|at| crate::now_ms().saturating_sub(at) < AGAIN_WITHIN_MS);
         if resume && !again {
             // A request left open is asked again when its call runs again.
-            for request in asks {
-                self.decided
-                    .insert(request, "the daemon restart".to_string());
-                self.emit(Event::PermissionResolved {
-                    request,
-                    decision: Decision::Deny,
-                    by_client: "the daemon restart (it is asked again)".to_string(),
-                });
-            }
+            self.withdraw(asks, "the daemon restart (it is asked again)");
             let calls: Vec<ToolCall> = match self.history.last() {
                 Some(HistoryMessage::Assistant(reply)) => {
                     reply.tool_calls().into_iter().cloned().collect()
@@ -304,15 +296,7 @@ impl SessionActor {
                 self.push_message(HistoryMessage::ToolResults { results });
             }
         }
-        for request in asks {
-            self.decided
-                .insert(request, "the daemon restart".to_string());
-            self.emit(Event::PermissionResolved {
-                request,
-                decision: Decision::Deny,
-                by_client: "the daemon restart".to_string(),
-            });
-        }
+        self.withdraw(asks, "the daemon restart");
         tracing::info!(session = %self.info.id, run = run.0, "closing a run interrupted by a stop");
         self.env.running.ended(&self.info.id.0, run.0);
         self.emit(Event::RunFinished {
@@ -326,6 +310,19 @@ impl SessionActor {
             error: Some(reason.to_string()),
         });
         self.save_meta();
+    }
+
+    /// Answers permission requests the stop left open (denied, by `by`).
+    fn withdraw(&mut self, asks: Vec<PermissionRequestId>, by: &str) {
+        for request in asks {
+            self.decided
+                .insert(request, "the daemon restart".to_string());
+            self.emit(Event::PermissionResolved {
+                request,
+                decision: Decision::Deny,
+                by_client: by.to_string(),
+            });
+        }
     }
 
     /// `seq`s handed out to deltas of a reply cut short by a stop, and those reserved and never
