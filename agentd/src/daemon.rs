@@ -67,9 +67,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     watch_signals(shutdown.clone());
     let pid_file = PidFile::claim(&paths)?;
     // No other daemon runs now: commands a crashed one left behind are ours to stop.
-    let reaped =
-        crate::tools::processes::ProcessRecords::in_dir(crate::supervisor::commands_dir(&paths))
-            .reap();
+    let reaped = crate::tools::processes::ProcessRecords::in_dir(paths.commands_dir()).reap();
     if reaped > 0 {
         tracing::warn!(
             processes = reaped,
@@ -119,7 +117,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
         })?;
     let mcp = crate::mcp::McpHub::new(
         http.clone(),
-        crate::tools::processes::ProcessRecords::in_dir(crate::supervisor::commands_dir(&paths)),
+        crate::tools::processes::ProcessRecords::in_dir(paths.commands_dir()),
         config_rx.clone(),
     );
     let supervisor = Supervisor::spawn_with_mailbox(

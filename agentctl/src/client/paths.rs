@@ -87,6 +87,11 @@ impl Paths {
         self.data_dir.join("worktrees")
     }
 
+    /// Where the daemon records the process groups of running commands.
+    pub fn commands_dir(&self) -> PathBuf {
+        self.data_dir.join("commands")
+    }
+
     /// The log directory.
     pub fn logs_dir(&self) -> PathBuf {
         self.data_dir.join("logs")

@@ -87,7 +87,7 @@ impl Actor for Supervisor {
             http: args.http,
             config: args.config,
             files: crate::stale_files::FileWatcher::start(),
-            processes: crate::tools::processes::ProcessRecords::in_dir(commands_dir(&args.paths)),
+            processes: crate::tools::processes::ProcessRecords::in_dir(args.paths.commands_dir()),
             mcp: args.mcp,
             running,
         });
@@ -409,9 +409,4 @@ impl Message<StopAll> for Supervisor {
             .collect();
         Ok((actors, self.env.tools.clone()))
     }
-}
-
-/// Where the process groups of running commands are recorded.
-pub fn commands_dir(paths: &agentctl::client::paths::Paths) -> std::path::PathBuf {
-    paths.data_dir.join("commands")
 }
