@@ -110,11 +110,13 @@ impl Actor for Supervisor {
         tracing::info!(sessions = sessions.len(), "sessions listed");
         loading::start_sweeping(&me, env.config.clone());
         // Runs the last daemon did not finish go on (or are closed) without anyone asking.
-        let interrupted: Vec<SessionId> = interrupted
+        let (interrupted, ghosts): (Vec<SessionId>, Vec<SessionId>) = interrupted
             .into_iter()
             .map(|(id, _)| SessionId(id))
-            .filter(|id| sessions.contains_key(id))
-            .collect();
+            .partition(|id| sessions.contains_key(id));
+        for ghost in ghosts {
+            env.running.forget(&ghost.0);
+        }
         for id in &interrupted {
             // Running until its session says otherwise.
             if let Some(entry) = sessions.get(id) {

@@ -191,7 +191,11 @@ impl SessionActor {
             self.env.running.forget(&self.info.id.0);
             return;
         };
+        // Only a run the journal says was going when the last daemon stopped goes on: one its
+        // log alone leaves open (its end never written, or from long ago) is closed.
+        let interrupted = self.env.running.was_interrupted(&self.info.id.0, run.0);
         let resume = !restarted
+            && interrupted
             && self
                 .meta
                 .resume_interrupted
