@@ -184,6 +184,9 @@ pub enum Command {
         /// Print a JSON array instead of a table.
         #[arg(long)]
         json: bool,
+        /// Show subagents that finished too (they are hidden by default).
+        #[arg(long)]
+        all: bool,
     },
     /// Create a session in the current directory and print its id.
     ///

@@ -74,19 +74,23 @@ pub fn event_json(event: &SessionEvent) -> Value {
             "id": id, "name": name, "is_error": is_error, "output": output, "duration_ms": duration_ms,
         }),
         Event::PermissionRequested {
+            session,
             request,
             tool,
             args,
             summary,
         } => json!({
             "request": request.0, "tool": tool, "args": args_json(args), "summary": summary,
+            "asker": session.as_ref().map(|s| s.as_str()),
         }),
         Event::PermissionResolved {
+            session,
             request,
             decision,
             by_client,
         } => json!({
             "request": request.0, "decision": decision.as_str(), "by_client": by_client,
+            "asker": session.as_ref().map(|s| s.as_str()),
         }),
         Event::QueueChanged { steer, follow_up } => json!({"steer": steer, "follow_up": follow_up}),
         Event::Usage {
@@ -139,6 +143,29 @@ pub fn event_json(event: &SessionEvent) -> Value {
         Event::Error { message } => json!({"message": message}),
         Event::SessionDeleted => json!({}),
         Event::RunResumed { run, reason } => json!({"run": run.0, "reason": reason.as_str()}),
+        Event::SubagentStarted {
+            call,
+            child,
+            description,
+            agent,
+            background,
+        } => json!({
+            "call": call, "child": child.as_str(), "description": description, "agent": agent,
+            "background": background,
+        }),
+        Event::SubagentActivity { child, activity } => {
+            json!({"child": child.as_str(), "activity": activity})
+        }
+        Event::SubagentFinished {
+            child,
+            stop_reason,
+            turns,
+            usage,
+            duration_ms,
+        } => json!({
+            "child": child.as_str(), "stop_reason": stop_reason.as_str(), "turns": turns,
+            "usage": usage_json(usage), "duration_ms": duration_ms,
+        }),
     };
     value["type"] = json!(event.event.kind());
     value["seq"] = json!(event.seq);

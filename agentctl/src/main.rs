@@ -189,7 +189,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             ConfigAction::Check => connect::daemon_config(&["--check-config"]),
         },
         Command::Show { id, json } => commands::show::show(&paths, id, json).await,
-        Command::Sessions { json } => commands::sessions::list(&paths, json).await,
+        Command::Sessions { json, all } => commands::sessions::list(&paths, json, all).await,
         Command::New {
             mode,
             model,

@@ -137,6 +137,8 @@ pub struct Config {
     /// Model prices by model-name glob, in US dollars per million tokens, over the built-in
     /// table (for the cost the views show).
     pub prices: BTreeMap<String, crate::prices::Price>,
+    /// Subagents: how many run at once, how deep they nest (SPEC §14).
+    pub subagents: crate::subagents::SubagentConfig,
 }
 
 /// `[sandbox]`: what commands in `auto` mode may reach besides the session directory and the
@@ -219,6 +221,7 @@ impl Default for Config {
             mcp: McpServers::default(),
             sandbox: SandboxConfig::default(),
             checkpoints: crate::checkpoint::CheckpointConfig::default(),
+            subagents: crate::subagents::SubagentConfig::default(),
             prices: BTreeMap::new(),
         }
     }

@@ -98,6 +98,9 @@ pub enum Event {
     },
     /// A tool call waits for a user's decision.
     PermissionRequested {
+        /// The subagent session whose request this is (answer it there); `None` for this
+        /// session's own (SPEC §14).
+        session: Option<SessionId>,
         /// The request, to answer with `Answer`.
         request: PermissionRequestId,
         /// The tool.
@@ -109,6 +112,8 @@ pub enum Event {
     },
     /// A permission request was decided.
     PermissionResolved {
+        /// The subagent session whose request this was; `None` for this session's own.
+        session: Option<SessionId>,
         /// The request.
         request: PermissionRequestId,
         /// The decision.
@@ -215,6 +220,39 @@ pub enum Event {
         /// Why it had stopped.
         reason: ResumeReason,
     },
+    /// A `task` call started a subagent: a child session of this one (SPEC §14).
+    SubagentStarted {
+        /// The `task` call.
+        call: String,
+        /// The child session.
+        child: SessionId,
+        /// The call's short description of the task.
+        description: String,
+        /// The agent definition the child follows.
+        agent: String,
+        /// Whether its result comes later, as a message (the call returned at once).
+        background: bool,
+    },
+    /// What a running subagent is doing now: a tool and its argument, or "thinking".
+    SubagentActivity {
+        /// The child session.
+        child: SessionId,
+        /// One line.
+        activity: String,
+    },
+    /// A subagent's run ended; its usage counts in this session's run.
+    SubagentFinished {
+        /// The child session.
+        child: SessionId,
+        /// Why it ended.
+        stop_reason: StopReason,
+        /// Its model replies.
+        turns: u32,
+        /// Its tokens.
+        usage: TokenUsage,
+        /// How long it ran.
+        duration_ms: u64,
+    },
 }
 
 impl Event {
@@ -245,6 +283,9 @@ impl Event {
             Event::Error { .. } => "error",
             Event::SessionDeleted => "session_deleted",
             Event::RunResumed { .. } => "run_resumed",
+            Event::SubagentStarted { .. } => "subagent_started",
+            Event::SubagentActivity { .. } => "subagent_activity",
+            Event::SubagentFinished { .. } => "subagent_finished",
         }
     }
 }

@@ -124,6 +124,8 @@ pub struct SessionInfo {
     pub last_seq: u64,
     /// The git branch of the session's own worktree, for a session started with `--worktree`.
     pub branch: Option<String>,
+    /// The session that started this one with its `task` tool (SPEC §14), for a subagent.
+    pub parent: Option<SessionId>,
 }
 
 /// Where a page of the session listing ended: the last session's creation time and id.

@@ -27,6 +27,7 @@ fn info() -> SessionInfo {
         last_activity_ms: 1_700_000_001_000,
         last_seq: 42,
         branch: Some("agentd/0a1b2c3d".into()),
+        parent: Some(SessionId("9f8e7d6c".into())),
     }
 }
 
@@ -174,12 +175,14 @@ fn events() -> Vec<Event> {
             duration_ms: 3,
         },
         Event::PermissionRequested {
+            session: None,
             request: PermissionRequestId(1),
             tool: "bash".into(),
             args: r#"{"command":"cargo test"}"#.into(),
             summary: "run `cargo test`".into(),
         },
         Event::PermissionResolved {
+            session: Some(SessionId("c0ffee00".into())),
             request: PermissionRequestId(1),
             decision: Decision::Deny,
             by_client: "agentctl #3".into(),
@@ -247,6 +250,24 @@ fn events() -> Vec<Event> {
         Event::RunResumed {
             run: RunId(3),
             reason: protocol::ResumeReason::Crash,
+        },
+        Event::SubagentStarted {
+            call: "toolu_7".into(),
+            child: SessionId("c0ffee00".into()),
+            description: "find the config".into(),
+            agent: "general".into(),
+            background: false,
+        },
+        Event::SubagentActivity {
+            child: SessionId("c0ffee00".into()),
+            activity: "bash: cargo test".into(),
+        },
+        Event::SubagentFinished {
+            child: SessionId("c0ffee00".into()),
+            stop_reason: StopReason::Completed,
+            turns: 2,
+            usage: usage(),
+            duration_ms: 1234,
         },
     ]
 }
@@ -487,7 +508,7 @@ fn every_kind_of_frame_has_a_sample() {
     // named there; these counts then fail until it has a sample.
     assert_eq!(requests.len(), 20);
     assert_eq!(replies.len(), 12);
-    assert_eq!(events.len(), 24);
+    assert_eq!(events.len(), 27);
 }
 
 #[test]

@@ -33,8 +33,11 @@ struct Watched {
     streamed: bool,
     /// Calls announced and not answered yet.
     calls: HashMap<String, ToolCallInfo>,
-    /// Permission requests shown in the editor, to withdraw when answered elsewhere.
-    asks: HashMap<PermissionRequestId, RequestCancellationHandle>,
+    /// Permission requests shown in the editor (by the subagent that asks, if one does), to
+    /// withdraw when answered elsewhere.
+    asks: HashMap<(Option<SessionId>, PermissionRequestId), RequestCancellationHandle>,
+    /// The `task` call of each subagent, whose updates carry the subagent's progress.
+    children: HashMap<SessionId, String>,
     /// Permission requests met in the replay, shown once it is over unless answered in it.
     deferred: Vec<Ask>,
 }
@@ -50,6 +53,8 @@ struct Prompt {
 
 /// A permission request to show in the editor.
 struct Ask {
+    /// The subagent that asks, when it is not the session itself.
+    session: Option<SessionId>,
     request: PermissionRequestId,
     tool: String,
     args: String,
@@ -243,12 +248,14 @@ impl Bridge {
                 ));
             }
             Event::PermissionRequested {
+                session: asker,
                 request,
                 tool,
                 args,
                 summary,
             } => {
                 let ask = Ask {
+                    session: asker,
                     request,
                     tool,
                     args,
@@ -260,11 +267,42 @@ impl Bridge {
                     asks.push(ask);
                 }
             }
-            Event::PermissionResolved { request, .. } => {
-                watched.deferred.retain(|a| a.request != request);
+            Event::PermissionResolved {
+                session: asker,
+                request,
+                ..
+            } => {
+                watched
+                    .deferred
+                    .retain(|a| a.request != request || a.session != asker);
                 // Answered elsewhere (or here): the editor's request is withdrawn.
-                if let Some(handle) = watched.asks.remove(&request) {
+                if let Some(handle) = watched.asks.remove(&(asker, request)) {
                     let _ = handle.cancel();
+                }
+            }
+            Event::SubagentStarted {
+                call,
+                child,
+                description,
+                agent,
+                ..
+            } => {
+                let text = format!("subagent {child} ({agent}) started: {description}");
+                out.push(updates::progress(&call, &text));
+                watched.children.insert(child, call);
+            }
+            Event::SubagentActivity { child, activity } => {
+                if let Some(call) = watched.children.get(&child) {
+                    let text = format!("subagent {child}: {activity}");
+                    out.push(updates::progress(call, &text));
+                }
+            }
+            Event::SubagentFinished {
+                child, stop_reason, ..
+            } => {
+                if let Some(call) = watched.children.remove(&child) {
+                    let text = format!("subagent {child}: {}", stop_reason.as_str());
+                    out.push(updates::progress(&call, &text));
                 }
             }
             Event::ModeChanged { mode } => {
@@ -361,12 +399,19 @@ impl Bridge {
         watched: &mut Watched,
         ask: Ask,
     ) {
-        // The request is for a call already announced: the one with this tool and arguments.
+        // The request is for a call already announced: the one with this tool and arguments
+        // (a subagent's calls are not announced here: its request stands alone).
         let call_id = watched
             .calls
             .values()
-            .find(|c| c.name == ask.tool && c.args == ask.args)
-            .map_or_else(|| format!("permission-{}", ask.request.0), |c| c.id.clone());
+            .find(|c| ask.session.is_none() && c.name == ask.tool && c.args == ask.args)
+            .map_or_else(
+                || match &ask.session {
+                    Some(child) => format!("{child}-permission-{}", ask.request.0),
+                    None => format!("permission-{}", ask.request.0),
+                },
+                |c| c.id.clone(),
+            );
         let fields = ToolCallUpdateFields::new()
             .title(ask.summary.clone())
             .raw_input(serde_json::from_str::<serde_json::Value>(&ask.args).ok());
@@ -381,8 +426,13 @@ impl Bridge {
             options,
         );
         let sent = cx.send_request(request);
-        watched.asks.insert(ask.request, sent.cancellation_handle());
-        let (daemon, session, request) = (self.follower.clone(), session.clone(), ask.request);
+        watched.asks.insert(
+            (ask.session.clone(), ask.request),
+            sent.cancellation_handle(),
+        );
+        // A subagent's request is answered in the subagent's session.
+        let asker = ask.session.clone().unwrap_or_else(|| session.clone());
+        let (daemon, session, request) = (self.follower.clone(), asker, ask.request);
         let task = async move {
             let decision = match sent.block_task().await {
                 Ok(response) => match response.outcome {

@@ -49,6 +49,14 @@ pub fn text_chunk(kind: fn(ContentChunk) -> SessionUpdate, text: &str) -> Sessio
     kind(ContentChunk::new(ContentBlock::from(text.to_string())))
 }
 
+/// A line of progress of a call under way (a subagent's activity), as its update.
+pub fn progress(call_id: &str, text: &str) -> SessionUpdate {
+    let fields = ToolCallUpdateFields::new()
+        .status(ToolCallStatus::InProgress)
+        .content(vec![ToolCallContent::from(text.to_string())]);
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.to_string(), fields))
+}
+
 /// The kind of a tool, as editors group them.
 fn kind(tool: &str) -> ToolKind {
     match tool {
@@ -56,6 +64,7 @@ fn kind(tool: &str) -> ToolKind {
         "write" | "edit" => ToolKind::Edit,
         "bash" => ToolKind::Execute,
         "grep" | "glob" => ToolKind::Search,
+        "task" => ToolKind::Think,
         _ => ToolKind::Other,
     }
 }

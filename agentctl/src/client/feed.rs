@@ -41,12 +41,21 @@ pub enum FeedItem {
 /// A permission request waiting for an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingAsk {
+    /// The subagent session that asks, when it is not the session followed (SPEC §14).
+    pub session: Option<SessionId>,
     /// The request, to answer with `Answer`.
     pub request: PermissionRequestId,
     /// The tool.
     pub tool: String,
     /// One line saying what would happen.
     pub summary: String,
+}
+
+impl PendingAsk {
+    /// The session to send the answer to, for a request shown in `followed`'s events.
+    pub fn asker(&self, followed: &SessionId) -> SessionId {
+        self.session.clone().unwrap_or_else(|| followed.clone())
+    }
 }
 
 /// Where the front end is in one session's events.
@@ -74,19 +83,24 @@ impl Cursor {
         self.last_seq = event.seq;
         match &event.event {
             Event::PermissionRequested {
+                session,
                 request,
                 tool,
                 summary,
                 ..
             } => self.pending.push(PendingAsk {
+                session: session.clone(),
                 request: *request,
                 tool: tool.clone(),
                 summary: summary.clone(),
             }),
-            Event::PermissionResolved { request, .. } => {
-                self.pending.retain(|ask| ask.request != *request)
-            }
-            Event::RunFinished { .. } => self.pending.clear(),
+            Event::PermissionResolved {
+                session, request, ..
+            } => self
+                .pending
+                .retain(|ask| ask.request != *request || ask.session != *session),
+            // A subagent's requests outlive its parent's run only until they are answered.
+            Event::RunFinished { .. } => self.pending.retain(|ask| ask.session.is_some()),
             _ => {}
         }
         true

@@ -139,7 +139,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
                 };
                 if let Some(ask) = follower.pending(&session).first() {
                     eprint!("{key}\r\n");
-                    let answer = Request::Answer { session: session.clone(), request: ask.request, decision };
+                    let answer = Request::Answer { session: ask.asker(&session), request: ask.request, decision };
                     if let Err(failure) = request(client, answer).await {
                         eprintln!("agentctl: {}", failure.message);
                     }

@@ -7,28 +7,77 @@ use super::{request, unexpected};
 use crate::connect;
 use crate::{Failure, format};
 
-/// Lists sessions, newest first, as a table or a JSON array.
-pub async fn list(paths: &Paths, json: bool) -> Result<u8, Failure> {
+/// Lists sessions, newest first, each subagent under its parent, as a table or a JSON array;
+/// subagents that finished are shown with `all` only.
+pub async fn list(paths: &Paths, json: bool, all: bool) -> Result<u8, Failure> {
     let client = connect::connect(paths, "sessions").await?;
     let listing = client.list_sessions().await.map_err(Failure::new)?;
     for problem in &listing.unreadable {
         eprintln!("agentctl: a session cannot be read: {problem}");
     }
-    let sessions = listing.sessions;
+    let (rows, hidden) = arrange(&listing.sessions, all);
     if json {
-        let rows: Vec<serde_json::Value> = sessions.iter().map(session_json).collect();
+        let rows: Vec<serde_json::Value> = rows.iter().map(|(_, s)| session_json(s)).collect();
         println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else if sessions.is_empty() {
+    } else if rows.is_empty() {
         println!("no sessions; `agentctl run \"...\"` or `agentctl new` creates one");
     } else {
-        print_table(&sessions);
+        print_table(&rows);
+        if hidden > 0 {
+            println!(
+                "({hidden} finished subagents not shown; `agentctl sessions --all` shows them)"
+            );
+        }
     }
     Ok(0)
+}
+
+/// The sessions in listing order with each subagent under its parent (oldest first) and its
+/// depth; finished subagents (with no running one under them) are left out unless `all`.
+/// Also says how many were left out.
+fn arrange(sessions: &[SessionInfo], all: bool) -> (Vec<(usize, &SessionInfo)>, usize) {
+    use std::collections::HashMap;
+    let known: std::collections::HashSet<&SessionId> = sessions.iter().map(|s| &s.id).collect();
+    let mut children: HashMap<&SessionId, Vec<&SessionInfo>> = HashMap::new();
+    for s in sessions {
+        if let Some(parent) = s.parent.as_ref().filter(|p| known.contains(p)) {
+            children.entry(parent).or_default().push(s);
+        }
+    }
+    for list in children.values_mut() {
+        list.sort_by_key(|s| (s.created_ms, s.id.0.clone()));
+    }
+    fn busy(s: &SessionInfo, children: &HashMap<&SessionId, Vec<&SessionInfo>>) -> bool {
+        s.state != protocol::SessionState::Idle
+            || children
+                .get(&s.id)
+                .is_some_and(|c| c.iter().any(|c| busy(c, children)))
+    }
+    let mut rows = Vec::new();
+    let mut hidden = 0;
+    let mut stack: Vec<(usize, &SessionInfo)> = sessions
+        .iter()
+        .rev()
+        .filter(|s| s.parent.as_ref().is_none_or(|p| !known.contains(p)))
+        .map(|s| (0, s))
+        .collect();
+    while let Some((depth, s)) = stack.pop() {
+        if depth > 0 && !all && !busy(s, &children) {
+            hidden += 1;
+            continue;
+        }
+        rows.push((depth, s));
+        if let Some(list) = children.get(&s.id) {
+            stack.extend(list.iter().rev().map(|c| (depth + 1, *c)));
+        }
+    }
+    (rows, hidden)
 }
 
 fn session_json(s: &SessionInfo) -> serde_json::Value {
     serde_json::json!({
         "id": s.id.as_str(),
+        "parent": s.parent.as_ref().map(|p| p.as_str()),
         "cwd": s.cwd,
         "state": s.state.as_str(),
         "mode": s.mode.as_str(),
@@ -43,13 +92,17 @@ fn session_json(s: &SessionInfo) -> serde_json::Value {
     })
 }
 
-fn print_table(sessions: &[SessionInfo]) {
+fn print_table(sessions: &[(usize, &SessionInfo)]) {
     let now = format::now_ms();
     let rows: Vec<Vec<String>> = sessions
         .iter()
-        .map(|s| {
+        .map(|(depth, s)| {
+            let id = match depth {
+                0 => s.id.to_string(),
+                d => format!("{}└ {}", "  ".repeat(d - 1), s.id),
+            };
             [
-                s.id.to_string(),
+                id,
                 s.state.to_string(),
                 s.turns.to_string(),
                 format!("{}/{}", s.steer_queued, s.follow_up_queued),

@@ -56,16 +56,51 @@ impl HumanView {
                 duration_ms,
             } => self.tool_result(id, name, *is_error, output, *duration_ms),
             Event::PermissionRequested {
-                request, summary, ..
+                session,
+                request,
+                summary,
+                ..
             } => {
                 let summary = one_line(summary);
-                self.line(&style.yellow(&format!("? permission needed ({request}): {summary}")));
+                let whose = session
+                    .as_ref()
+                    .map(|s| format!(" by subagent {s}"))
+                    .unwrap_or_default();
+                self.line(&style.yellow(&format!(
+                    "? permission needed{whose} ({request}): {summary}"
+                )));
             }
             Event::PermissionResolved {
                 request,
                 decision,
                 by_client,
+                ..
             } => self.permission_resolved(*request, *decision, by_client),
+            Event::SubagentStarted {
+                child,
+                description,
+                agent,
+                background,
+                ..
+            } => {
+                let line = self
+                    .children
+                    .started(style, child, description, agent, *background);
+                self.line(&line);
+            }
+            Event::SubagentActivity { child, activity } => self.children.activity(child, activity),
+            Event::SubagentFinished {
+                child,
+                stop_reason,
+                turns,
+                usage,
+                duration_ms,
+            } => {
+                let line =
+                    self.children
+                        .finished(style, child, *stop_reason, *turns, usage, *duration_ms);
+                self.line(&line);
+            }
             Event::Retrying {
                 attempt,
                 wait_ms,

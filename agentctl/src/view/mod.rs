@@ -11,6 +11,7 @@ pub use crate::style::{Style, set_color_choice};
 use crate::tool_progress::{Running, terminal_width};
 pub use tools::{tool_label, tool_summary};
 
+mod children;
 mod events;
 mod tools;
 
@@ -52,6 +53,11 @@ pub struct HumanView {
     cost: Option<u64>,
     /// Whether to echo user messages (off for the prompt `run` itself sent).
     pub echo_user: bool,
+    /// The session's running subagents.
+    children: children::Children,
+    /// Lines drawn in place at the bottom (the open call's progress, the subagents' lines);
+    /// the cursor is at the end of the last one.
+    live_lines: usize,
 }
 
 impl HumanView {
@@ -76,6 +82,8 @@ impl HumanView {
             turns: Vec::new(),
             cost: None,
             echo_user: true,
+            children: children::Children::default(),
+            live_lines: 0,
         }
     }
 
@@ -105,6 +113,25 @@ impl HumanView {
         self.reply.reset();
     }
 
+    /// Takes away the lines drawn in place, leaving the open call's line as it was printed,
+    /// before anything else is written.
+    fn clear_live(&mut self) {
+        if self.live_lines == 0 {
+            return;
+        }
+        let mut text = "\r".to_string();
+        if self.live_lines > 1 {
+            text.push_str(&format!("\x1b[{}A", self.live_lines - 1));
+        }
+        text.push_str("\x1b[J");
+        if let (Some(_), Some(running)) = (&self.open_call, &mut self.running) {
+            text.push_str(&format!("{} {}", self.style.dim("●"), running.summary));
+            running.drawn = false;
+        }
+        self.live_lines = 0;
+        self.write_raw(&text);
+    }
+
     fn write_raw(&mut self, text: &str) {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
@@ -112,6 +139,9 @@ impl HumanView {
     }
 
     fn write(&mut self, text: &str, reply: bool) {
+        if matches!(self.output, Output::Stdout) {
+            self.clear_live();
+        }
         if !reply && matches!(self.output, Output::Stdout) && self.reply.is_open() {
             // Other output ends the reply's open line; that line's own newline is written.
             self.finish_reply();
@@ -187,20 +217,35 @@ impl HumanView {
             .unwrap_or_else(|| tool_label(name))
     }
 
-    /// Redraws the running call's line in place: a spinner, the time it has run and the last
-    /// line of its output (about ten times a second, on a terminal only).
+    /// Redraws in place the running call's line (a spinner, the time it has run and the last
+    /// line of its output) and one line per running subagent, about ten times a second, on a
+    /// terminal only.
     pub fn tick(&mut self) {
-        if !self.live || self.open_call.is_none() {
+        if !self.live || (self.open_call.is_none() && !self.at_line_start) {
             return;
         }
         let style = self.style;
-        let Some(running) = &mut self.running else {
-            return;
-        };
         let width = crate::tool_progress::terminal_size().map_or(80, |(cols, _)| cols as usize);
-        let line = running.line(style, width);
-        running.drawn = true;
-        self.out(&format!("\r\x1b[K{line}"));
+        let mut lines = Vec::new();
+        if self.open_call.is_some()
+            && let Some(running) = &mut self.running
+        {
+            lines.push(running.line(style, width));
+            running.drawn = true;
+        }
+        lines.extend(self.children.lines(style, width));
+        if lines.is_empty() {
+            return;
+        }
+        // Back to where the drawing began: the open call's line, or a fresh line.
+        let mut text = "\r".to_string();
+        if self.live_lines > 1 {
+            text.push_str(&format!("\x1b[{}A", self.live_lines - 1));
+        }
+        text.push_str("\x1b[J");
+        text.push_str(&lines.join("\n"));
+        self.live_lines = lines.len();
+        self.write_raw(&text);
     }
 
     /// Shows lines of the client's own as they are (already styled).

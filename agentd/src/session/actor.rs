@@ -27,15 +27,19 @@ use crate::store::{Meta, Record, SessionStore};
 
 mod asks;
 mod changes;
+mod children;
 mod durable;
 mod follow;
+mod lifecycle;
 mod loop_messages;
 mod outside;
+mod parent_link;
 mod port;
 mod recovery;
 mod settings;
 
 pub use follow::{GetHistory, HistorySource, Subscribe, Unsubscribe};
+pub use lifecycle::{Cancel, Close, TryUnload};
 pub use outside::FileTouched;
 use outside::tracker;
 pub use port::SessionPort;
@@ -44,10 +48,12 @@ pub use settings::SetResume;
 use asks::PendingAsk;
 pub use asks::{Answer, Authorization, Authorize, Expire};
 pub use changes::{Diff, Rewind};
+pub use children::{AdoptChild, AwaitRun};
 pub use durable::Flush;
 pub use loop_messages::{
     ApplyCompaction, BeginTurn, CompactNow, Emit, NextQueued, Push, RunDone, TurnInput,
 };
+pub use parent_link::{ChildNote, FromChild, ParentLink};
 
 /// With this variable set, the message [`FAULT_MESSAGE`] makes the session actor panic; the
 /// tests use it to check that a failed actor is restarted from its log.
@@ -73,6 +79,8 @@ struct ActiveRun {
     id: RunId,
     cancel: CancellationToken,
     options: RunOptions,
+    /// When it started (or was resumed).
+    started: std::time::Instant,
     _task: JoinHandle<()>,
 }
 
@@ -123,6 +131,8 @@ pub struct SessionActor {
     checkpoints: Arc<crate::checkpoint::Checkpoints>,
     /// A run the daemon did not live to finish, to resume once loaded.
     to_resume: Option<recovery::Resume>,
+    /// Its subagents, and its parent when it is one.
+    family: children::Family,
 }
 
 impl Actor for SessionActor {
@@ -148,6 +158,17 @@ impl Actor for SessionActor {
         .with_legacy(dir.join("checkpoints"));
         static OWNERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let watch_owner = OWNERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let family = children::Family::new(
+            args.env.config().subagents.parallel(),
+            args.meta.child.as_ref().map(|c| {
+                ParentLink::start(
+                    args.env.directory.clone(),
+                    SessionId(c.parent.clone()),
+                    id.clone(),
+                    me.downgrade(),
+                )
+            }),
+        );
         let mut actor = SessionActor {
             log: EventLog::new(id.clone()),
             info: args.meta.info(),
@@ -179,6 +200,7 @@ impl Actor for SessionActor {
             noticed: std::collections::HashSet::new(),
             checkpoints: Arc::new(checkpoints),
             to_resume: None,
+            family,
         };
         actor.info.turns = 0;
         // A large log takes a while to read: not on the runtime's threads, and a record at a
@@ -294,13 +316,18 @@ impl SessionActor {
                 _ => None,
             })
             .unwrap_or(0);
+        let mut system = crate::prompt::system_prompt(
+            &self.cwd(),
+            self.info.mode,
+            &self.plan_file(),
+            compact_prompt,
+        );
+        if let Some(part) = self.subagent_prompt() {
+            system.push_str("\n\n");
+            system.push_str(&part);
+        }
         TurnInput {
-            system: crate::prompt::system_prompt(
-                &self.cwd(),
-                self.info.mode,
-                &self.plan_file(),
-                compact_prompt,
-            ),
+            system,
             messages: self.history.clone(),
             generation: self.history_generation,
             compact: self.compact_requested,
@@ -410,76 +437,5 @@ impl Message<SendMessage> for SessionActor {
             msg.options,
             me,
         )))
-    }
-}
-
-/// Unload the session if it is idle: no run, no subscriber, no pending question, no
-/// compaction. Answers whether it did; an idle session stops (nothing is lost: it loads again
-/// from its log on next use).
-pub struct TryUnload;
-
-impl Message<TryUnload> for SessionActor {
-    type Reply = bool;
-
-    async fn handle(&mut self, _: TryUnload, ctx: &mut Context<Self, Self::Reply>) -> bool {
-        let idle = self.run.is_none()
-            && self.log.subscriber_count() == 0
-            && self.pending.is_empty()
-            && self.compaction.is_none();
-        if idle {
-            tracing::debug!(session = %self.info.id, "unloading an idle session");
-            ctx.stop();
-        }
-        idle
-    }
-}
-
-/// Cancel the running run and a compaction under way, if any.
-pub struct Cancel;
-
-impl Message<Cancel> for SessionActor {
-    type Reply = Result<(), ErrorInfo>;
-
-    async fn handle(&mut self, _: Cancel, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if let Some(run) = &self.run {
-            tracing::info!(session = %self.info.id, run = run.id.0, "run cancelled");
-            run.cancel.cancel();
-        }
-        if let Some(compaction) = &self.compaction {
-            tracing::info!(session = %self.info.id, "compaction cancelled");
-            compaction.cancel();
-        }
-        Ok(())
-    }
-}
-
-/// Close the session for deletion: refuse while running unless `force`, tell subscribers,
-/// and stop the actor.
-pub struct Close {
-    /// Cancel a running run instead of refusing.
-    pub force: bool,
-}
-
-impl Message<Close> for SessionActor {
-    type Reply = Result<(), ErrorInfo>;
-
-    async fn handle(&mut self, msg: Close, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if let Some(run) = &self.run {
-            if !msg.force {
-                return Err(ErrorInfo::new(
-                    ErrorCode::Busy,
-                    format!(
-                        "session {} is running; cancel it first or delete with --force",
-                        self.info.id
-                    ),
-                ));
-            }
-            run.cancel.cancel();
-        }
-        self.emit(Event::SessionDeleted);
-        self.flush_now();
-        self.log.close_all();
-        ctx.stop();
-        Ok(())
     }
 }

@@ -2,6 +2,7 @@
 //! runs.
 
 pub mod actor;
+pub mod directory;
 pub mod event_log;
 pub mod listing;
 pub mod queue;
@@ -34,6 +35,8 @@ pub struct SessionEnv {
     pub mcp: crate::mcp::McpHub,
     /// Which sessions have a run going, for the next daemon.
     pub running: crate::store::RunningJournal,
+    /// The daemon's sessions: where subagents are made and other sessions found.
+    pub directory: Arc<dyn directory::Directory>,
 }
 
 impl SessionEnv {

@@ -110,8 +110,16 @@ impl Open {
                 }
             }
             Event::RunFinished { .. } => self.run = None,
-            Event::PermissionRequested { request, .. } => self.asks.push(*request),
-            Event::PermissionResolved { request, .. } => self.asks.retain(|r| r != request),
+            Event::PermissionRequested {
+                session: None,
+                request,
+                ..
+            } => self.asks.push(*request),
+            Event::PermissionResolved {
+                session: None,
+                request,
+                ..
+            } => self.asks.retain(|r| r != request),
             Event::QueueChanged { steer, follow_up } => {
                 self.queued = !steer.is_empty() || !follow_up.is_empty()
             }
@@ -124,6 +132,7 @@ impl Open {
         let mut events = Vec::new();
         for request in self.asks {
             events.push(Event::PermissionResolved {
+                session: None,
                 request,
                 decision: Decision::Deny,
                 by_client: BY_FORK.to_string(),

@@ -136,6 +136,9 @@ pub struct Meta {
     /// configuration's `resume_interrupted` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_interrupted: Option<bool>,
+    /// The parent and task of a subagent (SPEC §14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<crate::subagents::ChildOf>,
 }
 
 impl Meta {
@@ -156,6 +159,7 @@ impl Meta {
             last_activity_ms: self.last_activity_ms,
             last_seq: 0,
             branch: self.worktree.as_ref().map(|w| w.branch.clone()),
+            parent: self.child.as_ref().map(|c| SessionId(c.parent.clone())),
         }
     }
 
@@ -176,6 +180,7 @@ impl Meta {
             turns: 0,
             worktree: None,
             resume_interrupted: None,
+            child: None,
         }
     }
 
@@ -195,6 +200,7 @@ impl Meta {
             turns: info.turns,
             worktree: None,
             resume_interrupted: None,
+            child: None,
         }
     }
 }

@@ -54,14 +54,14 @@ fn bounded(what: &str, value: Option<String>, max: usize) -> Result<Option<Strin
     }
 }
 
-/// Create a session.
-pub struct Create(pub CreateSession);
+/// Create a session; a subagent when `child` is set.
+pub struct Create(pub CreateSession, pub Option<crate::subagents::ChildOf>);
 
 impl Message<Create> for Supervisor {
     type Reply = DelegatedReply<Result<SessionInfo, ErrorInfo>>;
 
     async fn handle(&mut self, msg: Create, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let request = msg.0;
+        let (request, child) = (msg.0, msg.1);
         let checked = (|| {
             Ok::<_, ErrorInfo>((
                 session_dir(&request.cwd)?,
@@ -91,10 +91,14 @@ impl Message<Create> for Supervisor {
             last_activity_ms: now,
             last_seq: 0,
             branch: None,
+            parent: child.as_ref().map(|c| SessionId(c.parent.clone())),
         };
         // Secrets never reach the disk: the environment is filtered before it is stored.
         let env = config.shell_env.filter(request.env);
-        let meta = Meta::of(&info, request.max_turns);
+        let meta = Meta {
+            child,
+            ..Meta::of(&info, request.max_turns)
+        };
         self.sessions.insert(
             info.id.clone(),
             Entry {
@@ -204,6 +208,8 @@ impl Message<Fork> for Supervisor {
             turns: 0,
             // The worktree stays its session's; the fork only works in the same directory.
             worktree: None,
+            // A fork of a subagent is a session of its own.
+            child: None,
             ..source.clone()
         };
         self.sessions.insert(

@@ -3,6 +3,7 @@
 //! sessions load in their own actors ([`loading`]), and files are created off its thread.
 
 mod create;
+mod directory;
 mod loading;
 
 use std::collections::HashMap;
@@ -90,6 +91,7 @@ impl Actor for Supervisor {
             processes: crate::tools::processes::ProcessRecords::in_dir(args.paths.commands_dir()),
             mcp: args.mcp,
             running,
+            directory: Arc::new(directory::SupervisorDirectory(me.downgrade())),
         });
         // Only the settings are read now; a session's log is read when it is first used.
         let (metas, unreadable) = store::list(&args.paths.sessions_dir());
@@ -290,61 +292,132 @@ impl Message<Delete> for Supervisor {
     type Reply = DelegatedReply<Result<Vec<String>, ErrorInfo>>;
 
     async fn handle(&mut self, msg: Delete, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let (id, actor, worktree, cwd) = match self.resolve(&msg.id) {
-            Ok(entry) => (
-                entry.info.with(|i| i.id.clone()),
+        let root = match self.resolve(&msg.id) {
+            Ok(entry) => entry.info.with(|i| i.id.clone()),
+            Err(err) => return ctx.reply(Err(err)),
+        };
+        // Its subagents go with it, deepest first.
+        let tree = self.family_of(&root);
+        if !msg.force
+            && let Some(busy) = tree.iter().find(|id| {
+                *id != &root
+                    && self
+                        .sessions
+                        .get(*id)
+                        .is_some_and(|e| e.info.with(|i| i.state != SessionState::Idle))
+            })
+        {
+            return ctx.reply(Err(ErrorInfo::new(
+                ErrorCode::Busy,
+                format!("subagent {busy} of session {root} is running; cancel it first or delete with --force"),
+            )));
+        }
+        let mut gone = Vec::new();
+        for id in tree {
+            let Some(entry) = self.sessions.get(&id) else {
+                continue;
+            };
+            let (actor, worktree, cwd) = (
                 entry.actor.clone(),
                 entry.meta.worktree.clone(),
                 entry.info.with(|i| i.cwd.clone()),
-            ),
-            Err(err) => return ctx.reply(Err(err)),
-        };
-        if let Some(actor) = actor {
-            match actor.ask(Close { force: msg.force }).await {
-                Ok(()) => {}
-                Err(SendError::HandlerError(err)) => return ctx.reply(Err(err)),
-                // An actor that is already gone has nothing left to close.
-                Err(err) => tracing::warn!(session = %id, "closing session actor: {err}"),
+            );
+            if let Some(actor) = actor {
+                match actor.ask(Close { force: msg.force }).await {
+                    Ok(()) => {}
+                    Err(SendError::HandlerError(err)) => return ctx.reply(Err(err)),
+                    // An actor that is already gone has nothing left to close.
+                    Err(err) => tracing::warn!(session = %id, "closing session actor: {err}"),
+                }
             }
+            self.sessions.remove(&id);
+            gone.push((id, worktree, cwd));
         }
-        self.sessions.remove(&id);
         // A fork works in the same directory: its worktree stays while another session uses it.
-        let user = worktree.as_ref().and_then(|w| {
-            self.sessions
-                .values()
-                .find(|e| {
-                    e.info
-                        .with(|i| std::path::Path::new(&i.cwd).starts_with(&w.path))
-                })
-                .map(|e| e.info.with(|i| i.id.clone()))
-        });
+        let gone: Vec<_> = gone
+            .into_iter()
+            .map(|(id, worktree, cwd)| {
+                let user = worktree.as_ref().and_then(|w| {
+                    self.sessions
+                        .values()
+                        .find(|e| {
+                            e.info
+                                .with(|i| std::path::Path::new(&i.cwd).starts_with(&w.path))
+                        })
+                        .map(|e| e.info.with(|i| i.id.clone()))
+                });
+                (id, worktree, cwd, user)
+            })
+            .collect();
         let sessions_dir = self.paths.sessions_dir();
         let checkpoints = self.paths.checkpoints_dir();
         // The files go off the supervisor's thread: a worktree may be large.
         ctx.spawn(async move {
             let notes = tokio::task::spawn_blocking(move || {
-                let checkpoints =
-                    crate::checkpoint::Checkpoints::new(&checkpoints, &id.0, cwd.into());
-                if let Err(err) = checkpoints.delete() {
-                    tracing::warn!(session = %id, "cannot drop the session's checkpoints: {err}");
+                let mut notes = Vec::new();
+                for (id, worktree, cwd, user) in gone {
+                    notes.extend(delete_files(
+                        &sessions_dir,
+                        &checkpoints,
+                        &id,
+                        cwd,
+                        worktree,
+                        user,
+                    ));
                 }
-                if let Err(err) = store::delete(&sessions_dir, &id) {
-                    tracing::error!(session = %id, "cannot delete the session's files: {err}");
-                }
-                tracing::info!(session = %id, "session deleted");
-                match (worktree, user) {
-                    (Some(w), Some(user)) => vec![format!(
-                        "worktree kept at {} (branch {}): session {user} works in it",
-                        w.path, w.branch
-                    )],
-                    (Some(w), None) => crate::worktree::remove(&w),
-                    (None, _) => Vec::new(),
-                }
+                notes
             })
             .await
             .unwrap_or_default();
             Ok(notes)
         })
+    }
+}
+
+impl Supervisor {
+    /// Session `root` and its subagents, theirs too, children before their parent.
+    fn family_of(&self, root: &SessionId) -> Vec<SessionId> {
+        let mut order = vec![root.clone()];
+        let mut at = 0;
+        while at < order.len() {
+            let parent = order[at].0.clone();
+            let children = self.sessions.iter().filter(|(id, e)| {
+                e.meta.child.as_ref().is_some_and(|c| c.parent == parent) && !order.contains(id)
+            });
+            let children: Vec<SessionId> = children.map(|(id, _)| id.clone()).collect();
+            order.extend(children);
+            at += 1;
+        }
+        order.reverse();
+        order
+    }
+}
+
+/// Removes a deleted session's files: its log, its checkpoints and its worktree (unless
+/// `user` still works in it); says what was kept.
+fn delete_files(
+    sessions_dir: &std::path::Path,
+    checkpoints: &std::path::Path,
+    id: &SessionId,
+    cwd: String,
+    worktree: Option<crate::worktree::Worktree>,
+    user: Option<SessionId>,
+) -> Vec<String> {
+    let checkpoints = crate::checkpoint::Checkpoints::new(checkpoints, &id.0, cwd.into());
+    if let Err(err) = checkpoints.delete() {
+        tracing::warn!(session = %id, "cannot drop the session's checkpoints: {err}");
+    }
+    if let Err(err) = store::delete(sessions_dir, id) {
+        tracing::error!(session = %id, "cannot delete the session's files: {err}");
+    }
+    tracing::info!(session = %id, "session deleted");
+    match (worktree, user) {
+        (Some(w), Some(user)) => vec![format!(
+            "worktree kept at {} (branch {}): session {user} works in it",
+            w.path, w.branch
+        )],
+        (Some(w), None) => crate::worktree::remove(&w),
+        (None, _) => Vec::new(),
     }
 }
 

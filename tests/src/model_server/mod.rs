@@ -164,6 +164,9 @@ impl Received {
 #[derive(Default)]
 struct State {
     script: VecDeque<Scripted>,
+    /// Replies for requests whose first user message holds a marker, by marker: sessions that
+    /// run at once (subagents) each get their own script.
+    routes: Vec<(String, VecDeque<Scripted>)>,
     received: Vec<Received>,
     /// What a local server says of itself (`/v1/models`, `/props`, `/api/show`), by path; other
     /// such questions get a 404 and take nothing from the script.
@@ -197,6 +200,7 @@ impl ModelServer {
         let url = format!("http://{}", listener.local_addr().expect("local address"));
         let state = Arc::new(Mutex::new(State {
             script: script.into(),
+            routes: Vec::new(),
             received: Vec::new(),
             info: std::collections::HashMap::new(),
         }));
@@ -213,6 +217,16 @@ impl ModelServer {
     /// The base URL, e.g. `http://127.0.0.1:4321`.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Answers requests whose first user message contains `marker` with `replies`, in order,
+    /// instead of with the main script.
+    pub fn route(&self, marker: &str, replies: Vec<Scripted>) {
+        self.state
+            .lock()
+            .unwrap()
+            .routes
+            .push((marker.to_string(), replies.into()));
     }
 
     /// Adds replies to the end of the script.
@@ -299,8 +313,17 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, arrived: Arc<Notify>
         }
         let reply = {
             let mut state = state.lock().unwrap();
+            let first = first_user_text(&request.body);
+            let route = state
+                .routes
+                .iter_mut()
+                .find(|(marker, _)| first.contains(marker.as_str()));
+            let reply = match route {
+                Some((_, replies)) => replies.pop_front(),
+                None => state.script.pop_front(),
+            };
             state.received.push(request);
-            state.script.pop_front()
+            reply
         };
         arrived.notify_waiters();
         let reply = reply.unwrap_or_else(|| Scripted::Status {
@@ -312,6 +335,18 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, arrived: Arc<Notify>
             return;
         }
     }
+}
+
+/// The text of a request's first user message, in either provider's format.
+pub fn first_user_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
 }
 
 async fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Received> {

@@ -33,19 +33,41 @@ impl Chat {
                     status.follow_up = follow_up.len();
                 }
                 Event::PermissionRequested {
-                    request, summary, ..
+                    session,
+                    request,
+                    summary,
+                    ..
                 } => {
-                    if !status.asks.iter().any(|(r, _)| r == request) {
+                    let key = (session.clone(), *request);
+                    if !status.asks.iter().any(|(k, _)| *k == key) {
                         if status.asks.is_empty() {
                             status.asked_at = Some(std::time::Instant::now());
                         }
-                        status.asks.push((*request, summary.clone()));
+                        status.asks.push((key, summary.clone()));
                     }
                     status.state = Some(SessionState::AwaitingApproval);
                 }
-                Event::PermissionResolved { request, .. } => {
-                    let was_first = status.ask().is_some_and(|(r, _)| r == request);
-                    status.asks.retain(|(r, _)| r != request);
+                Event::SubagentStarted { child, .. } => {
+                    status.children.push((
+                        child.clone(),
+                        "starting".to_string(),
+                        std::time::Instant::now(),
+                    ));
+                }
+                Event::SubagentActivity { child, activity } => {
+                    if let Some(entry) = status.children.iter_mut().find(|(c, ..)| c == child) {
+                        entry.1 = activity.clone();
+                    }
+                }
+                Event::SubagentFinished { child, .. } => {
+                    status.children.retain(|(c, ..)| c != child);
+                }
+                Event::PermissionResolved {
+                    session, request, ..
+                } => {
+                    let key = (session.clone(), *request);
+                    let was_first = status.ask().is_some_and(|(k, _)| *k == key);
+                    status.asks.retain(|(k, _)| *k != key);
                     if was_first {
                         // The next request is shown from now.
                         status.asked_at = Some(std::time::Instant::now());
@@ -69,7 +91,8 @@ impl Chat {
                 Event::RunFinished { usage, .. } => {
                     status.state = Some(SessionState::Idle);
                     status.tokens = *usage;
-                    status.asks.clear();
+                    // A subagent's requests outlive its parent's run only until answered.
+                    status.asks.retain(|((asker, _), _)| asker.is_some());
                     status.tool = None;
                 }
                 _ => {}

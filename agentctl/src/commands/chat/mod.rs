@@ -273,7 +273,7 @@ impl Chat {
             .unwrap_or_else(|e| e.into_inner())
             .ask()
             .cloned();
-        if let Some((request, _)) = pending {
+        if let Some((key, _)) = pending.clone() {
             let decision = match trimmed.to_ascii_lowercase().as_str() {
                 "y" | "yes" => Some(Decision::Allow),
                 "n" | "no" => Some(Decision::Deny),
@@ -281,7 +281,7 @@ impl Chat {
                 _ => None,
             };
             if let Some(decision) = decision {
-                self.answer(request, decision).await?;
+                self.answer(key, decision).await?;
                 return Ok(true);
             }
         }
@@ -302,9 +302,21 @@ impl Chat {
                     "/deny" => Decision::Deny,
                     _ => Decision::AllowAlways,
                 };
+                // A number names a pending request (a subagent's, if it is one of theirs).
+                let asks = self
+                    .status
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .asks
+                    .clone();
                 let request = match rest.parse::<u64>() {
-                    Ok(n) => Some(PermissionRequestId(n)),
-                    Err(_) => pending.map(|(r, _)| r),
+                    Ok(n) => Some(
+                        asks.iter()
+                            .map(|(key, _)| key.clone())
+                            .find(|(_, r)| r.0 == n)
+                            .unwrap_or((None, PermissionRequestId(n))),
+                    ),
+                    Err(_) => pending.map(|(key, _)| key),
                 };
                 match request {
                     Some(request) => self.answer(request, decision).await?,
@@ -390,7 +402,7 @@ impl Chat {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .ask()
-            .map(|(request, _)| *request);
+            .map(|(key, _)| key.clone());
         let Some(request) = pending else {
             return Ok(true);
         };
@@ -447,15 +459,13 @@ impl Chat {
         Ok(true)
     }
 
-    async fn answer(
-        &mut self,
-        request_id: PermissionRequestId,
-        decision: Decision,
-    ) -> Result<(), Failure> {
+    /// Answers request `key` (in the subagent that asked, if one did).
+    async fn answer(&mut self, key: status::AskKey, decision: Decision) -> Result<(), Failure> {
+        let (asker, request_id) = key;
         request(
             self.follower.client(),
             Request::Answer {
-                session: self.session.clone(),
+                session: asker.unwrap_or_else(|| self.session.clone()),
                 request: request_id,
                 decision,
             },

@@ -12,6 +12,9 @@ use crate::style::Style;
 use crate::tool_progress::Running;
 
 /// What the status line shows.
+/// A permission request: the subagent that asks (`None` for the session itself) and its number.
+pub(super) type AskKey = (Option<protocol::SessionId>, PermissionRequestId);
+
 #[derive(Debug, Clone, Default)]
 pub(super) struct Status {
     pub(super) state: Option<SessionState>,
@@ -21,7 +24,9 @@ pub(super) struct Status {
     pub(super) follow_up: usize,
     pub(super) tokens: TokenUsage,
     /// Permission requests waiting for an answer, oldest first: they are answered in order.
-    pub(super) asks: Vec<(PermissionRequestId, String)>,
+    pub(super) asks: Vec<(AskKey, String)>,
+    /// Running subagents: id, what each does now, and since when it runs.
+    pub(super) children: Vec<(protocol::SessionId, String, std::time::Instant)>,
     /// When the oldest pending request was first shown: keys typed just before it came are
     /// text, not answers.
     pub(super) asked_at: Option<std::time::Instant>,
@@ -32,6 +37,21 @@ pub(super) struct Status {
 }
 
 impl Status {
+    /// One line per running subagent: its id, what it does now and for how long.
+    pub(super) fn child_lines(&self) -> Vec<String> {
+        self.children
+            .iter()
+            .map(|(id, activity, since)| {
+                let line = format!(
+                    "  ⧉ {id} · {} · {:.0}s",
+                    crate::style::one_line(activity),
+                    since.elapsed().as_secs_f64()
+                );
+                line.chars().take(100).collect()
+            })
+            .collect()
+    }
+
     /// Whether a key pressed now answers a request: one is pending and has been shown long
     /// enough that the key was not typed before it appeared.
     pub(super) fn keys_answer(&self) -> bool {
@@ -42,15 +62,19 @@ impl Status {
     }
 
     /// The permission request a key answers now.
-    pub(super) fn ask(&self) -> Option<&(PermissionRequestId, String)> {
+    pub(super) fn ask(&self) -> Option<&(AskKey, String)> {
         self.asks.first()
     }
 
     pub(super) fn line(&self) -> String {
-        if let Some((request, summary)) = self.ask() {
+        if let Some(((asker, request), summary)) = self.ask() {
             // The keys answer once the question has been on screen a moment.
             let keys = if self.keys_answer() { "y/n/a" } else { "…" };
-            return format!("[approve {request}: {summary}? {keys}] ");
+            let whose = asker
+                .as_ref()
+                .map(|s| format!(" (subagent {s})"))
+                .unwrap_or_default();
+            return format!("[approve {request}{whose}: {summary}? {keys}] ");
         }
         let state = self.state.map_or("idle", |s| s.as_str());
         let mut parts = vec![state.to_string()];
@@ -92,13 +116,18 @@ pub(super) struct StatusPrompt {
 
 impl Prompt for StatusPrompt {
     fn render_prompt_left(&self) -> Cow<'_, str> {
-        let status = self.status.lock().unwrap_or_else(|e| e.into_inner()).line();
+        let (status, children) = {
+            let status = self.status.lock().unwrap_or_else(|e| e.into_inner());
+            (status.line(), status.child_lines())
+        };
         let partial = self.partial.lock().unwrap_or_else(|e| e.into_inner());
-        if partial.is_empty() {
-            Cow::Owned(status)
-        } else {
-            Cow::Owned(format!("{partial}\n{status}"))
+        let mut lines: Vec<String> = Vec::new();
+        if !partial.is_empty() {
+            lines.push(partial.clone());
         }
+        lines.extend(children);
+        lines.push(status);
+        Cow::Owned(lines.join("\n"))
     }
 
     fn render_prompt_right(&self) -> Cow<'_, str> {

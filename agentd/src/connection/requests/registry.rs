@@ -12,7 +12,7 @@ const MAX_SESSION_MCP_SERVERS: usize = 20;
 
 impl Connection {
     pub(super) async fn create(&self, create: CreateSession) -> Result<Reply, ErrorInfo> {
-        let info = ask(&self.shared.supervisor, Create(create)).await?;
+        let info = ask(&self.shared.supervisor, Create(create, None)).await?;
         Ok(Reply::SessionCreated(info))
     }
 

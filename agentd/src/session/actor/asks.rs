@@ -64,6 +64,7 @@ impl SessionActor {
         let _ = pending.answer.send(msg.decision);
         self.decided.insert(msg.request, msg.by_client.clone());
         self.emit(Event::PermissionResolved {
+            session: None,
             request: msg.request,
             decision: msg.decision,
             by_client: msg.by_client,
@@ -89,6 +90,17 @@ impl Message<Answer> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, msg: Answer, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        // A subagent's request shown in this session's stream: the subagent decides it.
+        if let Some(asker) = self.asker_of(msg.request) {
+            return match asker.ask(msg).await {
+                Ok(()) => Ok(()),
+                Err(SendError::HandlerError(err)) => Err(err),
+                Err(err) => Err(ErrorInfo::new(
+                    ErrorCode::UnknownPermissionRequest,
+                    format!("the subagent that asked is gone: {err}"),
+                )),
+            };
+        }
         self.resolve(msg)
     }
 }
@@ -254,6 +266,7 @@ impl SessionActor {
                 );
                 self.info.state = SessionState::AwaitingApproval;
                 self.emit(Event::PermissionRequested {
+                    session: None,
                     request,
                     tool: msg.call.name.clone(),
                     args: msg.call.args.clone(),

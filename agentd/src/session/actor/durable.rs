@@ -21,6 +21,7 @@ impl SessionActor {
     /// when the listing changed.
     pub(super) fn emit(&mut self, event: Event) {
         let durability = Durability::of(&event);
+        self.tell_parent(&event);
         let event = self.log.number(event);
         if let Some((from, to)) = self.log.take_abandoned() {
             self.record(&Record::Gap { from, to });

@@ -104,6 +104,7 @@ impl SessionActor {
             .or(self.info.provider.as_deref());
         let model = options.model.as_deref().or(self.info.model.as_deref());
         let choice = config.choose(&self.env.http, profile, model, &options.env);
+        let subagents = self.task_setup(&options, &config);
         let setup = RunSetup {
             session: SessionPort::new(me.clone()),
             run: id,
@@ -120,6 +121,8 @@ impl SessionActor {
             checkpoints: config.checkpoints.enabled.then(|| self.checkpoints.clone()),
             config,
             resumed,
+            subagents,
+            allowed_tools: self.meta.child.as_ref().and_then(|c| c.tools.clone()),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
@@ -147,6 +150,7 @@ impl SessionActor {
             id,
             cancel,
             options,
+            started: std::time::Instant::now(),
             _task: task,
         });
         tracing::info!(session = %self.info.id, run = id.0, "run started");
@@ -261,6 +265,7 @@ impl SessionActor {
             ));
         }
         let before_tokens = crate::compact::estimate_all(&self.history);
+        let summary = self.with_running_children(summary);
         let keep_last = self.history.len() - cut;
         self.record(&Record::Compaction {
             summary: summary.clone(),
@@ -449,6 +454,7 @@ impl Message<RunDone> for SessionActor {
             self.decided
                 .insert(request, "the end of the run".to_string());
             self.emit(Event::PermissionResolved {
+                session: None,
                 request,
                 decision: Decision::Deny,
                 by_client: "the end of the run".to_string(),
@@ -467,6 +473,7 @@ impl Message<RunDone> for SessionActor {
         self.info.state = SessionState::Idle;
         self.env.running.ended(&self.info.id.0, msg.run.0);
         tracing::info!(session = %self.info.id, run = msg.run.0, stop = %outcome.stop_reason, "run finished");
+        let outcome_end = outcome.clone();
         self.emit(Event::RunFinished {
             run: msg.run,
             stop_reason: outcome.stop_reason,
@@ -477,6 +484,8 @@ impl Message<RunDone> for SessionActor {
             error: outcome.error,
         });
         self.save_meta();
+        let duration_ms = finished.started.elapsed().as_millis() as u64;
+        self.hand_out_run_end(msg.run, &outcome_end, duration_ms);
         if let Some((text, delivery)) = self.queues.take_next() {
             self.emit_queues();
             let me = ctx.actor_ref().clone();

@@ -5,7 +5,9 @@
 use kameo::prelude::*;
 use protocol::{Event, RunId};
 
-use super::{ApplyCompaction, Authorize, BeginTurn, Emit, Expire, NextQueued, Push, SessionActor};
+use super::{
+    AdoptChild, ApplyCompaction, Authorize, BeginTurn, Emit, Expire, NextQueued, Push, SessionActor,
+};
 
 /// A message the loop may send its session.
 pub trait LoopMessage: Send + 'static {}
@@ -16,6 +18,7 @@ impl LoopMessage for NextQueued {}
 impl LoopMessage for Authorize {}
 impl LoopMessage for Expire {}
 impl LoopMessage for ApplyCompaction {}
+impl LoopMessage for AdoptChild {}
 
 /// The session of a run, as the run sees it.
 #[derive(Clone)]

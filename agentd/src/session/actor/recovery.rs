@@ -41,6 +41,8 @@ pub(super) struct Replayer {
     stopped: bool,
     /// Calls of the last reply that were announced (their batch began).
     announced: Vec<String>,
+    /// Children the last reply's `task` calls started: (call, child, in the background).
+    children: Vec<(String, protocol::SessionId, bool)>,
     asks: Vec<PermissionRequestId>,
     /// What the open permission requests asked to run: (tool, arguments).
     asked: Vec<(PermissionRequestId, String, String)>,
@@ -71,7 +73,11 @@ impl Replayer {
                 Arc::make_mut(&mut actor.history).push(message);
             }
             Record::Rule { rule } => actor.always.push(rule),
-            Record::Run { run, options } => self.open_options = Some((run, options)),
+            Record::Run { run, options } => {
+                // A run started later without a client (a subagent's result) goes on with these.
+                actor.last_options = options.clone();
+                self.open_options = Some((run, options));
+            }
             Record::Stopped { run } => {
                 self.stopped = self.open_run.is_some_and(|(open, _)| open == run);
             }
@@ -101,9 +107,18 @@ impl Replayer {
                         }
                         self.results_since_reply.clear();
                         self.announced.clear();
+                        self.children.clear();
                         self.open_deltas = None;
                     }
                     Event::ToolCall(call) => self.announced.push(call.id.clone()),
+                    Event::SubagentStarted {
+                        call,
+                        child,
+                        background,
+                        ..
+                    } => self
+                        .children
+                        .push((call.clone(), child.clone(), *background)),
                     Event::ToolResult {
                         id,
                         name,
@@ -118,7 +133,25 @@ impl Replayer {
                             output.clone(),
                         ));
                     }
-                    Event::RunFinished { .. } => self.open_run = None,
+                    Event::RunFinished {
+                        run,
+                        stop_reason,
+                        turns,
+                        usage,
+                        error,
+                        ..
+                    } => {
+                        self.open_run = None;
+                        // Who waits for this run (a parent after a restart) hears how it ended.
+                        let outcome = crate::session::run::RunOutcome {
+                            stop_reason: *stop_reason,
+                            turns: *turns,
+                            truncated: false,
+                            usage: *usage,
+                            error: error.clone(),
+                        };
+                        actor.family.last_end = Some((*run, actor.end_of(&outcome, 0)));
+                    }
                     Event::ModeChanged { mode } => actor.info.mode = *mode,
                     Event::QueueChanged { steer, follow_up } => {
                         actor.queues = Queues::default();
@@ -130,6 +163,7 @@ impl Replayer {
                         }
                     }
                     Event::PermissionRequested {
+                        session: None,
                         request,
                         tool,
                         args,
@@ -140,7 +174,10 @@ impl Replayer {
                         self.asked.push((*request, tool.clone(), args.clone()));
                     }
                     Event::PermissionResolved {
-                        request, by_client, ..
+                        session: None,
+                        request,
+                        by_client,
+                        ..
                     } => {
                         self.asks.retain(|r| r != request);
                         self.asked.retain(|(r, ..)| r != request);
@@ -171,6 +208,7 @@ impl SessionActor {
             resumed_ms,
             stopped,
             announced,
+            children,
             asks,
             asked,
             results_since_reply,
@@ -252,6 +290,7 @@ impl SessionActor {
                     calls,
                     done,
                     started,
+                    children,
                 },
             });
             return;
@@ -322,6 +361,7 @@ impl SessionActor {
             self.decided
                 .insert(request, "the daemon restart".to_string());
             self.emit(Event::PermissionResolved {
+                session: None,
                 request,
                 decision: Decision::Deny,
                 by_client: by.to_string(),

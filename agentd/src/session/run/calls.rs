@@ -147,6 +147,10 @@ impl Run {
                     None => return Ok(None),
                 }
             }
+            Prepared::Task(args) => match self.run_task(call, args).await? {
+                Some(output) => output,
+                None => return Ok(None),
+            },
             Prepared::Refused(output) => output,
             Prepared::Interrupted => return Ok(None),
         };
@@ -162,7 +166,19 @@ impl Run {
 
     /// Checks the tool, its arguments and the permission to run it.
     async fn prepare(&self, call: &ToolCall) -> Result<Prepared, Gone> {
+        if let Some(refused) = self.not_offered(&call.name) {
+            return Ok(Prepared::Refused(refused));
+        }
         let target = match Tool::from_name(&call.name) {
+            // A subagent does its own asking; starting one asks nothing.
+            None if call.name == crate::subagents::TASK_TOOL => {
+                return Ok(match call.args_json() {
+                    Ok(args) if args.is_object() => Prepared::Task(args),
+                    _ => Prepared::Refused(ToolOutput::error(
+                        "the arguments must be a JSON object with `description` and `prompt`",
+                    )),
+                });
+            }
             Some(tool) => Target::Builtin(tool),
             None => match self.toolset.get(&call.name) {
                 Some(tool) => Target::Mcp(Box::new(tool.clone())),
@@ -273,6 +289,8 @@ enum Prepared {
         serde_json::Value,
         Option<Box<crate::sandbox::Sandbox>>,
     ),
+    /// A `task` call, run by the loop itself (it waits for a child, not an executor).
+    Task(serde_json::Value),
     Refused(ToolOutput),
     Interrupted,
 }

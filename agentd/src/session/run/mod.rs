@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use kameo::prelude::*;
-use protocol::{Delivery, Event, ModelStopReason, RunId, StopReason, TokenUsage};
+use protocol::{Event, RunId, StopReason, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
 mod calls;
@@ -22,11 +22,17 @@ use compaction::Compaction;
 mod checkpoints;
 mod repetition;
 mod resume;
+mod step;
+mod task_call;
 mod text_calls;
+
+pub use step::{Step, next_step};
+
+pub use task_call::TaskSetup;
 
 use super::actor::{BeginTurn, NextQueued, Push, SessionPort};
 use crate::compact;
-use crate::conversation::{AssistantReply, Message, ToolCall};
+use crate::conversation::{Message, ToolCall};
 use crate::health::HealthMonitor;
 use crate::mcp::{McpHub, SessionSide, Toolset};
 use crate::provider::{Choice, Provider, ProviderError, ToolSpec};
@@ -74,6 +80,10 @@ pub struct RunSetup {
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
     /// Where the run stood, when it is resumed after the daemon stopped.
     pub resumed: Option<Resumed>,
+    /// What starting subagents needs; `None` where this session may not (SPEC §14).
+    pub subagents: Option<Arc<TaskSetup>>,
+    /// The tools a subagent's definition allows it; every tool when `None`.
+    pub allowed_tools: Option<Vec<String>>,
 }
 
 /// Where a resumed run stood when the daemon stopped (SPEC §4, continuity).
@@ -88,6 +98,8 @@ pub struct Resumed {
     /// The calls that had begun (announced, not waiting for permission): run again only when
     /// they only read.
     pub started: Vec<String>,
+    /// The children `task` calls of the last reply started: (call, child, in the background).
+    pub children: Vec<(String, protocol::SessionId, bool)>,
 }
 
 /// How a run ended.
@@ -103,49 +115,6 @@ pub struct RunOutcome {
     pub usage: TokenUsage,
     /// What went wrong, for `error` and `health` stops.
     pub error: Option<String>,
-}
-
-/// What the loop does after saving a reply: the one place where "continue or stop" is decided
-/// (the second seed's state machine).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// No tools were asked for and a queued message was delivered: call the model again.
-    ContinueWithQueued,
-    /// No tools were asked for and nothing is queued: the run is complete.
-    Complete {
-        /// Whether the reply was cut off at the output limit.
-        truncated: bool,
-    },
-    /// Tools were asked for, but the turn limit is reached: answer them unrun and stop.
-    StopAtMaxTurns,
-    /// Tools were asked for in a reply cut off at the output limit: refuse them and continue.
-    RejectTruncatedCalls,
-    /// Run the tools and continue.
-    RunTools,
-}
-
-/// Decides the next step after a reply. `queued` says whether a queued message was delivered
-/// (only asked when the reply has no tool calls).
-pub fn next_step(
-    reply: &AssistantReply,
-    turns: u32,
-    max_turns: u32,
-    queued: Option<Delivery>,
-) -> Step {
-    let truncated = reply.stop_reason == ModelStopReason::MaxTokens;
-    if reply.tool_calls().is_empty() {
-        return match queued {
-            Some(_) => Step::ContinueWithQueued,
-            None => Step::Complete { truncated },
-        };
-    }
-    if max_turns != 0 && turns >= max_turns {
-        Step::StopAtMaxTurns
-    } else if truncated {
-        Step::RejectTruncatedCalls
-    } else {
-        Step::RunTools
-    }
 }
 
 /// The loop's own state.
@@ -167,6 +136,8 @@ struct Run {
     checkpoints: checkpoints::RunCheckpoints,
     /// The last reply looped and was cut.
     looped: bool,
+    /// Tokens of the run's subagents (in the foreground) so far.
+    children_usage: std::sync::Mutex<TokenUsage>,
 }
 
 /// Runs the loop to its end.
@@ -215,12 +186,14 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         turns,
         usage: TokenUsage::default(),
         health: HealthMonitor::new(),
-        specs: Arc::new(tools::specs_for(small)),
+        specs: Arc::default(),
         toolset: Toolset::default(),
         checkpoints,
         side,
         looped: false,
+        children_usage: Default::default(),
     };
+    run.specs = Arc::new(run.offered(tools::specs_for(small)));
     let outcome = match run.drive(&provider, &model).await {
         Ok(outcome) => outcome,
         // The session actor is gone (the session was deleted): the run ends with it.
@@ -250,11 +223,14 @@ impl Run {
         truncated: bool,
         error: Option<String>,
     ) -> RunOutcome {
+        // The run's usage counts its subagents'.
+        let mut usage = self.usage;
+        usage.add(&self.children_usage());
         RunOutcome {
             stop_reason,
             turns: self.turns,
             truncated,
-            usage: self.usage,
+            usage,
             error,
         }
     }
@@ -395,6 +371,7 @@ impl Run {
             // A tool of a configured server counts even when the server is down.
             let known = |name: &str| {
                 Tool::from_name(name).is_some()
+                    || name == crate::subagents::TASK_TOOL
                     || self.toolset.get(name).is_some()
                     || crate::mcp::names::split(name).is_some_and(|(server, _)| {
                         self.toolset.servers.iter().any(|s| s.name == server)
@@ -460,8 +437,9 @@ impl Run {
 
     /// Lists the MCP servers' tools for the next turn (starting servers not started yet).
     async fn refresh_tools(&mut self) {
+        let had_mcp = !self.toolset.tools.is_empty();
         self.toolset = self.setup.mcp.toolset(&self.side, self.cancel()).await;
-        if self.toolset.tools.is_empty() && self.specs.len() == Tool::ALL.len() {
+        if self.toolset.tools.is_empty() && !had_mcp {
             return;
         }
         let mut specs = tools::specs_for(self.small);
@@ -472,82 +450,14 @@ impl Run {
                 t.spec.clone()
             }
         }));
-        self.specs = Arc::new(specs);
+        self.specs = Arc::new(self.offered(specs));
     }
 
     /// Whether a call of `name` may run in parallel with its neighbours: a built-in reading
-    /// tool, or an MCP tool its server marks read-only.
+    /// tool, `task` (children run in parallel), or an MCP tool its server marks read-only.
     fn concurrency_safe(&self, name: &str) -> bool {
-        batch::builtin_safe(name) || self.toolset.get(name).is_some_and(|t| t.read_only)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::conversation::Block;
-
-    fn reply(calls: usize, stop: ModelStopReason) -> AssistantReply {
-        let content = (0..calls)
-            .map(|i| {
-                Block::ToolCall(ToolCall {
-                    id: format!("t{i}"),
-                    name: "read".into(),
-                    args: "{}".into(),
-                })
-            })
-            .collect();
-        AssistantReply {
-            content,
-            stop_reason: stop,
-            usage: TokenUsage::default(),
-        }
-    }
-
-    #[test]
-    fn a_reply_without_tools_completes_unless_something_is_queued() {
-        let r = reply(0, ModelStopReason::EndTurn);
-        assert_eq!(
-            next_step(&r, 1, 100, None),
-            Step::Complete { truncated: false }
-        );
-        assert_eq!(
-            next_step(&r, 1, 100, Some(Delivery::FollowUp)),
-            Step::ContinueWithQueued
-        );
-        let cut = reply(0, ModelStopReason::MaxTokens);
-        assert_eq!(
-            next_step(&cut, 1, 100, None),
-            Step::Complete { truncated: true }
-        );
-    }
-
-    #[test]
-    fn the_turn_limit_guards_tool_execution_only() {
-        assert_eq!(
-            next_step(&reply(1, ModelStopReason::ToolUse), 3, 3, None),
-            Step::StopAtMaxTurns
-        );
-        assert_eq!(
-            next_step(&reply(1, ModelStopReason::ToolUse), 3, 0, None),
-            Step::RunTools
-        );
-        assert_eq!(
-            next_step(
-                &reply(0, ModelStopReason::EndTurn),
-                9,
-                3,
-                Some(Delivery::FollowUp)
-            ),
-            Step::ContinueWithQueued
-        );
-    }
-
-    #[test]
-    fn calls_of_a_truncated_reply_are_rejected() {
-        assert_eq!(
-            next_step(&reply(2, ModelStopReason::MaxTokens), 1, 100, None),
-            Step::RejectTruncatedCalls
-        );
+        batch::builtin_safe(name)
+            || name == crate::subagents::TASK_TOOL
+            || self.toolset.get(name).is_some_and(|t| t.read_only)
     }
 }

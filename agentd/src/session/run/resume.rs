@@ -1,7 +1,7 @@
 //! A resumed run's first step: every call of the last reply gets a result. Calls that had not
 //! begun, and calls that only read, run again; a command, a write, an edit or another MCP call
 //! that was under way is never run twice: its result says the daemon stopped while it ran, with
-//! what is known now.
+//! what is known now. A `task` call whose child was started waits for that child again.
 
 use std::path::Path;
 
@@ -21,11 +21,18 @@ impl Run {
             calls,
             mut done,
             started,
+            children,
             ..
         } = resumed;
         let mut again = Vec::new();
+        let mut rejoined = Vec::new();
         for call in &calls {
             if done.iter().any(|r| r.call_id == call.id) {
+                continue;
+            }
+            // A child that was started goes on (it resumes its own run): wait for it again.
+            if let Some((_, child, background)) = children.iter().find(|(c, ..)| *c == call.id) {
+                rejoined.push((call, child, *background));
                 continue;
             }
             if !started.contains(&call.id) || self.concurrency_safe(&call.name) {
@@ -41,6 +48,21 @@ impl Run {
                 done.push(result);
             }
         }
+        let waits = rejoined
+            .into_iter()
+            .map(|(call, child, background)| async move {
+                let started = std::time::Instant::now();
+                let output = self.rejoin_child(child, background).await;
+                let result = ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output: output.output,
+                    is_error: output.is_error,
+                };
+                self.emit(result_event(&result, started.elapsed().as_millis() as u64));
+                result
+            });
+        done.extend(futures::future::join_all(waits).await);
         done.extend(self.execute(&again).await?);
         Ok(self.fill(&calls, done, INTERRUPTED))
     }

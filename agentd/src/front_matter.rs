@@ -1,0 +1,110 @@
+//! Markdown files with YAML front matter (agent definitions, skills, commands): the `---`
+//! block at the top parsed with a maintained YAML parser, the rest kept as the body. The files
+//! come from projects, so they are read as untrusted: regular files only, bounded in size.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+
+/// The most bytes of such a file that are read.
+pub const MAX_FILE_BYTES: usize = 64 * 1024;
+
+/// A file split into its front matter and its body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document<T> {
+    /// The front matter; the type's default when the file has none.
+    pub head: T,
+    /// What follows the front matter, trimmed.
+    pub body: String,
+}
+
+/// Reads and parses the file at `path`; an error says what is wrong with it, for the user.
+pub fn read<T: DeserializeOwned + Default>(path: &Path) -> Result<Document<T>, String> {
+    let (bytes, more) = crate::regular_file::read_at_most(path, MAX_FILE_BYTES)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if more {
+        return Err(format!(
+            "{} is over {} KiB; it was skipped",
+            path.display(),
+            MAX_FILE_BYTES / 1024
+        ));
+    }
+    parse(&String::from_utf8_lossy(&bytes)).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Splits `text` and parses its front matter.
+pub fn parse<T: DeserializeOwned + Default>(text: &str) -> Result<Document<T>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some((yaml, body)) = split(text) else {
+        return Ok(Document {
+            head: T::default(),
+            body: text.trim().to_string(),
+        });
+    };
+    let head = if yaml.trim().is_empty() {
+        T::default()
+    } else {
+        serde_saphyr::from_str(yaml).map_err(|e| {
+            let first = e.to_string();
+            let first = first.lines().next().unwrap_or_default().to_string();
+            format!("its front matter is not valid: {first}")
+        })?
+    };
+    Ok(Document {
+        head,
+        body: body.trim().to_string(),
+    })
+}
+
+/// The YAML between a first line `---` and the next line `---`, and what follows.
+fn split(text: &str) -> Option<(&str, &str)> {
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next()?;
+    if first.trim_end() != "---" {
+        return None;
+    }
+    let start = first.len();
+    let mut at = start;
+    for line in lines {
+        if line.trim_end() == "---" {
+            return Some((&text[start..at], &text[at + line.len()..]));
+        }
+        at += line.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, serde::Deserialize, PartialEq)]
+    struct Head {
+        name: Option<String>,
+        tools: Option<Vec<String>>,
+    }
+
+    #[test]
+    fn front_matter_and_body_are_split() {
+        let doc: Document<Head> =
+            parse("---\nname: x\ntools: [read, grep]\n---\n\nBody\ntext\n").unwrap();
+        assert_eq!(doc.head.name.as_deref(), Some("x"));
+        assert_eq!(doc.head.tools.unwrap(), ["read", "grep"]);
+        assert_eq!(doc.body, "Body\ntext");
+        let none: Document<Head> = parse("Just text").unwrap();
+        assert_eq!(none.head, Head::default());
+        assert_eq!(none.body, "Just text");
+        // An unclosed block is body, not YAML.
+        let open: Document<Head> = parse("---\nname: x\n").unwrap();
+        assert_eq!(open.head, Head::default());
+    }
+
+    #[test]
+    fn bad_yaml_is_an_error_not_a_panic() {
+        assert!(parse::<Head>("---\nname: [x\n---\n").is_err());
+        assert!(parse::<Head>("---\nname: {a: 1}\n---\n").is_err());
+        // An alias bomb stays within the parser's budget.
+        let bomb = "---\na: &a [x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d]\n---\n";
+        let _ = parse::<Head>(bomb);
+    }
+}
