@@ -559,5 +559,5 @@ async fn the_system_prompt_carries_the_environment_and_project_instructions() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["read", "write", "edit", "bash", "grep", "glob"]);
+    assert_eq!(tools, ["read", "write", "edit", "bash", "grep", "glob", "task"]);
 }

@@ -217,6 +217,7 @@ async fn permission_is_asked_refused_and_allowed_by_rules_and_the_allow_list() {
             tool,
             summary,
             args,
+            ..
         }) = asked.last().map(|e| e.event.clone())
         else {
             unreachable!()
