@@ -110,6 +110,15 @@ pub fn usage_line(usage: &TokenUsage) -> String {
     line
 }
 
+/// A run's cost with its subagents' (`children`, in micro-dollars) added; `None` when neither
+/// is known.
+pub fn with_children_cost(cost: Option<u64>, children: u64) -> Option<u64> {
+    match (cost, children) {
+        (cost, 0) => cost,
+        (cost, children) => Some(cost.unwrap_or(0) + children),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -161,10 +161,12 @@ pub fn event_json(event: &SessionEvent) -> Value {
             stop_reason,
             turns,
             usage,
+            cost_micros,
             duration_ms,
         } => json!({
             "child": child.as_str(), "stop_reason": stop_reason.as_str(), "turns": turns,
             "usage": usage_json(usage), "duration_ms": duration_ms,
+            "cost_usd": cost_micros.map(|c| c as f64 / 1e6),
         }),
     };
     value["type"] = json!(event.event.kind());

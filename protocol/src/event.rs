@@ -250,6 +250,8 @@ pub enum Event {
         turns: u32,
         /// Its tokens.
         usage: TokenUsage,
+        /// What they cost, when the model's price is known.
+        cost_micros: Option<u64>,
         /// How long it ran.
         duration_ms: u64,
     },

@@ -18,7 +18,10 @@ async fn main() {
 
     // One child, alone: from the `task` call's reply to the child's first request.
     let server = ModelServer::start(vec![
-        anthropic::tool("task", json!({"description": "one", "prompt": "SOLO: answer"})),
+        anthropic::tool(
+            "task",
+            json!({"description": "one", "prompt": "SOLO: answer"}),
+        ),
         anthropic::text("done"),
     ])
     .await;
@@ -56,9 +59,8 @@ async fn main() {
         let answer: Scripted = anthropic::text(&format!("result {n}"));
         server.route(&format!("CHILD-{n:03}"), vec![answer]);
     }
-    let home = Home::with_config(
-        "retry_base_ms = 5\nretry_max_ms = 20\n[subagents]\nmax_parallel = 4\n",
-    );
+    let home =
+        Home::with_config("retry_base_ms = 5\nretry_max_ms = 20\n[subagents]\nmax_parallel = 4\n");
     let daemon = Daemon::start_with(home, &[]);
     let pid = daemon.pid();
     let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;

@@ -559,5 +559,8 @@ async fn the_system_prompt_carries_the_environment_and_project_instructions() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["read", "write", "edit", "bash", "grep", "glob", "task"]);
+    assert_eq!(
+        tools,
+        ["read", "write", "edit", "bash", "grep", "glob", "task"]
+    );
 }

@@ -267,6 +267,7 @@ fn events() -> Vec<Event> {
             stop_reason: StopReason::Completed,
             turns: 2,
             usage: usage(),
+            cost_micros: Some(2_500),
             duration_ms: 1234,
         },
     ]

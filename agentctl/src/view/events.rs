@@ -19,6 +19,7 @@ impl HumanView {
             Event::RunStarted { .. } => {
                 self.turns.clear();
                 self.cost = None;
+                self.children_cost = 0;
             }
             Event::Usage {
                 turn, cost_micros, ..
@@ -94,8 +95,10 @@ impl HumanView {
                 stop_reason,
                 turns,
                 usage,
+                cost_micros,
                 duration_ms,
             } => {
+                self.children_cost += cost_micros.unwrap_or(0);
                 let line =
                     self.children
                         .finished(style, child, *stop_reason, *turns, usage, *duration_ms);
@@ -290,8 +293,9 @@ impl HumanView {
             StopReason::Health => style.red("stopped by the health guard"),
             StopReason::Error => style.red("failed"),
         };
-        let cost = self
-            .cost
+        // The run's subagents count in its cost.
+        let cost = crate::format::with_children_cost(self.cost, self.children_cost);
+        let cost = cost
             .map(|c| format!(" · {}", dollars(c)))
             .unwrap_or_default();
         let plural = if *turns == 1 { "" } else { "s" };

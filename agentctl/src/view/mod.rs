@@ -55,6 +55,8 @@ pub struct HumanView {
     pub echo_user: bool,
     /// The session's running subagents.
     children: children::Children,
+    /// What the run's subagents cost, when their model's price is known.
+    children_cost: u64,
     /// Lines drawn in place at the bottom (the open call's progress, the subagents' lines);
     /// the cursor is at the end of the last one.
     live_lines: usize,
@@ -83,6 +85,7 @@ impl HumanView {
             cost: None,
             echo_user: true,
             children: children::Children::default(),
+            children_cost: 0,
             live_lines: 0,
         }
     }

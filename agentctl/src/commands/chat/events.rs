@@ -18,6 +18,7 @@ impl Chat {
                     status.state = Some(SessionState::Running);
                     status.turn = 0;
                     status.cost = None;
+                    status.children_cost = 0;
                 }
                 Event::TurnStarted { turn } => status.turn = *turn,
                 Event::Usage {
@@ -59,7 +60,10 @@ impl Chat {
                         entry.1 = activity.clone();
                     }
                 }
-                Event::SubagentFinished { child, .. } => {
+                Event::SubagentFinished {
+                    child, cost_micros, ..
+                } => {
+                    status.children_cost += cost_micros.unwrap_or(0);
                     status.children.retain(|(c, ..)| c != child);
                 }
                 Event::PermissionResolved {

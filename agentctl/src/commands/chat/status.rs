@@ -34,6 +34,8 @@ pub(super) struct Status {
     pub(super) tool: Option<Running>,
     /// What the current (or last) run cost, when the model's price is known.
     pub(super) cost: Option<u64>,
+    /// What its subagents cost (added to `cost`).
+    pub(super) children_cost: u64,
 }
 
 impl Status {
@@ -89,7 +91,8 @@ impl Status {
             thousands(self.tokens.total_input()),
             thousands(self.tokens.output)
         ));
-        if let Some(cost) = self.cost {
+        let cost = crate::format::with_children_cost(self.cost, self.children_cost);
+        if let Some(cost) = cost {
             parts.push(dollars(cost));
         }
         if self.mode != Mode::Default {

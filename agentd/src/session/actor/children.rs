@@ -415,6 +415,7 @@ impl SessionActor {
             stop_reason: end.stop_reason,
             turns: end.turns,
             usage: end.usage,
+            cost_micros: None,
             duration_ms: end.duration_ms,
         });
         let text = end.notification(&background);

@@ -218,6 +218,7 @@ impl Run {
             stop_reason: end.stop_reason,
             turns: end.turns,
             usage: end.usage,
+            cost_micros: self.setup.choice.price.map(|p| p.cost_micros(&end.usage)),
             duration_ms: started.elapsed().as_millis() as u64,
         });
         let mut usage = self
