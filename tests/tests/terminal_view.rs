@@ -258,3 +258,38 @@ async fn the_cost_is_shown_when_the_models_price_is_known() {
         tests::agentctl_output(&daemon, &server, p, &["run", "--model", "mystery", "hi"]).await;
     assert!(!out.stdout.contains('$'), "{}", out.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_subagents_each_have_a_live_line_with_what_they_do() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .tool("task", json!({"description": "first job", "prompt": "LIVE-ONE"}))
+            .tool("task", json!({"description": "second job", "prompt": "LIVE-TWO"}))
+            .build(),
+        anthropic::text("Both done."),
+    ])
+    .await;
+    for marker in ["LIVE-ONE", "LIVE-TWO"] {
+        server.route(
+            marker,
+            vec![
+                anthropic::tool("bash", waiting_command()),
+                anthropic::text(&format!("{marker} finished")),
+            ],
+        );
+    }
+    let daemon = Daemon::start();
+    let pty = run_on_pty(&daemon, &server, project.path(), &["run", "--yes", "split"]);
+    // While both run: one line each, with the command it runs now.
+    pty.expect("first job · bash");
+    pty.expect("second job · bash");
+    std::fs::write(project.path().join("go"), "").unwrap();
+    pty.expect("Both done.");
+    assert_eq!(pty.wait(), Some(0));
+    let screen = pty.screen(40, 120);
+    assert!(screen.contains("subagent"), "{screen}");
+    assert!(screen.contains("completed · 2 turns"), "{screen}");
+    // The live lines gave way: none is left on the screen.
+    assert!(!screen.contains("· bash"), "{screen}");
+}
