@@ -259,6 +259,27 @@ pub enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// The hooks of config.toml, in the order each event runs them.
+    ///
+    /// Example: `agentctl hooks list`
+    Hooks {
+        #[command(subcommand)]
+        action: ListAction,
+    },
+    /// The skills of this directory's project and of the user.
+    ///
+    /// Example: `agentctl skills list --json`
+    Skills {
+        #[command(subcommand)]
+        action: ListAction,
+    },
+    /// The slash commands of this directory's project and of the user (`/NAME ARGS`).
+    ///
+    /// Example: `agentctl commands list`
+    Commands {
+        #[command(subcommand)]
+        action: ListAction,
+    },
     /// Delete a session and its history.
     ///
     /// Example: `agentctl rm 3f2a --force`
@@ -294,6 +315,18 @@ pub enum McpAction {
     /// List the configured servers: transport, scope, state, pid, tools and last error.
     ///
     /// Example: `agentctl mcp list --json`
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ListAction {
+    /// Print them as a table.
+    ///
+    /// Example: `agentctl hooks list --json`
     List {
         /// Print a JSON array instead of a table.
         #[arg(long)]

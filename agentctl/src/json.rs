@@ -153,6 +153,16 @@ pub fn event_json(event: &SessionEvent) -> Value {
             "call": call, "child": child.as_str(), "description": description, "agent": agent,
             "background": background,
         }),
+        Event::HookRan {
+            event,
+            command,
+            exit,
+            duration_ms,
+            decision,
+        } => json!({
+            "event": event, "command": command, "exit": exit, "duration_ms": duration_ms,
+            "decision": decision,
+        }),
         Event::SubagentActivity { child, activity } => {
             json!({"child": child.as_str(), "activity": activity})
         }

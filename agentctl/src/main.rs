@@ -17,7 +17,8 @@ mod view;
 use std::process::ExitCode;
 
 use clap::Parser;
-use cli::{AllowKind, Cli, Command, ConfigAction, DaemonAction, McpAction};
+use cli::{AllowKind, Cli, Command, ConfigAction, DaemonAction, ListAction, McpAction};
+use commands::extensions::Which;
 use protocol::{Decision, Delivery, PermissionClass};
 
 /// A failure to report on stderr, with the exit code to leave with.
@@ -209,6 +210,15 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             action: McpAction::List { json },
         } => commands::mcp::list(&paths, json).await,
         Command::Acp => acp::serve(&paths).await,
+        Command::Hooks {
+            action: ListAction::List { json },
+        } => commands::extensions::list(&paths, Which::Hooks, json).await,
+        Command::Skills {
+            action: ListAction::List { json },
+        } => commands::extensions::list(&paths, Which::Skills, json).await,
+        Command::Commands {
+            action: ListAction::List { json },
+        } => commands::extensions::list(&paths, Which::Commands, json).await,
         Command::Completions { shell } => {
             let mut cli = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cli, "agentctl", &mut std::io::stdout());

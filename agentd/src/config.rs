@@ -139,6 +139,8 @@ pub struct Config {
     pub prices: BTreeMap<String, crate::prices::Price>,
     /// Subagents: how many run at once, how deep they nest (SPEC §14).
     pub subagents: crate::subagents::SubagentConfig,
+    /// Commands run at points of a session's life (SPEC §15), by event, in order.
+    pub hooks: crate::hooks::HookTable,
 }
 
 /// `[sandbox]`: what commands in `auto` mode may reach besides the session directory and the
@@ -222,6 +224,7 @@ impl Default for Config {
             sandbox: SandboxConfig::default(),
             checkpoints: crate::checkpoint::CheckpointConfig::default(),
             subagents: crate::subagents::SubagentConfig::default(),
+            hooks: crate::hooks::HookTable::default(),
             prices: BTreeMap::new(),
         }
     }

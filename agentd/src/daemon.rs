@@ -136,6 +136,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
         socket: paths.socket.to_string_lossy().into_owned(),
         config: config_for_connections,
         mcp: mcp.clone(),
+        config_dir: paths.config_dir.clone(),
     });
 
     let mut connections = JoinSet::new();

@@ -6,6 +6,7 @@
 #![deny(clippy::string_slice)]
 
 pub mod checkpoint;
+pub mod commands;
 pub mod compact;
 pub mod config;
 pub mod connection;
@@ -13,6 +14,7 @@ pub mod conversation;
 pub mod daemon;
 pub mod front_matter;
 pub mod health;
+pub mod hooks;
 pub mod mcp;
 pub mod permission;
 pub mod prices;
@@ -22,6 +24,7 @@ pub mod regular_file;
 pub mod sandbox;
 pub mod session;
 pub mod shell_env;
+pub mod skills;
 pub mod stale_files;
 pub mod store;
 pub mod subagents;

@@ -240,6 +240,20 @@ pub enum Event {
         /// One line.
         activity: String,
     },
+    /// A hook ran (SPEC §15).
+    HookRan {
+        /// Its event (`PreToolUse`, `Stop`, …).
+        event: String,
+        /// Its command.
+        command: String,
+        /// Its exit code; `None` when it was killed or could not start.
+        exit: Option<i32>,
+        /// How long it ran.
+        duration_ms: u64,
+        /// What it decided (`block`, `allow`, `deny`, `ask`, `error`, `updated input`), if
+        /// anything.
+        decision: Option<String>,
+    },
     /// A subagent's run ended; its usage counts in this session's run.
     SubagentFinished {
         /// The child session.
@@ -288,6 +302,7 @@ impl Event {
             Event::SubagentStarted { .. } => "subagent_started",
             Event::SubagentActivity { .. } => "subagent_activity",
             Event::SubagentFinished { .. } => "subagent_finished",
+            Event::HookRan { .. } => "hook_ran",
         }
     }
 }

@@ -10,6 +10,7 @@ mod names;
 
 pub mod changes;
 pub mod event;
+pub mod extensions;
 pub mod frame;
 pub mod reply;
 pub mod request;
@@ -19,6 +20,7 @@ pub mod status;
 
 pub use changes::{ChangeKind, FileChange, RewindReport, RunDiff};
 pub use event::{Event, SessionEvent};
+pub use extensions::{CommandInfo, Extensions, HookInfo, SkillInfo};
 pub use names::ParseNameError;
 pub use reply::{ErrorCode, ErrorInfo, Reply, ServerFrame, Welcome};
 pub use request::{ClientFrame, CreateSession, Hello, Request, RequestId};

@@ -94,6 +94,8 @@ pub enum Reply {
     Status(DaemonStatus),
     /// The configured MCP servers and their instances.
     McpServers(Vec<McpServerInfo>),
+    /// Hooks, skills and commands.
+    Extensions(crate::extensions::Extensions),
     /// What a run changed.
     Diff(RunDiff),
     /// What a rewind did.

@@ -114,6 +114,12 @@ pub enum Request {
     Status,
     /// The configured MCP servers and their state; replies `McpServers`.
     McpList,
+    /// The hooks in force, and the skills and slash commands of directory `cwd`; replies
+    /// `Extensions`.
+    Extensions {
+        /// The directory (a session's), absolute.
+        cwd: String,
+    },
     /// Use these MCP servers (besides the configured ones) in the session's runs, one process
     /// or HTTP session each for this session; replaces what was given before. Replies `Done`.
     SetSessionMcpServers {

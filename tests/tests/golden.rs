@@ -105,6 +105,9 @@ fn requests() -> Vec<Request> {
         },
         Request::Status,
         Request::McpList,
+        Request::Extensions {
+            cwd: "/work/app".into(),
+        },
         Request::SetSessionMcpServers {
             session: session(),
             servers: vec![McpServerSpec {
@@ -270,6 +273,13 @@ fn events() -> Vec<Event> {
             cost_micros: Some(2_500),
             duration_ms: 1234,
         },
+        Event::HookRan {
+            event: "PreToolUse".into(),
+            command: "./check.sh".into(),
+            exit: Some(2),
+            duration_ms: 12,
+            decision: Some("block".into()),
+        },
     ]
 }
 
@@ -316,6 +326,25 @@ fn replies() -> Vec<Reply> {
                 .into(),
         }),
         Reply::McpServers(vec![mcp_server()]),
+        Reply::Extensions(Extensions {
+            hooks: vec![HookInfo {
+                event: "PreToolUse".into(),
+                matcher: Some("bash".into()),
+                command: "./check.sh".into(),
+                timeout_secs: 60,
+                on_error: "block".into(),
+            }],
+            skills: vec![SkillInfo {
+                name: "deploy".into(),
+                description: "How to deploy".into(),
+                path: "/work/app/.agents/skills/deploy/SKILL.md".into(),
+            }],
+            commands: vec![CommandInfo {
+                name: "greet".into(),
+                description: "Greet someone".into(),
+                argument_hint: Some("NAME".into()),
+            }],
+        }),
         Reply::Diff(RunDiff {
             run: RunId(2),
             files: vec![FileChange {
@@ -376,6 +405,7 @@ fn request_name(request: &Request) -> &'static str {
         Request::DeleteSession { .. } => "DeleteSession",
         Request::Status => "Status",
         Request::McpList => "McpList",
+        Request::Extensions { .. } => "Extensions",
         Request::SetSessionMcpServers { .. } => "SetSessionMcpServers",
         Request::Diff { .. } => "Diff",
         Request::Rewind { .. } => "Rewind",
@@ -396,6 +426,7 @@ fn reply_name(reply: &Reply) -> &'static str {
         Reply::Sent { .. } => "Sent",
         Reply::Status(_) => "Status",
         Reply::McpServers(_) => "McpServers",
+        Reply::Extensions(_) => "Extensions",
         Reply::Diff(_) => "Diff",
         Reply::Rewound(_) => "Rewound",
         Reply::Deleted { .. } => "Deleted",
@@ -507,9 +538,9 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 20);
-    assert_eq!(replies.len(), 12);
-    assert_eq!(events.len(), 27);
+    assert_eq!(requests.len(), 21);
+    assert_eq!(replies.len(), 13);
+    assert_eq!(events.len(), 28);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! editor leaves them running. Stdout carries the protocol; notes go to stderr.
 
 mod bridge;
+mod commands;
 mod updates;
 
 use std::path::PathBuf;
@@ -82,9 +83,16 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
                         responder: v1::Responder<NewSessionResponse>,
                         cx: v1::ConnectionTo<Editor>| {
                 let bridge = b_new.clone();
+                let editor = cx.clone();
                 cx.clone().spawn(async move {
+                    let cwd = req.cwd.clone();
                     let answer = new_session(&bridge, req).await;
-                    responder.respond_with_result(answer)
+                    let opened = answer.as_ref().ok().map(|r| r.session_id.clone());
+                    responder.respond_with_result(answer)?;
+                    if let Some(session) = opened {
+                        commands::announce(&bridge, &editor, session, &cwd).await;
+                    }
+                    Ok(())
                 })
             },
             agent_client_protocol::on_receive_request!(),
@@ -94,9 +102,16 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
                         responder: v1::Responder<LoadSessionResponse>,
                         cx: v1::ConnectionTo<Editor>| {
                 let bridge = b_load.clone();
+                let editor = cx.clone();
                 cx.clone().spawn(async move {
+                    let (cwd, session) = (req.cwd.clone(), req.session_id.clone());
                     let answer = load_session(&bridge, req).await;
-                    responder.respond_with_result(answer)
+                    let loaded = answer.is_ok();
+                    responder.respond_with_result(answer)?;
+                    if loaded {
+                        commands::announce(&bridge, &editor, session, &cwd).await;
+                    }
+                    Ok(())
                 })
             },
             agent_client_protocol::on_receive_request!(),

@@ -3,6 +3,7 @@
 pub mod changes;
 pub mod chat;
 pub mod daemon;
+pub mod extensions;
 pub mod mcp;
 pub mod oneshot;
 pub mod run;

@@ -89,6 +89,25 @@ impl HumanView {
                     .started(style, child, description, agent, *background);
                 self.line(&line);
             }
+            Event::HookRan {
+                event,
+                command,
+                exit,
+                duration_ms,
+                decision,
+            } => {
+                let exit = exit.map_or_else(|| "killed".to_string(), |c| format!("exit {c}"));
+                let decision = decision
+                    .as_ref()
+                    .map(|d| format!(": {}", one_line(d)))
+                    .unwrap_or_default();
+                let command: String = one_line(command).chars().take(60).collect();
+                let text = format!(
+                    "↪ hook {event} `{command}` {exit} ({}){decision}",
+                    duration(*duration_ms)
+                );
+                self.line(&style.dim(&text));
+            }
             Event::SubagentActivity { child, activity } => self.children.activity(child, activity),
             Event::SubagentFinished {
                 child,

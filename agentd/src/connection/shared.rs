@@ -23,4 +23,6 @@ pub struct Shared {
     pub config: tokio::sync::watch::Receiver<ConfigState>,
     /// The MCP servers.
     pub mcp: crate::mcp::McpHub,
+    /// The user's configuration directory (agents, skills, commands).
+    pub config_dir: std::path::PathBuf,
 }

@@ -37,6 +37,7 @@ mod parent_link;
 mod port;
 mod recovery;
 mod settings;
+mod transcript;
 
 pub use follow::{GetHistory, HistorySource, Subscribe, Unsubscribe};
 pub use lifecycle::{Cancel, Close, TryUnload};
@@ -44,6 +45,7 @@ pub use outside::FileTouched;
 use outside::tracker;
 pub use port::SessionPort;
 pub use settings::SetResume;
+pub use transcript::{HookContext, HookSession};
 
 use asks::PendingAsk;
 pub use asks::{Answer, Authorization, Authorize, Expire};
@@ -133,6 +135,8 @@ pub struct SessionActor {
     to_resume: Option<recovery::Resume>,
     /// Its subagents, and its parent when it is one.
     family: children::Family,
+    /// The system prompt's list of skills, read at each run's start.
+    skills: Option<String>,
 }
 
 impl Actor for SessionActor {
@@ -201,6 +205,7 @@ impl Actor for SessionActor {
             checkpoints: Arc::new(checkpoints),
             to_resume: None,
             family,
+            skills: None,
         };
         actor.info.turns = 0;
         // A large log takes a while to read: not on the runtime's threads, and a record at a
@@ -322,6 +327,10 @@ impl SessionActor {
             &self.plan_file(),
             compact_prompt,
         );
+        if let Some(part) = &self.skills {
+            system.push_str("\n\n");
+            system.push_str(part);
+        }
         if let Some(part) = self.subagent_prompt() {
             system.push_str("\n\n");
             system.push_str(&part);
@@ -350,6 +359,16 @@ impl SessionActor {
             delivery,
         });
         self.emit(Event::UserMessage { text, delivery });
+    }
+
+    /// The environment of the session's commands: its client's, or (for a session created
+    /// without one) the daemon's, without secrets.
+    pub(super) fn command_env(&self, config: &crate::config::Config) -> Vec<(String, String)> {
+        if self.client_env.is_empty() {
+            config.shell_env.for_commands(&crate::shell_env::current())
+        } else {
+            config.shell_env.for_commands(&self.client_env)
+        }
     }
 
     /// The session directory.
@@ -424,6 +443,14 @@ impl Message<SendMessage> for SessionActor {
                 ErrorCode::InvalidRequest,
                 "the message is empty",
             ));
+        }
+        // `/NAME ARGS` of a command file becomes its text, for every client alike.
+        let mut msg = msg;
+        if msg.text.starts_with('/') {
+            let dirs = crate::commands::directories(&self.cwd(), &self.env.paths.config_dir);
+            if let Some(expanded) = crate::commands::expand(&msg.text, &dirs) {
+                msg.text = expanded;
+            }
         }
         if self.run.is_some() {
             self.queues.push(msg.text, msg.delivery);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reedline::{
-    ColumnarMenu, DefaultCompleter, EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode,
+    ColumnarMenu, EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode,
     KeyModifiers, MenuBuilder, PromptEditMode, Reedline, ReedlineEvent, ReedlineMenu,
     ReedlineRawEvent, Signal, ValidationResult, Validator, default_emacs_keybindings,
 };
@@ -51,6 +51,7 @@ impl TerminalLine {
         status: Arc<Mutex<Status>>,
         partial: Arc<Mutex<String>>,
         input: mpsc::UnboundedSender<Input>,
+        commands: Vec<protocol::CommandInfo>,
     ) -> Result<(TerminalLine, std::sync::mpsc::SyncSender<String>), Failure> {
         let printer = ExternalPrinter::new(4096);
         let sender = printer.sender();
@@ -103,13 +104,7 @@ impl TerminalLine {
                     KeyCode::Enter,
                     ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
                 );
-                let mut commands = DefaultCompleter::with_inclusions(&['/', '-']);
-                commands.insert(
-                    super::SLASH_COMMANDS
-                        .iter()
-                        .map(|c| c.to_string())
-                        .collect(),
-                );
+                let commands = super::complete::SlashCompleter::new(super::SLASH_COMMANDS, &commands);
                 let keys = ApprovalKeys {
                     inner: Emacs::new(keys),
                     status: status.clone(),

@@ -20,6 +20,7 @@ use protocol::{
 use tokio::sync::mpsc;
 
 mod changes;
+mod complete;
 mod events;
 mod input;
 mod status;
@@ -131,7 +132,13 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     let style = Style::detect();
     let (view, line): (HumanView, Box<dyn InputLine>) = if terminal {
         let partial: Arc<Mutex<String>> = Arc::default();
-        let (editor, printer) = TerminalLine::start(status.clone(), partial.clone(), input_tx)?;
+        // The project's and the user's slash commands complete with Tab too.
+        let commands = match request(follower.client(), Request::Extensions { cwd: info.cwd.clone() }).await {
+            Ok(Reply::Extensions(found)) => found.commands,
+            _ => Vec::new(),
+        };
+        let (editor, printer) =
+            TerminalLine::start(status.clone(), partial.clone(), input_tx, commands)?;
         let output = Output::Lines { printer, partial };
         (HumanView::with_output(style, output), Box::new(editor))
     } else {

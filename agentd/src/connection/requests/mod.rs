@@ -10,6 +10,7 @@ use crate::session::SessionActor;
 use crate::supervisor::Lookup;
 
 mod changes;
+mod extensions;
 mod follow;
 mod registry;
 mod runs;
@@ -22,6 +23,7 @@ impl Connection {
             Request::ListSessions { after } => self.list(after).await,
             Request::Status => self.status().await,
             Request::McpList => Ok(Reply::McpServers(self.shared.mcp.list())),
+            Request::Extensions { cwd } => Ok(Reply::Extensions(self.extensions(&cwd))),
             Request::SetSessionMcpServers { session, servers } => {
                 self.set_mcp_servers(session, servers).await
             }

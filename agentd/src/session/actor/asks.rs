@@ -115,6 +115,8 @@ pub struct Authorize {
     pub args: Value,
     /// The call as the model made it.
     pub call: ToolCallInfo,
+    /// What the call's PreToolUse hooks answered, if they did.
+    pub hook: Option<crate::hooks::output::Permission>,
 }
 
 /// The answer to [`Authorize`], and the sandbox a command runs in when it runs.
@@ -233,13 +235,22 @@ impl SessionActor {
     ) -> Result<Authorization, ErrorInfo> {
         let run = self.active(msg.run)?;
         let rules = self.env.config().permissions.clone();
-        match permission::check(
+        let verdict = permission::check(
             call,
             self.info.mode,
             &run.options.grants,
             &self.always,
             &rules,
-        ) {
+        );
+        // A hook's allow answers the question; its ask asks; a deny rule still wins.
+        let verdict = match (msg.hook, verdict) {
+            (Some(crate::hooks::output::Permission::Allow), Verdict::Ask(_)) => Verdict::Allow,
+            (Some(crate::hooks::output::Permission::Ask), Verdict::Allow) => {
+                Verdict::Ask(Some("a PreToolUse hook asks".to_string()))
+            }
+            (_, verdict) => verdict,
+        };
+        match verdict {
             Verdict::Allow => Ok(Authorization::Allowed),
             Verdict::Deny(reason) => Ok(Authorization::Denied(reason)),
             Verdict::Ask(reason) if run.options.deny_unanswered => {

@@ -18,16 +18,6 @@ use crate::session::run::{self, RunOutcome, RunSetup};
 use crate::store::Record;
 
 impl SessionActor {
-    /// The environment of the session's commands: its client's, or (for a session created
-    /// without one) the daemon's, without secrets.
-    pub(super) fn command_env(&self, config: &crate::config::Config) -> Vec<(String, String)> {
-        if self.client_env.is_empty() {
-            config.shell_env.for_commands(&crate::shell_env::current())
-        } else {
-            config.shell_env.for_commands(&self.client_env)
-        }
-    }
-
     /// Starts a run whose first message is `text`.
     pub(super) fn start_run(
         &mut self,
@@ -56,6 +46,7 @@ impl SessionActor {
             trigger: delivery,
             max_turns,
         });
+        let text_for_hooks = text.clone();
         self.push_user(text, delivery);
         if self.info.mode == protocol::Mode::Auto
             && !self.sandbox_warned
@@ -68,7 +59,7 @@ impl SessionActor {
                 ),
             });
         }
-        self.launch(id, options, max_turns, None, me);
+        self.launch(id, options, max_turns, None, Some(text_for_hooks), me);
         id
     }
 
@@ -81,7 +72,7 @@ impl SessionActor {
             reason: resume.reason,
         });
         let resumed = Some(resume.resumed);
-        self.launch(resume.run, resume.options, resume.max_turns, resumed, me);
+        self.launch(resume.run, resume.options, resume.max_turns, resumed, None, me);
     }
 
     /// Starts the loop's task for run `id`.
@@ -91,6 +82,7 @@ impl SessionActor {
         options: RunOptions,
         max_turns: u32,
         resumed: Option<run::Resumed>,
+        prompt: Option<String>,
         me: ActorRef<Self>,
     ) {
         let config = self.env.config();
@@ -105,6 +97,8 @@ impl SessionActor {
         let model = options.model.as_deref().or(self.info.model.as_deref());
         let choice = config.choose(&self.env.http, profile, model, &options.env);
         let subagents = self.task_setup(&options, &config);
+        let skill_dirs = crate::skills::directories(&self.cwd(), &self.env.paths.config_dir);
+        self.skills = crate::skills::prompt(&crate::skills::discover(&skill_dirs));
         let setup = RunSetup {
             session: SessionPort::new(me.clone()),
             run: id,
@@ -123,6 +117,8 @@ impl SessionActor {
             resumed,
             subagents,
             allowed_tools: self.meta.child.as_ref().and_then(|c| c.tools.clone()),
+            prompt,
+            subagent: self.meta.child.is_some(),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))

@@ -19,6 +19,8 @@ impl LoopMessage for Authorize {}
 impl LoopMessage for Expire {}
 impl LoopMessage for ApplyCompaction {}
 impl LoopMessage for AdoptChild {}
+impl LoopMessage for super::HookContext {}
+impl LoopMessage for super::Answer {}
 
 /// The session of a run, as the run sees it.
 #[derive(Clone)]

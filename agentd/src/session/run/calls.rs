@@ -15,6 +15,7 @@ use crate::session::actor::{Authorization, Authorize, Expire};
 use crate::tools::gate::EffectGate;
 use crate::tools::progress::Progress;
 use crate::tools::{self, Tool, ToolContext, ToolOutput, batch};
+use super::hooks::Hooked;
 
 /// Stops a task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -102,7 +103,8 @@ impl Run {
     /// cancelled first.
     async fn execute_one(&self, call: &ToolCall) -> Result<Option<ToolResult>, Gone> {
         let started = Instant::now();
-        let output = match self.prepare(call).await? {
+        let mut hooked = Hooked::default();
+        let output = match self.prepare(call, &mut hooked).await? {
             Prepared::Run(target, args, sandbox) => {
                 let gate = Arc::new(EffectGate::new());
                 // A command's output goes to the views as it comes, until its result does.
@@ -154,6 +156,7 @@ impl Run {
             Prepared::Refused(output) => output,
             Prepared::Interrupted => return Ok(None),
         };
+        let output = self.after_tool(call, hooked, output).await;
         let result = ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -165,7 +168,7 @@ impl Run {
     }
 
     /// Checks the tool, its arguments and the permission to run it.
-    async fn prepare(&self, call: &ToolCall) -> Result<Prepared, Gone> {
+    async fn prepare(&self, call: &ToolCall, hooked: &mut Hooked) -> Result<Prepared, Gone> {
         if let Some(refused) = self.not_offered(&call.name) {
             return Ok(Prepared::Refused(refused));
         }
@@ -173,7 +176,10 @@ impl Run {
             // A subagent does its own asking; starting one asks nothing.
             None if call.name == crate::subagents::TASK_TOOL => {
                 return Ok(match call.args_json() {
-                    Ok(args) if args.is_object() => Prepared::Task(args),
+                    Ok(args) if args.is_object() => match self.before_tool(call, args, hooked).await {
+                        Ok(args) => Prepared::Task(args),
+                        Err(refused) => Prepared::Refused(refused),
+                    },
                     _ => Prepared::Refused(ToolOutput::error(
                         "the arguments must be a JSON object with `description` and `prompt`",
                     )),
@@ -211,6 +217,10 @@ impl Run {
                 ))));
             }
         };
+        let args = match self.before_tool(call, args, hooked).await {
+            Ok(args) => args,
+            Err(refused) => return Ok(Prepared::Refused(refused)),
+        };
         if self.cancel().is_cancelled() {
             return Ok(Prepared::Interrupted);
         }
@@ -222,6 +232,7 @@ impl Run {
                 tool: target.permission(),
                 args: args.clone(),
                 call: call.info(),
+                hook: hooked.permission,
             })
             .await?;
         let sandbox = authorization.sandbox;
@@ -231,6 +242,7 @@ impl Run {
                 return Ok(Prepared::Refused(ToolOutput::error(reason)));
             }
             Authorization::Pending(request, answer) => {
+                self.asking_hooks(call, &args, request).await?;
                 let timeout = self.setup.config.permission_timeout();
                 let expired = async {
                     match timeout {

@@ -19,6 +19,8 @@ impl Run {
         let Some(cut) = compact::cut_point(&input.messages, keep) else {
             return Ok(Compaction::Nothing);
         };
+        let trigger = if input.compact { "manual" } else { "auto" };
+        self.pre_compact_hooks(trigger).await;
         let summary = compact::summarize(
             provider,
             model,

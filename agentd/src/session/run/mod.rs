@@ -16,12 +16,14 @@ use tokio_util::sync::CancellationToken;
 
 mod calls;
 mod compaction;
+mod hooks;
 mod model_turn;
 
 use compaction::Compaction;
 mod checkpoints;
 mod repetition;
 mod resume;
+mod run_hooks;
 mod step;
 mod task_call;
 mod text_calls;
@@ -84,6 +86,10 @@ pub struct RunSetup {
     pub subagents: Option<Arc<TaskSetup>>,
     /// The tools a subagent's definition allows it; every tool when `None`.
     pub allowed_tools: Option<Vec<String>>,
+    /// The message that started the run (its hooks see it); `None` for a resumed run.
+    pub prompt: Option<String>,
+    /// Whether the session is a subagent (its Stop hooks are `SubagentStop`).
+    pub subagent: bool,
 }
 
 /// Where a resumed run stood when the daemon stopped (SPEC §4, continuity).
@@ -138,6 +144,8 @@ struct Run {
     looped: bool,
     /// Tokens of the run's subagents (in the foreground) so far.
     children_usage: std::sync::Mutex<TokenUsage>,
+    /// Stop hooks that blocked in a row.
+    stop_blocks: u32,
 }
 
 /// Runs the loop to its end.
@@ -192,6 +200,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         side,
         looped: false,
         children_usage: Default::default(),
+        stop_blocks: 0,
     };
     run.specs = Arc::new(run.offered(tools::specs_for(small)));
     let outcome = match run.drive(&provider, &model).await {
@@ -264,6 +273,9 @@ impl Run {
             self.refresh_tools().await;
             let results = self.answer_interrupted(resumed).await?;
             self.push(Message::ToolResults { results }, None).await?;
+        }
+        if let Some(refused) = self.start_hooks().await? {
+            return Ok(refused);
         }
         loop {
             if self.cancel().is_cancelled() {
@@ -399,6 +411,10 @@ impl Run {
             match next_step(&step_reply, self.turns, self.setup.max_turns, queued) {
                 Step::ContinueWithQueued => continue,
                 Step::Complete { truncated } => {
+                    // A Stop hook may send the run on with its reason.
+                    if self.stop_hooks().await? {
+                        continue;
+                    }
                     return Ok(self.finish(StopReason::Completed, truncated, None));
                 }
                 Step::StopAtMaxTurns => {

@@ -1,0 +1,165 @@
+//! Slash commands (SPEC §16): `*.md` files in the project's `.agents/commands/` and
+//! `.claude/commands/` and the user's `<config>/commands/`. A message `/NAME ARGS` becomes the
+//! file's text with `$ARGUMENTS` (and `$1`…`$9`) replaced, for every client alike: chat, `run`,
+//! an editor. Front matter `description` and `argument-hint` are listed for completion.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The most commands read from one directory.
+const MAX_COMMANDS: usize = 200;
+
+/// One command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// Its name (the file's, without `.md`).
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// What its arguments are, for completion.
+    pub argument_hint: Option<String>,
+    /// Its file.
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Head {
+    description: Option<String>,
+    #[serde(rename = "argument-hint", alias = "argument_hint")]
+    argument_hint: Option<String>,
+}
+
+/// The directories commands are read from, the project's first.
+pub fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
+    crate::subagents::definitions::project_roots(cwd)
+        .into_iter()
+        .flat_map(|root| [root.join(".agents/commands"), root.join(".claude/commands")])
+        .chain([config_dir.join("commands")])
+        .collect()
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Every command in `dirs` (the first of a name wins), by name.
+pub fn discover(dirs: &[PathBuf]) -> Vec<Command> {
+    let mut found: Vec<Command> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .take(MAX_COMMANDS * 4)
+            .collect();
+        files.sort();
+        for path in files.into_iter().take(MAX_COMMANDS) {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !valid_name(&name) || found.iter().any(|c| c.name == name) {
+                continue;
+            }
+            let Ok(doc) = crate::front_matter::read::<Head>(&path) else {
+                continue;
+            };
+            let description = doc
+                .head
+                .description
+                .unwrap_or_else(|| doc.body.lines().next().unwrap_or_default().to_string());
+            found.push(Command {
+                name,
+                description: description.chars().filter(|c| !c.is_control()).take(300).collect(),
+                argument_hint: doc
+                    .head
+                    .argument_hint
+                    .map(|h| h.chars().filter(|c| !c.is_control()).take(100).collect()),
+                path,
+            });
+        }
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// `message` with a leading `/NAME ARGS` expanded, when NAME is a command in `dirs`; `None`
+/// when the message is not a command (it is sent as it is).
+pub fn expand(message: &str, dirs: &[PathBuf]) -> Option<String> {
+    let rest = message.trim_start().strip_prefix('/')?;
+    let (name, args) = match rest.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, args.trim()),
+        None => (rest.trim_end(), ""),
+    };
+    if !valid_name(name) {
+        return None;
+    }
+    let path = dirs
+        .iter()
+        .map(|dir| dir.join(format!("{name}.md")))
+        .find(|p| p.is_file())?;
+    let doc = crate::front_matter::read::<Head>(&path).ok()?;
+    Some(substitute(&doc.body, args))
+}
+
+/// `body` with `$ARGUMENTS` replaced by `args` and `$1`…`$9` by its words.
+fn substitute(body: &str, args: &str) -> String {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let mut out = String::with_capacity(body.len() + args.len());
+    let mut rest = body;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix("ARGUMENTS") {
+            out.push_str(args);
+            rest = tail;
+        } else if let Some(digit) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
+            let n = digit as usize - '1' as usize;
+            out.push_str(words.get(n).copied().unwrap_or_default());
+            rest = &after[1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_expands_with_its_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let commands = dir.path().join(".agents/commands");
+        std::fs::create_dir_all(&commands).unwrap();
+        std::fs::write(
+            commands.join("greet.md"),
+            "---\ndescription: Greets someone.\nargument-hint: NAME [TIMES]\n---\nSay hello to $1 ($ARGUMENTS), costs $5 or $x.\n",
+        )
+        .unwrap();
+        let dirs = directories(dir.path(), &dir.path().join("cfg"));
+        assert_eq!(
+            expand("/greet world twice", &dirs).unwrap(),
+            "Say hello to world (world twice), costs  or $x."
+        );
+        assert_eq!(expand("/nope x", &dirs), None);
+        assert_eq!(expand("not a command", &dirs), None);
+        assert_eq!(expand("/../../etc/passwd", &dirs), None);
+        let listed = discover(&dirs);
+        assert_eq!(listed[0].name, "greet");
+        assert_eq!(listed[0].description, "Greets someone.");
+        assert_eq!(listed[0].argument_hint.as_deref(), Some("NAME [TIMES]"));
+    }
+}
