@@ -79,7 +79,11 @@ pub fn discover(dirs: &[PathBuf]) -> Vec<Command> {
                 .unwrap_or_else(|| doc.body.lines().next().unwrap_or_default().to_string());
             found.push(Command {
                 name,
-                description: description.chars().filter(|c| !c.is_control()).take(300).collect(),
+                description: description
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(300)
+                    .collect(),
                 argument_hint: doc
                     .head
                     .argument_hint

@@ -128,7 +128,10 @@ mod tests {
             std::fs::create_dir_all(&skill).unwrap();
             std::fs::write(
                 skill.join("SKILL.md"),
-                format!("---\nname: skill-{i}\ndescription: Does thing {i}. {}\n---\nSECRET-BODY\n", "x".repeat(100)),
+                format!(
+                    "---\nname: skill-{i}\ndescription: Does thing {i}. {}\n---\nSECRET-BODY\n",
+                    "x".repeat(100)
+                ),
             )
             .unwrap();
         }

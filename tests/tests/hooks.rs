@@ -66,7 +66,11 @@ fn unattended(server: &ModelServer) -> protocol::RunOptions {
 async fn pre_tool_use_exit_2_refuses_the_call_even_with_grants_and_the_model_reads_why() {
     let project = tempfile::tempdir().unwrap();
     let hooks = tempfile::tempdir().unwrap();
-    let guard = script(hooks.path(), "guard.sh", "cat > /dev/null; echo 'no rm in this repo' >&2; exit 2");
+    let guard = script(
+        hooks.path(),
+        "guard.sh",
+        "cat > /dev/null; echo 'no rm in this repo' >&2; exit 2",
+    );
     let server = ModelServer::start(vec![
         anthropic::tool("bash", json!({"command": "rm -rf stuff; touch ran"})),
         anthropic::text("ok"),
@@ -82,7 +86,10 @@ async fn pre_tool_use_exit_2_refuses_the_call_even_with_grants_and_the_model_rea
     assert!(results[0].1, "{results:?}");
     assert!(results[0].2.contains("no rm in this repo"), "{results:?}");
     assert!(!project.path().join("ran").exists());
-    assert_eq!(hook_runs(&events), [("PreToolUse".into(), Some(2), Some("block".into()))]);
+    assert_eq!(
+        hook_runs(&events),
+        [("PreToolUse".into(), Some(2), Some("block".into()))]
+    );
     let second = &server.received()[1];
     assert!(second.body.to_string().contains("no rm in this repo"));
 }
@@ -117,7 +124,12 @@ esac"#,
     assert_eq!(results.len(), 2);
     assert!(project.path().join("allowed.txt").exists(), "{results:?}");
     assert!(!project.path().join("other.txt").exists());
-    assert!(results.iter().any(|(_, e, o)| *e && o.contains("not that file")), "{results:?}");
+    assert!(
+        results
+            .iter()
+            .any(|(_, e, o)| *e && o.contains("not that file")),
+        "{results:?}"
+    );
 }
 
 #[tokio::test]
@@ -148,9 +160,10 @@ async fn updated_input_passes_through_two_hooks_in_order() {
         second.display()
     ));
     run(&daemon, project.path(), &server, run_options(&server)).await;
-    let saw: Value =
-        serde_json::from_str(&std::fs::read_to_string(hooks.path().join("second-saw.json")).unwrap())
-            .unwrap();
+    let saw: Value = serde_json::from_str(
+        &std::fs::read_to_string(hooks.path().join("second-saw.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(saw["tool_input"]["command"], "echo first >> log.txt");
     assert_eq!(saw["hook_event_name"], "PreToolUse");
     assert_eq!(saw["tool_name"], "bash");
@@ -191,12 +204,18 @@ async fn post_tool_use_sees_the_response_and_its_session() {
     let session = events[0].session.as_str().to_string();
     assert_eq!(input["session_id"], session.as_str());
     assert_eq!(
-        std::fs::read_to_string(hooks.path().join("session.txt")).unwrap().trim(),
+        std::fs::read_to_string(hooks.path().join("session.txt"))
+            .unwrap()
+            .trim(),
         session
     );
     // The transcript is JSON lines that hold the read.
     let transcript = std::fs::read_to_string(input["transcript_path"].as_str().unwrap()).unwrap();
-    assert!(transcript.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()));
+    assert!(
+        transcript
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok())
+    );
     assert!(transcript.contains("tool_use"), "{transcript}");
 }
 
@@ -215,10 +234,12 @@ async fn user_prompt_submit_context_reaches_the_model() {
         context.display()
     ));
     run(&daemon, project.path(), &server, run_options(&server)).await;
-    assert!(server.received()[0]
-        .body
-        .to_string()
-        .contains("CONTEXT-FROM-HOOK: the build is broken"));
+    assert!(
+        server.received()[0]
+            .body
+            .to_string()
+            .contains("CONTEXT-FROM-HOOK: the build is broken")
+    );
 }
 
 #[tokio::test]
@@ -236,8 +257,12 @@ esac"#,
             hooks.path().display()
         ),
     );
-    let server = ModelServer::start(vec![anthropic::text("done"), anthropic::text("tests pass")]).await;
-    let daemon = daemon_with(&format!("[[hooks.Stop]]\ncommand = \"{}\"\n", stop.display()));
+    let server =
+        ModelServer::start(vec![anthropic::text("done"), anthropic::text("tests pass")]).await;
+    let daemon = daemon_with(&format!(
+        "[[hooks.Stop]]\ncommand = \"{}\"\n",
+        stop.display()
+    ));
     let events = run(&daemon, project.path(), &server, run_options(&server)).await;
     assert_eq!(tests::stop_and_error(&events).0, StopReason::Completed);
     let received = server.received();
@@ -269,7 +294,10 @@ async fn three_stop_blocks_in_a_row_end_the_run_anyway() {
         anthropic::text("four"),
     ])
     .await;
-    let daemon = daemon_with(&format!("[[hooks.Stop]]\ncommand = \"{}\"\n", stop.display()));
+    let daemon = daemon_with(&format!(
+        "[[hooks.Stop]]\ncommand = \"{}\"\n",
+        stop.display()
+    ));
     let events = run(&daemon, project.path(), &server, run_options(&server)).await;
     assert_eq!(tests::stop_and_error(&events).0, StopReason::Completed);
     assert_eq!(server.received().len(), 3);
@@ -296,12 +324,21 @@ async fn a_hook_that_hangs_is_killed_and_on_error_decides() {
     };
     let daemon = daemon_with(&config("ignore"));
     let events = run(&daemon, project.path(), &server, run_options(&server)).await;
-    assert!(project.path().join("first").exists(), "ignored: the call ran");
-    assert_eq!(hook_runs(&events), [("PreToolUse".into(), None, Some("error".into()))]);
+    assert!(
+        project.path().join("first").exists(),
+        "ignored: the call ran"
+    );
+    assert_eq!(
+        hook_runs(&events),
+        [("PreToolUse".into(), None, Some("error".into()))]
+    );
     drop(daemon);
     let daemon = daemon_with(&config("block"));
     let events = run(&daemon, project.path(), &server, run_options(&server)).await;
-    assert!(!project.path().join("second").exists(), "blocked: the call did not run");
+    assert!(
+        !project.path().join("second").exists(),
+        "blocked: the call did not run"
+    );
     assert!(tool_results(&events)[0].2.contains("timed out"));
 }
 
@@ -309,7 +346,11 @@ async fn a_hook_that_hangs_is_killed_and_on_error_decides() {
 async fn a_hook_that_prints_10_mb_is_capped() {
     let project = tempfile::tempdir().unwrap();
     let hooks = tempfile::tempdir().unwrap();
-    let loud = script(hooks.path(), "loud.sh", "cat > /dev/null; head -c 10000000 /dev/zero | tr '\\0' x; head -c 10000000 /dev/zero >&2");
+    let loud = script(
+        hooks.path(),
+        "loud.sh",
+        "cat > /dev/null; head -c 10000000 /dev/zero | tr '\\0' x; head -c 10000000 /dev/zero >&2",
+    );
     let server = ModelServer::start(vec![
         anthropic::tool("bash", json!({"command": "touch warm"})),
         anthropic::text("ok"),
@@ -333,7 +374,9 @@ async fn a_hook_that_prints_10_mb_is_capped() {
 
 #[tokio::test]
 async fn hooks_are_listed_and_checked_with_their_line() {
-    let daemon = daemon_with("[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"./check.sh\"\ntimeout_secs = 5\n");
+    let daemon = daemon_with(
+        "[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"./check.sh\"\ntimeout_secs = 5\n",
+    );
     let out = daemon.home.run_agentctl(&["hooks", "list", "--json"]);
     let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed[0]["event"], "PreToolUse");
@@ -350,5 +393,38 @@ async fn hooks_are_listed_and_checked_with_their_line() {
     let check = regex.run_agentctl(&["config", "check"]);
     let said = String::from_utf8_lossy(&check.stderr).into_owned()
         + &String::from_utf8_lossy(&check.stdout);
-    assert!(said.contains("not a regular expression") && said.contains(":2"), "{said}");
+    assert!(
+        said.contains("not a regular expression") && said.contains(":2"),
+        "{said}"
+    );
+}
+
+#[tokio::test]
+async fn a_hook_run_is_a_line_in_the_json_view() {
+    let project = tempfile::tempdir().unwrap();
+    let hooks = tempfile::tempdir().unwrap();
+    let quiet = script(hooks.path(), "quiet.sh", "cat > /dev/null");
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", json!({"command": "true"})),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let daemon = daemon_with(&format!(
+        "[[hooks.PreToolUse]]\ncommand = \"{}\"\n",
+        quiet.display()
+    ));
+    let out = daemon
+        .home
+        .agentctl_with(&server, project.path(), &["run", "--json", "--yes", "go"])
+        .output()
+        .await
+        .unwrap();
+    let line = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.contains("\"hook_ran\""))
+        .map(str::to_string)
+        .expect("a hook_ran line");
+    let line: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(line["event"], "PreToolUse");
+    assert_eq!(line["exit"], 0);
 }

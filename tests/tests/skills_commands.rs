@@ -46,11 +46,22 @@ async fn a_skill_is_listed_and_its_body_is_read_only_when_used() {
     until_finished(&mut incoming).await;
     let received = server.received();
     let first = received[0].body.to_string();
-    assert!(first.contains("deploy: How to deploy this service to staging."), "{first}");
+    assert!(
+        first.contains("deploy: How to deploy this service to staging."),
+        "{first}"
+    );
     assert!(first.contains("SKILL.md"));
-    assert!(!first.contains("SKILL-BODY"), "the body waits until it is read");
+    assert!(
+        !first.contains("SKILL-BODY"),
+        "the body waits until it is read"
+    );
     assert!(received[1].body.to_string().contains("SKILL-BODY"));
-    let out = daemon.home.agentctl(&["skills", "list", "--json"]).current_dir(project.path()).output().unwrap();
+    let out = daemon
+        .home
+        .agentctl(&["skills", "list", "--json"])
+        .current_dir(project.path())
+        .output()
+        .unwrap();
     let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed[0]["name"], "deploy");
 }
@@ -66,9 +77,16 @@ async fn slash_greet_expands_its_command_file_from_run() {
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let first = server.received()[0].body["messages"][0].to_string();
-    assert!(first.contains("Say hello to world, warmly (world and all)."), "{first}");
+    assert!(
+        first.contains("Say hello to world, warmly (world and all)."),
+        "{first}"
+    );
     assert!(!first.contains("/greet"));
     let out = daemon
         .home
@@ -87,21 +105,30 @@ async fn an_editor_is_told_the_commands_when_a_session_opens() {
     let model = ModelServer::start(vec![]).await;
     let daemon = Daemon::start();
     let cwd = project.path().to_path_buf();
-    tests::acp::with_editor(&daemon.home, &model, project.path(), async move |cx, mut got, _| {
-        tests::acp::new_session(&cx, &cwd).await;
-        let updates = got
-            .updates_until(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_)))
-            .await;
-        let Some(SessionUpdate::AvailableCommandsUpdate(update)) = updates.last() else {
-            unreachable!()
-        };
-        let greet = update
-            .available_commands
-            .iter()
-            .find(|c| c.name == "greet")
-            .expect("greet is offered");
-        assert_eq!(greet.description, "Greet someone by name.");
-        assert!(serde_json::to_string(&greet.input).unwrap().contains("NAME"));
-    })
+    tests::acp::with_editor(
+        &daemon.home,
+        &model,
+        project.path(),
+        async move |cx, mut got, _| {
+            tests::acp::new_session(&cx, &cwd).await;
+            let updates = got
+                .updates_until(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_)))
+                .await;
+            let Some(SessionUpdate::AvailableCommandsUpdate(update)) = updates.last() else {
+                unreachable!()
+            };
+            let greet = update
+                .available_commands
+                .iter()
+                .find(|c| c.name == "greet")
+                .expect("greet is offered");
+            assert_eq!(greet.description, "Greet someone by name.");
+            assert!(
+                serde_json::to_string(&greet.input)
+                    .unwrap()
+                    .contains("NAME")
+            );
+        },
+    )
     .await;
 }

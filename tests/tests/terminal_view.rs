@@ -264,8 +264,14 @@ async fn running_subagents_each_have_a_live_line_with_what_they_do() {
     let project = tempfile::tempdir().unwrap();
     let server = ModelServer::start(vec![
         anthropic::reply()
-            .tool("task", json!({"description": "first job", "prompt": "LIVE-ONE"}))
-            .tool("task", json!({"description": "second job", "prompt": "LIVE-TWO"}))
+            .tool(
+                "task",
+                json!({"description": "first job", "prompt": "LIVE-ONE"}),
+            )
+            .tool(
+                "task",
+                json!({"description": "second job", "prompt": "LIVE-TWO"}),
+            )
             .build(),
         anthropic::text("Both done."),
     ])

@@ -4,8 +4,8 @@
 use agent_client_protocol::v1;
 use protocol::{Reply, Request};
 
-use agent_client_protocol::Client as Editor;
 use super::bridge::Bridge;
+use agent_client_protocol::Client as Editor;
 
 /// Tells the editor the slash commands of the session's project and of the user
 /// (`available_commands_update`); typed as `/NAME ARGS`, they expand in the daemon.
@@ -41,4 +41,3 @@ pub(super) async fn announce(
     let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands));
     let _ = editor.send_notification(SessionNotification::new(session, update));
 }
-

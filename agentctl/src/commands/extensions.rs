@@ -73,10 +73,16 @@ fn table(found: &Extensions, which: Which) -> Table {
                 })
                 .collect(),
             "no hooks; add [[hooks.EVENT]] entries to config.toml (`agentctl config path`)",
-            serde_json::json!(found.hooks.iter().map(|h| serde_json::json!({
-                "event": h.event, "matcher": h.matcher, "command": h.command,
-                "timeout_secs": h.timeout_secs, "on_error": h.on_error,
-            })).collect::<Vec<_>>()),
+            serde_json::json!(
+                found
+                    .hooks
+                    .iter()
+                    .map(|h| serde_json::json!({
+                        "event": h.event, "matcher": h.matcher, "command": h.command,
+                        "timeout_secs": h.timeout_secs, "on_error": h.on_error,
+                    }))
+                    .collect::<Vec<_>>()
+            ),
         ),
         Which::Skills => (
             &["NAME", "DESCRIPTION", "PATH"],
@@ -86,9 +92,15 @@ fn table(found: &Extensions, which: Which) -> Table {
                 .map(|s| vec![text(&s.name), text(&s.description), text(&s.path)])
                 .collect(),
             "no skills; add .agents/skills/NAME/SKILL.md here or skills/NAME/SKILL.md in the config directory",
-            serde_json::json!(found.skills.iter().map(|s| serde_json::json!({
-                "name": s.name, "description": s.description, "path": s.path,
-            })).collect::<Vec<_>>()),
+            serde_json::json!(
+                found
+                    .skills
+                    .iter()
+                    .map(|s| serde_json::json!({
+                        "name": s.name, "description": s.description, "path": s.path,
+                    }))
+                    .collect::<Vec<_>>()
+            ),
         ),
         Which::Commands => (
             &["COMMAND", "ARGUMENTS", "DESCRIPTION"],

@@ -148,7 +148,9 @@ impl<'de> Deserialize<'de> for Matcher {
             .map_err(|e| {
                 let first = e.to_string();
                 let first = first.lines().last().unwrap_or_default().to_string();
-                serde::de::Error::custom(format!("the matcher `{text}` is not a regular expression: {first}"))
+                serde::de::Error::custom(format!(
+                    "the matcher `{text}` is not a regular expression: {first}"
+                ))
             })
     }
 }
@@ -233,14 +235,23 @@ mod tests {
             .map(|h| h.command.as_str())
             .collect();
         assert_eq!(read, ["two"]);
-        let unknown = toml::from_str::<File>("[[hooks.PreToolUze]]\ncommand = \"x\"\n").unwrap_err();
-        assert!(unknown.message().contains("unknown hook event `PreToolUze`"), "{unknown}");
+        let unknown =
+            toml::from_str::<File>("[[hooks.PreToolUze]]\ncommand = \"x\"\n").unwrap_err();
+        assert!(
+            unknown
+                .message()
+                .contains("unknown hook event `PreToolUze`"),
+            "{unknown}"
+        );
         assert!(unknown.span().is_some());
         let bad = toml::from_str::<File>("[[hooks.Stop]]\ncommand = \"x\"\n\n[[hooks.PreToolUse]]\nmatcher = \"(\"\ncommand = \"y\"\n")
             .unwrap_err();
         assert!(bad.message().contains("not a regular expression"), "{bad}");
         let span = bad.span().unwrap();
         let line = "[[hooks.Stop]]\ncommand = \"x\"\n\n[[hooks.PreToolUse]]\nmatcher = \"(\"\ncommand = \"y\"\n"[..span.start].lines().count();
-        assert_eq!(line, 4, "the matcher's line (0-based count of lines before it)");
+        assert_eq!(
+            line, 4,
+            "the matcher's line (0-based count of lines before it)"
+        );
     }
 }

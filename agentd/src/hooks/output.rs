@@ -56,7 +56,9 @@ impl Verdict {
         if self.failed.is_some() {
             return Some("error".to_string());
         }
-        self.updated_input.as_ref().map(|_| "updated input".to_string())
+        self.updated_input
+            .as_ref()
+            .map(|_| "updated input".to_string())
     }
 }
 
@@ -67,14 +69,18 @@ pub fn verdict(run: &HookRun, on_error: OnError) -> Verdict {
         (None, Some(0 | 2)) => None,
         (None, Some(code)) => Some(format!(
             "exited with {code}{}",
-            first_line(&run.stderr).map(|l| format!(": {l}")).unwrap_or_default()
+            first_line(&run.stderr)
+                .map(|l| format!(": {l}"))
+                .unwrap_or_default()
         )),
         (None, None) => Some("was killed by a signal".to_string()),
     };
     if let Some(failure) = failure {
         return match on_error {
             OnError::Block => Verdict {
-                block: Some(format!("a hook failed ({failure}), and its on_error is block")),
+                block: Some(format!(
+                    "a hook failed ({failure}), and its on_error is block"
+                )),
                 ..Verdict::default()
             },
             OnError::Ignore => Verdict {
@@ -157,20 +163,33 @@ mod tests {
 
     #[test]
     fn exit_codes_and_json_mean_what_claude_codes_hooks_mean() {
-        assert_eq!(verdict(&ran(0, "not json", ""), OnError::Ignore), Verdict::default());
+        assert_eq!(
+            verdict(&ran(0, "not json", ""), OnError::Ignore),
+            Verdict::default()
+        );
         let blocked = verdict(&ran(2, "", "no rm here\n"), OnError::Ignore);
         assert_eq!(blocked.block.as_deref(), Some("no rm here"));
         let failed = verdict(&ran(1, "", "boom"), OnError::Ignore);
         assert_eq!(failed.failed.as_deref(), Some("exited with 1: boom"));
         assert!(verdict(&ran(1, "", "boom"), OnError::Block).block.is_some());
         let allow = verdict(
-            &ran(0, r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"safe","updatedInput":{"command":"ls"},"additionalContext":"note"}}"#, ""),
+            &ran(
+                0,
+                r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"safe","updatedInput":{"command":"ls"},"additionalContext":"note"}}"#,
+                "",
+            ),
             OnError::Ignore,
         );
-        assert_eq!(allow.permission, Some((Permission::Allow, "safe".to_string())));
+        assert_eq!(
+            allow.permission,
+            Some((Permission::Allow, "safe".to_string()))
+        );
         assert_eq!(allow.updated_input.unwrap()["command"], "ls");
         assert_eq!(allow.context.as_deref(), Some("note"));
-        let stop = verdict(&ran(0, r#"{"decision":"block","reason":"tests fail"}"#, ""), OnError::Ignore);
+        let stop = verdict(
+            &ran(0, r#"{"decision":"block","reason":"tests fail"}"#, ""),
+            OnError::Ignore,
+        );
         assert_eq!(stop.block.as_deref(), Some("tests fail"));
     }
 }

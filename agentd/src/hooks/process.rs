@@ -137,7 +137,10 @@ mod tests {
 
     async fn sh(command: &str, timeout: u64) -> HookRun {
         let dir = tempfile::tempdir().unwrap();
-        let env = vec![("PATH".to_string(), std::env::var("PATH").unwrap_or_default())];
+        let env = vec![(
+            "PATH".to_string(),
+            std::env::var("PATH").unwrap_or_default(),
+        )];
         run(
             command,
             b"{\"x\":1}",

@@ -163,7 +163,7 @@ impl Actor for SessionActor {
         static OWNERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let watch_owner = OWNERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let family = children::Family::new(
-            args.env.config().subagents.parallel(),
+            &args.env.config().subagents,
             args.meta.child.as_ref().map(|c| {
                 ParentLink::start(
                     args.env.directory.clone(),

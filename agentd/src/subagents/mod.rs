@@ -21,6 +21,9 @@ pub struct SubagentConfig {
     pub max_parallel: usize,
     /// How deep subagents nest: 1 means a child has no `task` tool; 0 turns them off.
     pub max_depth: u32,
+    /// Children of one session that exist and have not finished (running or waiting for a
+    /// place); a `task` call beyond it is refused.
+    pub max_children: usize,
 }
 
 impl Default for SubagentConfig {
@@ -28,6 +31,7 @@ impl Default for SubagentConfig {
         SubagentConfig {
             max_parallel: 4,
             max_depth: 1,
+            max_children: 32,
         }
     }
 }
@@ -36,6 +40,11 @@ impl SubagentConfig {
     /// Children of one session that run at once (at least one).
     pub fn parallel(&self) -> usize {
         self.max_parallel.clamp(1, 64)
+    }
+
+    /// Children of one session not finished, at most (at least one, at most 1,000).
+    pub fn children(&self) -> usize {
+        self.max_children.clamp(1, 1000)
     }
 }
 

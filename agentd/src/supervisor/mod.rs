@@ -279,6 +279,9 @@ fn info_size(info: &SessionInfo) -> usize {
         + 96
 }
 
+/// How long a deleted session's actor may take to close before its files go anyway.
+const CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Delete a session.
 pub struct Delete {
     /// The session.
@@ -298,40 +301,34 @@ impl Message<Delete> for Supervisor {
         };
         // Its subagents go with it, deepest first.
         let tree = self.family_of(&root);
+        let running = |id: &SessionId| {
+            self.sessions
+                .get(id)
+                .is_some_and(|e| e.info.with(|i| i.state != SessionState::Idle))
+        };
         if !msg.force
-            && let Some(busy) = tree.iter().find(|id| {
-                *id != &root
-                    && self
-                        .sessions
-                        .get(*id)
-                        .is_some_and(|e| e.info.with(|i| i.state != SessionState::Idle))
-            })
+            && let Some(busy) = tree.iter().find(|id| running(id))
         {
-            return ctx.reply(Err(ErrorInfo::new(
-                ErrorCode::Busy,
-                format!("subagent {busy} of session {root} is running; cancel it first or delete with --force"),
-            )));
+            let message = if *busy == root {
+                format!("session {root} is running; cancel it first or delete with --force")
+            } else {
+                format!(
+                    "subagent {busy} of session {root} is running; cancel it first or delete with --force"
+                )
+            };
+            return ctx.reply(Err(ErrorInfo::new(ErrorCode::Busy, message)));
         }
+        // The actors are closed by the task below, never while this handler waits: an actor
+        // that is stopping may itself wait for the supervisor to hear of it.
         let mut gone = Vec::new();
+        let mut actors = Vec::new();
         for id in tree {
-            let Some(entry) = self.sessions.get(&id) else {
+            let Some(entry) = self.sessions.remove(&id) else {
                 continue;
             };
-            let (actor, worktree, cwd) = (
-                entry.actor.clone(),
-                entry.meta.worktree.clone(),
-                entry.info.with(|i| i.cwd.clone()),
-            );
-            if let Some(actor) = actor {
-                match actor.ask(Close { force: msg.force }).await {
-                    Ok(()) => {}
-                    Err(SendError::HandlerError(err)) => return ctx.reply(Err(err)),
-                    // An actor that is already gone has nothing left to close.
-                    Err(err) => tracing::warn!(session = %id, "closing session actor: {err}"),
-                }
-            }
-            self.sessions.remove(&id);
-            gone.push((id, worktree, cwd));
+            actors.extend(entry.actor.clone().map(|a| (id.clone(), a)));
+            let cwd = entry.info.with(|i| i.cwd.clone());
+            gone.push((id, entry.meta.worktree.clone(), cwd));
         }
         // A fork works in the same directory: its worktree stays while another session uses it.
         let gone: Vec<_> = gone
@@ -353,6 +350,17 @@ impl Message<Delete> for Supervisor {
         let checkpoints = self.paths.checkpoints_dir();
         // The files go off the supervisor's thread: a worktree may be large.
         ctx.spawn(async move {
+            for (id, actor) in actors {
+                let close = actor.ask(Close { force: true });
+                match tokio::time::timeout(CLOSE_TIMEOUT, close).await {
+                    Ok(Ok(())) => {}
+                    // An actor that is already gone has nothing left to close.
+                    Ok(Err(err)) => tracing::warn!(session = %id, "closing session actor: {err}"),
+                    Err(_) => {
+                        tracing::warn!(session = %id, "the session actor did not close in time")
+                    }
+                }
+            }
             let notes = tokio::task::spawn_blocking(move || {
                 let mut notes = Vec::new();
                 for (id, worktree, cwd, user) in gone {

@@ -79,7 +79,10 @@ mod tests {
         let found = completer.matching("/gr", 3);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].value, "/greet");
-        assert_eq!(found[0].description.as_deref(), Some("NAME Greets someone."));
+        assert_eq!(
+            found[0].description.as_deref(),
+            Some("NAME Greets someone.")
+        );
         let help = completer.matching("/he", 3);
         assert_eq!(help.len(), 1);
         assert_eq!(help[0].description, None);

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reedline::{
-    ColumnarMenu, EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode,
-    KeyModifiers, MenuBuilder, PromptEditMode, Reedline, ReedlineEvent, ReedlineMenu,
-    ReedlineRawEvent, Signal, ValidationResult, Validator, default_emacs_keybindings,
+    ColumnarMenu, EditCommand, EditMode, Emacs, ExternalPrinter, KeyCode, KeyModifiers,
+    MenuBuilder, PromptEditMode, Reedline, ReedlineEvent, ReedlineMenu, ReedlineRawEvent, Signal,
+    ValidationResult, Validator, default_emacs_keybindings,
 };
 use tokio::sync::mpsc;
 
@@ -104,7 +104,8 @@ impl TerminalLine {
                     KeyCode::Enter,
                     ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
                 );
-                let commands = super::complete::SlashCompleter::new(super::SLASH_COMMANDS, &commands);
+                let commands =
+                    super::complete::SlashCompleter::new(super::SLASH_COMMANDS, &commands);
                 let keys = ApprovalKeys {
                     inner: Emacs::new(keys),
                     status: status.clone(),

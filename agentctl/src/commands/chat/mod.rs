@@ -133,7 +133,14 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     let (view, line): (HumanView, Box<dyn InputLine>) = if terminal {
         let partial: Arc<Mutex<String>> = Arc::default();
         // The project's and the user's slash commands complete with Tab too.
-        let commands = match request(follower.client(), Request::Extensions { cwd: info.cwd.clone() }).await {
+        let commands = match request(
+            follower.client(),
+            Request::Extensions {
+                cwd: info.cwd.clone(),
+            },
+        )
+        .await
+        {
             Ok(Reply::Extensions(found)) => found.commands,
             _ => Vec::new(),
         };

@@ -91,7 +91,7 @@ impl Message<Answer> for SessionActor {
 
     async fn handle(&mut self, msg: Answer, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         // A subagent's request shown in this session's stream: the subagent decides it.
-        if let Some(asker) = self.asker_of(msg.request) {
+        if let Some(asker) = self.asker_of(msg.request)? {
             return match asker.ask(msg).await {
                 Ok(()) => Ok(()),
                 Err(SendError::HandlerError(err)) => Err(err),

@@ -22,6 +22,8 @@ use crate::subagents::task::ChildEnd;
 pub(super) struct Family {
     /// Places for this session's children running at once.
     pub(super) slots: Arc<Semaphore>,
+    /// Places for this session's children not finished (running or waiting to).
+    pub(super) live: Arc<Semaphore>,
     /// The children this session started, to cancel with it.
     children: HashMap<SessionId, WeakActorRef<SessionActor>>,
     /// The children running now, with their task's description (empty when not known).
@@ -38,9 +40,13 @@ pub(super) struct Family {
 
 impl Family {
     /// The family of a session; `parent` for a child.
-    pub(super) fn new(parallel: usize, parent: Option<ParentLink>) -> Family {
+    pub(super) fn new(
+        config: &crate::subagents::SubagentConfig,
+        parent: Option<ParentLink>,
+    ) -> Family {
         Family {
-            slots: Arc::new(Semaphore::new(parallel)),
+            slots: Arc::new(Semaphore::new(config.parallel())),
+            live: Arc::new(Semaphore::new(config.children())),
             children: HashMap::new(),
             running: Default::default(),
             asks: HashMap::new(),
@@ -180,21 +186,41 @@ impl SessionActor {
         }
     }
 
-    /// The session that asked `request`, when it is a descendant's request shown here and not
-    /// this session's own.
-    pub(super) fn asker_of(&self, request: PermissionRequestId) -> Option<ActorRef<SessionActor>> {
-        if self.pending.contains_key(&request) || self.decided.contains_key(&request) {
-            return None;
-        }
-        let mut askers = self
+    /// The session that asked `request`, when it is a descendant's pending request shown here
+    /// and this session has no pending request of that number (its own comes first); `None`
+    /// for this session's own. A number pending in more than one descendant is refused: the
+    /// answer must go to the session that asked.
+    pub(super) fn asker_of(
+        &self,
+        request: PermissionRequestId,
+    ) -> Result<Option<ActorRef<SessionActor>>, ErrorInfo> {
+        let askers: Vec<_> = self
             .family
             .asks
             .iter()
             .filter(|((_, r), _)| *r == request)
-            .map(|(_, actor)| actor);
-        match (askers.next(), askers.next()) {
-            (Some(actor), None) => actor.upgrade(),
-            _ => None,
+            .collect();
+        // A request of this session's own, pending, is the one its number names here.
+        if self.pending.contains_key(&request) {
+            return Ok(None);
+        }
+        match askers.as_slice() {
+            [] => Ok(None),
+            [(_, actor)] => Ok(actor.upgrade()),
+            askers => {
+                let whose: Vec<String> = askers
+                    .iter()
+                    .map(|((s, _), _)| format!("subagent {s}"))
+                    .collect();
+                Err(ErrorInfo::new(
+                    protocol::ErrorCode::InvalidRequest,
+                    format!(
+                        "permission request {request} is pending in more than one session ({}); answer it in the session that asked, e.g. `agentctl approve {} {request}`",
+                        whose.join(", "),
+                        askers[0].0.0
+                    ),
+                ))
+            }
         }
     }
 }
@@ -270,6 +296,7 @@ impl SessionActor {
         Some(Arc::new(TaskSetup {
             directory: self.env.directory.clone(),
             slots: self.family.slots.clone(),
+            live: self.family.live.clone(),
             agents,
             depth,
             mode: self.info.mode,

@@ -72,7 +72,14 @@ impl SessionActor {
             reason: resume.reason,
         });
         let resumed = Some(resume.resumed);
-        self.launch(resume.run, resume.options, resume.max_turns, resumed, None, me);
+        self.launch(
+            resume.run,
+            resume.options,
+            resume.max_turns,
+            resumed,
+            None,
+            me,
+        );
     }
 
     /// Starts the loop's task for run `id`.

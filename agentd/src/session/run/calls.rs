@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use protocol::Event;
 
+use super::hooks::Hooked;
 use super::{Gone, Run};
 use crate::conversation::{ToolCall, ToolResult};
 use crate::mcp::McpTool;
@@ -15,7 +16,6 @@ use crate::session::actor::{Authorization, Authorize, Expire};
 use crate::tools::gate::EffectGate;
 use crate::tools::progress::Progress;
 use crate::tools::{self, Tool, ToolContext, ToolOutput, batch};
-use super::hooks::Hooked;
 
 /// Stops a task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -176,10 +176,12 @@ impl Run {
             // A subagent does its own asking; starting one asks nothing.
             None if call.name == crate::subagents::TASK_TOOL => {
                 return Ok(match call.args_json() {
-                    Ok(args) if args.is_object() => match self.before_tool(call, args, hooked).await {
-                        Ok(args) => Prepared::Task(args),
-                        Err(refused) => Prepared::Refused(refused),
-                    },
+                    Ok(args) if args.is_object() => {
+                        match self.before_tool(call, args, hooked).await {
+                            Ok(args) => Prepared::Task(args),
+                            Err(refused) => Prepared::Refused(refused),
+                        }
+                    }
                     _ => Prepared::Refused(ToolOutput::error(
                         "the arguments must be a JSON object with `description` and `prompt`",
                     )),

@@ -102,7 +102,10 @@ impl Run {
             }
             if let Some(failed) = &said.failed {
                 self.emit(Event::Error {
-                    message: format!("hook {event} `{}` {failed}; going on without it", hook.command),
+                    message: format!(
+                        "hook {event} `{}` {failed}; going on without it",
+                        hook.command
+                    ),
                 });
             }
             outcome.context.extend(said.context.clone());
@@ -173,7 +176,11 @@ impl Run {
         if let Some((Permission::Deny, reason)) = &outcome.permission {
             return Err(crate::tools::ToolOutput::error(format!(
                 "denied by a PreToolUse hook{}",
-                if reason.is_empty() { String::new() } else { format!(": {reason}") }
+                if reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {reason}")
+                }
             )));
         }
         hooked.permission = outcome.permission.map(|(p, _)| p);

@@ -102,7 +102,10 @@ impl Run {
     /// Runs the PreCompact hooks (`trigger` is `auto` or `manual`).
     pub(super) async fn pre_compact_hooks(&self, trigger: &str) {
         if self.has_hooks(HookEvent::PreCompact, None) {
-            let input = fields(&[("trigger", json!(trigger)), ("custom_instructions", json!(""))]);
+            let input = fields(&[
+                ("trigger", json!(trigger)),
+                ("custom_instructions", json!("")),
+            ]);
             self.run_hooks(HookEvent::PreCompact, None, input).await;
         }
     }

@@ -32,6 +32,8 @@ pub struct TaskSetup {
     pub directory: Arc<dyn Directory>,
     /// The session's places for children running at once.
     pub slots: Arc<Semaphore>,
+    /// The session's places for children not finished.
+    pub live: Arc<Semaphore>,
     /// The agents a child may follow.
     pub agents: Vec<AgentDef>,
     /// How deep this session nests (0 for a top-level session).
@@ -120,6 +122,14 @@ impl Run {
                 "the prompt is empty: say what the subagent is to do",
             )));
         }
+        // Every child not finished holds one of the session's places: a model cannot make
+        // children without end.
+        let Ok(live) = setup.live.clone().try_acquire_owned() else {
+            return Ok(Some(ToolOutput::error(format!(
+                "refused: this session already has {} subagents that have not finished (`[subagents] max_children`); wait for their results, or do the work yourself",
+                self.setup.config.subagents.children()
+            ))));
+        };
         // A child in the foreground takes its place before it exists; one in the background
         // exists at once and waits for its place to start.
         let permit = if args.background {
@@ -143,16 +153,51 @@ impl Run {
         });
         let options = child_options(&setup.options, agent);
         if args.background {
-            let slots = setup.slots.clone();
+            drop(actor);
+            let (slots, directory) = (setup.slots.clone(), setup.directory.clone());
+            let waiting = child.clone();
+            let (parent, parent_options) = (self.setup.id.clone(), setup.options.clone());
             tokio::spawn(async move {
+                let child = waiting;
+                let _live = live;
                 let Ok(_permit) = slots.acquire_owned().await else {
                     return;
                 };
-                // The place is held until the child's run ends.
-                if let Ok(Some(run)) = start(&actor, args.prompt, options).await
-                    && let Ok(end) = actor.ask(AwaitRun(run)).await
-                {
-                    let _ = end.await;
+                // While it waited, the idle child may have been unloaded (or be unloading): it
+                // is looked up (and loaded) again now. The places are held until its run ends.
+                let mut started = Err(());
+                for _ in 0..3 {
+                    let Ok(actor) = directory.lookup(child.clone()).await else {
+                        continue;
+                    };
+                    started = start(&actor, args.prompt.clone(), options.clone())
+                        .await
+                        .map(|run| (actor, run));
+                    if started.is_ok() {
+                        break;
+                    }
+                }
+                match started {
+                    Ok((actor, Some(run))) => {
+                        if let Ok(end) = actor.ask(AwaitRun(run)).await {
+                            let _ = end.await;
+                        }
+                    }
+                    _ => {
+                        tracing::error!(%child, "a background subagent could not start its run");
+                        // Its result was promised: the parent hears that none will come.
+                        let text = format!(
+                            "<task-notification>\n<task-id>{child}</task-id>\n<status>failed</status>\n<summary>Subagent {child} could not start its run; no result will come</summary>\n</task-notification>"
+                        );
+                        if let Ok(parent) = directory.lookup(parent).await {
+                            let send = SendMessage {
+                                text,
+                                delivery: Delivery::FollowUp,
+                                options: parent_options,
+                            };
+                            let _ = parent.tell(send).await;
+                        }
+                    }
                 }
             });
             return Ok(Some(ToolOutput::ok(format!(
@@ -171,6 +216,7 @@ impl Run {
         };
         let output = self.wait_for_child(&child, &actor, run).await;
         drop(permit);
+        drop(live);
         Ok(Some(output))
     }
 
