@@ -105,6 +105,9 @@ fn shown(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| {
         (c.is_control() && !(keep_lines && (c == '\t' || c == '\n')))
             || ('\u{80}'..='\u{9f}').contains(&c)
+            // Bidirectional overrides and isolates reorder what follows them on screen.
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
     };
     if text.chars().any(unsafe_char) {
         std::borrow::Cow::Owned(

@@ -9,6 +9,8 @@ use serde::Deserialize;
 
 /// The most commands read from one directory.
 const MAX_COMMANDS: usize = 200;
+/// The most bytes a command expands to (its arguments may be repeated many times).
+pub const MAX_EXPANDED: usize = 256 * 1024;
 
 /// One command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,8 +99,9 @@ pub fn discover(dirs: &[PathBuf]) -> Vec<Command> {
 }
 
 /// `message` with a leading `/NAME ARGS` expanded, when NAME is a command in `dirs`; `None`
-/// when the message is not a command (it is sent as it is).
-pub fn expand(message: &str, dirs: &[PathBuf]) -> Option<String> {
+/// when the message is not a command (it is sent as it is); an error when the expansion would
+/// be over [`MAX_EXPANDED`] bytes.
+pub fn expand(message: &str, dirs: &[PathBuf]) -> Option<Result<String, String>> {
     let rest = message.trim_start().strip_prefix('/')?;
     let (name, args) = match rest.split_once(char::is_whitespace) {
         Some((name, args)) => (name, args.trim()),
@@ -112,31 +115,41 @@ pub fn expand(message: &str, dirs: &[PathBuf]) -> Option<String> {
         .map(|dir| dir.join(format!("{name}.md")))
         .find(|p| p.is_file())?;
     let doc = crate::front_matter::read::<Head>(&path).ok()?;
-    Some(substitute(&doc.body, args))
+    Some(substitute(&doc.body, args).ok_or_else(|| {
+        format!(
+            "the command /{name} with these arguments expands to more than {} KiB; give it shorter arguments",
+            MAX_EXPANDED / 1024
+        )
+    }))
 }
 
-/// `body` with `$ARGUMENTS` replaced by `args` and `$1`…`$9` by its words.
-fn substitute(body: &str, args: &str) -> String {
+/// `body` with `$ARGUMENTS` replaced by `args` and `$1`…`$9` by its words; `None` when that
+/// is over [`MAX_EXPANDED`] bytes.
+fn substitute(body: &str, args: &str) -> Option<String> {
     let words: Vec<&str> = args.split_whitespace().collect();
     let mut out = String::with_capacity(body.len() + args.len());
     let mut rest = body;
     while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
+        out.push_str(rest.get(..at).unwrap_or_default());
+        // `$` is one byte: what follows it starts a character.
+        let after = rest.get(at + 1..).unwrap_or_default();
+        if out.len() > MAX_EXPANDED {
+            return None;
+        }
         if let Some(tail) = after.strip_prefix("ARGUMENTS") {
             out.push_str(args);
             rest = tail;
         } else if let Some(digit) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
             let n = digit as usize - '1' as usize;
             out.push_str(words.get(n).copied().unwrap_or_default());
-            rest = &after[1..];
+            rest = after.get(1..).unwrap_or_default();
         } else {
             out.push('$');
             rest = after;
         }
     }
     out.push_str(rest);
-    out
+    (out.len() <= MAX_EXPANDED).then_some(out)
 }
 
 #[cfg(test)]
@@ -155,15 +168,23 @@ mod tests {
         .unwrap();
         let dirs = directories(dir.path(), &dir.path().join("cfg"));
         assert_eq!(
-            expand("/greet world twice", &dirs).unwrap(),
+            expand("/greet world twice", &dirs).unwrap().unwrap(),
             "Say hello to world (world twice), costs  or $x."
         );
+        // Arguments repeated without end are refused, not expanded.
+        std::fs::write(commands.join("big.md"), "$1".repeat(30_000)).unwrap();
+        let big = format!("/big {}", "A".repeat(8192));
+        assert!(expand(&big, &dirs).unwrap().is_err());
+        // A link to the kernel's files is not read.
+        std::os::unix::fs::symlink("/proc/self/environ", commands.join("env.md")).unwrap();
+        assert_eq!(expand("/env", &dirs), None);
+        assert!(discover(&dirs).iter().all(|c| c.name != "env"));
         assert_eq!(expand("/nope x", &dirs), None);
         assert_eq!(expand("not a command", &dirs), None);
         assert_eq!(expand("/../../etc/passwd", &dirs), None);
         let listed = discover(&dirs);
-        assert_eq!(listed[0].name, "greet");
-        assert_eq!(listed[0].description, "Greets someone.");
-        assert_eq!(listed[0].argument_hint.as_deref(), Some("NAME [TIMES]"));
+        let greet = listed.iter().find(|c| c.name == "greet").unwrap();
+        assert_eq!(greet.description, "Greets someone.");
+        assert_eq!(greet.argument_hint.as_deref(), Some("NAME [TIMES]"));
     }
 }

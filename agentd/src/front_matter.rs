@@ -20,7 +20,22 @@ pub struct Document<T> {
 
 /// Reads and parses the file at `path`; an error says what is wrong with it, for the user.
 pub fn read<T: DeserializeOwned + Default>(path: &Path) -> Result<Document<T>, String> {
-    let (bytes, more) = crate::regular_file::read_at_most(path, MAX_FILE_BYTES)
+    // The kernel's files look regular but hold the daemon's secrets (`/proc/self/environ`):
+    // a link that leads there is refused.
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if ["/proc", "/sys", "/dev"]
+        .iter()
+        .any(|p| real.starts_with(p))
+    {
+        return Err(format!(
+            "{} leads to {}, which is not a file of yours; it was skipped",
+            path.display(),
+            real.display()
+        ));
+    }
+    let (bytes, more) = crate::regular_file::read_at_most(&real, MAX_FILE_BYTES)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if more {
         return Err(format!(
@@ -67,7 +82,7 @@ fn split(text: &str) -> Option<(&str, &str)> {
     let mut at = start;
     for line in lines {
         if line.trim_end() == "---" {
-            return Some((&text[start..at], &text[at + line.len()..]));
+            return Some((text.get(start..at)?, text.get(at + line.len()..)?));
         }
         at += line.len();
     }

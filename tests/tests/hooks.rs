@@ -25,13 +25,8 @@ fn daemon_with(hooks: &str) -> Daemon {
     )))
 }
 
-/// Runs `prompt` against `server` in `project`; every event of the run.
-async fn run(
-    daemon: &Daemon,
-    project: &Path,
-    server: &ModelServer,
-    options: protocol::RunOptions,
-) -> Vec<SessionEvent> {
+/// Runs a prompt in `project` with `options` (which name the model server); every event.
+async fn run(daemon: &Daemon, project: &Path, options: protocol::RunOptions) -> Vec<SessionEvent> {
     let (client, session, mut incoming) = session_in(daemon, project).await;
     start_run(&client, &session, "go", options).await;
     until_finished(&mut incoming).await
@@ -81,7 +76,7 @@ async fn pre_tool_use_exit_2_refuses_the_call_even_with_grants_and_the_model_rea
         guard.display()
     ));
     // `run_options` grants commands, as `--yes` does.
-    let events = run(&daemon, project.path(), &server, run_options(&server)).await;
+    let events = run(&daemon, project.path(), run_options(&server)).await;
     let results = tool_results(&events);
     assert!(results[0].1, "{results:?}");
     assert!(results[0].2.contains("no rm in this repo"), "{results:?}");
@@ -119,7 +114,7 @@ esac"#,
         "[[hooks.PreToolUse]]\ncommand = \"{}\"\n",
         decide.display()
     ));
-    let events = run(&daemon, project.path(), &server, unattended(&server)).await;
+    let events = run(&daemon, project.path(), unattended(&server)).await;
     let results = tool_results(&events);
     assert_eq!(results.len(), 2);
     assert!(project.path().join("allowed.txt").exists(), "{results:?}");
@@ -159,7 +154,7 @@ async fn updated_input_passes_through_two_hooks_in_order() {
         first.display(),
         second.display()
     ));
-    run(&daemon, project.path(), &server, run_options(&server)).await;
+    run(&daemon, project.path(), run_options(&server)).await;
     let saw: Value = serde_json::from_str(
         &std::fs::read_to_string(hooks.path().join("second-saw.json")).unwrap(),
     )
@@ -195,7 +190,7 @@ async fn post_tool_use_sees_the_response_and_its_session() {
         "[[hooks.PostToolUse]]\nmatcher = \"read|write\"\ncommand = \"{}\"\n",
         post.display()
     ));
-    let events = run(&daemon, project.path(), &server, run_options(&server)).await;
+    let events = run(&daemon, project.path(), run_options(&server)).await;
     let input: Value =
         serde_json::from_str(&std::fs::read_to_string(hooks.path().join("post.json")).unwrap())
             .unwrap();
@@ -233,7 +228,7 @@ async fn user_prompt_submit_context_reaches_the_model() {
         "[[hooks.UserPromptSubmit]]\ncommand = \"{}\"\n",
         context.display()
     ));
-    run(&daemon, project.path(), &server, run_options(&server)).await;
+    run(&daemon, project.path(), run_options(&server)).await;
     assert!(
         server.received()[0]
             .body
@@ -263,7 +258,7 @@ esac"#,
         "[[hooks.Stop]]\ncommand = \"{}\"\n",
         stop.display()
     ));
-    let events = run(&daemon, project.path(), &server, run_options(&server)).await;
+    let events = run(&daemon, project.path(), run_options(&server)).await;
     assert_eq!(tests::stop_and_error(&events).0, StopReason::Completed);
     let received = server.received();
     assert_eq!(received.len(), 2);
@@ -298,7 +293,7 @@ async fn three_stop_blocks_in_a_row_end_the_run_anyway() {
         "[[hooks.Stop]]\ncommand = \"{}\"\n",
         stop.display()
     ));
-    let events = run(&daemon, project.path(), &server, run_options(&server)).await;
+    let events = run(&daemon, project.path(), run_options(&server)).await;
     assert_eq!(tests::stop_and_error(&events).0, StopReason::Completed);
     assert_eq!(server.received().len(), 3);
     assert_eq!(hook_runs(&events).len(), 3);
@@ -323,7 +318,7 @@ async fn a_hook_that_hangs_is_killed_and_on_error_decides() {
         )
     };
     let daemon = daemon_with(&config("ignore"));
-    let events = run(&daemon, project.path(), &server, run_options(&server)).await;
+    let events = run(&daemon, project.path(), run_options(&server)).await;
     assert!(
         project.path().join("first").exists(),
         "ignored: the call ran"
@@ -334,7 +329,7 @@ async fn a_hook_that_hangs_is_killed_and_on_error_decides() {
     );
     drop(daemon);
     let daemon = daemon_with(&config("block"));
-    let events = run(&daemon, project.path(), &server, run_options(&server)).await;
+    let events = run(&daemon, project.path(), run_options(&server)).await;
     assert!(
         !project.path().join("second").exists(),
         "blocked: the call did not run"
@@ -363,9 +358,9 @@ async fn a_hook_that_prints_10_mb_is_capped() {
         loud.display()
     ));
     // A first run without the hook: what any run costs is paid before the measure.
-    run(&daemon, project.path(), &server, run_options(&server)).await;
+    run(&daemon, project.path(), run_options(&server)).await;
     let before = tests::peak_rss(daemon.pid());
-    let events = run(&daemon, project.path(), &server, run_options(&server)).await;
+    let events = run(&daemon, project.path(), run_options(&server)).await;
     assert!(project.path().join("ran").exists());
     assert_eq!(hook_runs(&events).len(), 1);
     let grown = tests::peak_rss(daemon.pid()).saturating_sub(before);
@@ -427,4 +422,44 @@ async fn a_hook_run_is_a_line_in_the_json_view() {
     let line: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(line["event"], "PreToolUse");
     assert_eq!(line["exit"], 0);
+}
+
+#[tokio::test]
+async fn a_hooks_allow_answers_only_the_modes_question_never_a_rule_or_a_protected_path() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("victim"), "keep\n").unwrap();
+    let hooks = tempfile::tempdir().unwrap();
+    let allow_all = script(
+        hooks.path(),
+        "allow.sh",
+        r#"cat > /dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'"#,
+    );
+    let daemon = daemon_with(&format!(
+        "[permissions]\ndeny = [\"bash:rm*\"]\n[[hooks.PreToolUse]]\ncommand = \"{}\"\n[[hooks.PermissionRequest]]\ncommand = \"{}\"\n",
+        allow_all.display(),
+        allow_all.display()
+    ));
+    let config = daemon.home.paths().config_file();
+    let server = ModelServer::start(vec![
+        anthropic::reply()
+            .tool("bash", json!({"command": "eval \"$(printf 'r%s -f victim' m)\""}))
+            .tool("write", json!({"path": config.display().to_string(), "content": "[[hooks.Stop]]\ncommand = \"touch pwned\"\n"}))
+            .tool("bash", json!({"command": "echo plain > plain.txt"}))
+            .build(),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let events = run(&daemon, project.path(), unattended(&server)).await;
+    assert!(project.path().join("victim").exists(), "the deny rule held");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        !text.contains("pwned"),
+        "the daemon's config was not written"
+    );
+    // The mode's own question is the hook's to answer.
+    assert!(
+        project.path().join("plain.txt").exists(),
+        "{:?}",
+        tool_results(&events)
+    );
 }

@@ -248,10 +248,8 @@ mod tests {
             .unwrap_err();
         assert!(bad.message().contains("not a regular expression"), "{bad}");
         let span = bad.span().unwrap();
-        let line = "[[hooks.Stop]]\ncommand = \"x\"\n\n[[hooks.PreToolUse]]\nmatcher = \"(\"\ncommand = \"y\"\n"[..span.start].lines().count();
-        assert_eq!(
-            line, 4,
-            "the matcher's line (0-based count of lines before it)"
-        );
+        let text = "[[hooks.Stop]]\ncommand = \"x\"\n\n[[hooks.PreToolUse]]\nmatcher = \"(\"\ncommand = \"y\"\n";
+        let line = text.get(..span.start).unwrap().lines().count();
+        assert_eq!(line, 5, "the span starts on the matcher's line, the 5th");
     }
 }

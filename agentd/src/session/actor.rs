@@ -448,8 +448,12 @@ impl Message<SendMessage> for SessionActor {
         let mut msg = msg;
         if msg.text.starts_with('/') {
             let dirs = crate::commands::directories(&self.cwd(), &self.env.paths.config_dir);
-            if let Some(expanded) = crate::commands::expand(&msg.text, &dirs) {
-                msg.text = expanded;
+            match crate::commands::expand(&msg.text, &dirs) {
+                Some(Ok(expanded)) => msg.text = expanded,
+                Some(Err(too_big)) => {
+                    return Err(ErrorInfo::new(ErrorCode::InvalidRequest, too_big));
+                }
+                None => {}
             }
         }
         if self.run.is_some() {

@@ -133,8 +133,9 @@ pub enum Authorization {
     Allowed,
     /// Do not; the model gets this reason.
     Denied(String),
-    /// Wait for a user's answer to this request.
-    Pending(PermissionRequestId, oneshot::Receiver<Decision>),
+    /// Wait for a user's answer to this request; `true` when it is only the mode's question
+    /// (a PermissionRequest hook may answer it), `false` when a rule or a protected path asks.
+    Pending(PermissionRequestId, oneshot::Receiver<Decision>, bool),
 }
 
 impl Message<Authorize> for SessionActor {
@@ -242,9 +243,11 @@ impl SessionActor {
             &self.always,
             &rules,
         );
-        // A hook's allow answers the question; its ask asks; a deny rule still wins.
+        // A hook's allow answers the mode's question only: an ask with a reason (a command the
+        // deny rules cannot see through, a protected path) still asks. Its ask asks; a deny
+        // rule still wins.
         let verdict = match (msg.hook, verdict) {
-            (Some(crate::hooks::output::Permission::Allow), Verdict::Ask(_)) => Verdict::Allow,
+            (Some(crate::hooks::output::Permission::Allow), Verdict::Ask(None)) => Verdict::Allow,
             (Some(crate::hooks::output::Permission::Ask), Verdict::Allow) => {
                 Verdict::Ask(Some("a PreToolUse hook asks".to_string()))
             }
@@ -260,6 +263,7 @@ impl SessionActor {
                 }))
             }
             Verdict::Ask(reason) => {
+                let plain = reason.is_none();
                 self.requests += 1;
                 let request = PermissionRequestId(self.requests);
                 let summary = match reason {
@@ -283,7 +287,7 @@ impl SessionActor {
                     args: msg.call.args.clone(),
                     summary,
                 });
-                Ok(Authorization::Pending(request, receiver))
+                Ok(Authorization::Pending(request, receiver, plain))
             }
         }
     }

@@ -243,8 +243,8 @@ impl Run {
             Authorization::Denied(reason) => {
                 return Ok(Prepared::Refused(ToolOutput::error(reason)));
             }
-            Authorization::Pending(request, answer) => {
-                self.asking_hooks(call, &args, request).await?;
+            Authorization::Pending(request, answer, plain) => {
+                self.asking_hooks(call, &args, request, plain).await?;
                 let timeout = self.setup.config.permission_timeout();
                 let expired = async {
                     match timeout {

@@ -415,6 +415,10 @@ impl Run {
                     if self.stop_hooks().await? {
                         continue;
                     }
+                    // A cancel while the hooks ran is the run's end.
+                    if self.cancel().is_cancelled() {
+                        return Ok(self.finish(StopReason::Aborted, false, None));
+                    }
                     return Ok(self.finish(StopReason::Completed, truncated, None));
                 }
                 Step::StopAtMaxTurns => {

@@ -110,13 +110,14 @@ impl Run {
         }
     }
 
-    /// A call must ask (request `request`): the Notification hooks hear of it, and the
-    /// PermissionRequest hooks may answer it.
+    /// A call must ask (request `request`; `plain` when only the mode asks): the Notification
+    /// hooks hear of it, and the PermissionRequest hooks may answer it.
     pub(super) async fn asking_hooks(
         &self,
         call: &ToolCall,
         args: &Value,
         request: PermissionRequestId,
+        plain: bool,
     ) -> Result<(), Gone> {
         if self.has_hooks(HookEvent::Notification, None) {
             let message = format!("agentd needs your permission to use {}", call.name);
@@ -130,9 +131,11 @@ impl Run {
         let outcome = self
             .run_hooks(HookEvent::PermissionRequest, Some(&call.name), input)
             .await;
+        // A hook may refuse any request, but allow only the mode's question: what a rule or a
+        // protected path asks is for a person to answer.
         let decision = match (outcome.block, outcome.permission) {
             (Some(_), _) | (None, Some((Permission::Deny, _))) => Decision::Deny,
-            (None, Some((Permission::Allow, _))) => Decision::Allow,
+            (None, Some((Permission::Allow, _))) if plain => Decision::Allow,
             _ => return Ok(()),
         };
         let answer = Answer {
