@@ -463,3 +463,70 @@ async fn a_hooks_allow_answers_only_the_modes_question_never_a_rule_or_a_protect
         tool_results(&events)
     );
 }
+
+#[tokio::test]
+async fn a_refused_prompt_is_never_stored_and_queued_messages_are_screened_too() {
+    use protocol::{Delivery, Request};
+    let project = tempfile::tempdir().unwrap();
+    let hooks = tempfile::tempdir().unwrap();
+    let guard = script(
+        hooks.path(),
+        "guard.sh",
+        r#"case "$(cat)" in *FORBIDDEN*) echo 'not that' >&2; exit 2 ;; esac"#,
+    );
+    let gate = tests::model_server::Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::text("first answer").hold_after(2, &gate),
+        anthropic::text("second answer"),
+    ])
+    .await;
+    let daemon = daemon_with(&format!(
+        "[[hooks.UserPromptSubmit]]\ncommand = \"{}\"\n",
+        guard.display()
+    ));
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let refused = client
+        .request(Request::Send {
+            session: session.clone(),
+            text: "FORBIDDEN first".into(),
+            delivery: Delivery::FollowUp,
+            options: run_options(&server),
+        })
+        .await;
+    assert!(refused.unwrap_err().to_string().contains("not that"));
+    start_run(&client, &session, "allowed prompt", run_options(&server)).await;
+    server.wait_for_requests(1).await;
+    // While the run goes, a queued message and a steer are screened too.
+    for (text, delivery) in [
+        ("FORBIDDEN queued", Delivery::FollowUp),
+        ("FORBIDDEN steer", Delivery::Steer),
+    ] {
+        let sent = client
+            .request(Request::Send {
+                session: session.clone(),
+                text: text.into(),
+                delivery,
+                options: run_options(&server),
+            })
+            .await;
+        assert!(sent.is_err(), "{text} was refused");
+    }
+    client
+        .request(Request::Send {
+            session: session.clone(),
+            text: "allowed follow-up".into(),
+            delivery: Delivery::FollowUp,
+            options: run_options(&server),
+        })
+        .await
+        .unwrap();
+    gate.release();
+    until_finished(&mut incoming).await;
+    let everything: String = server
+        .received()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(!everything.contains("FORBIDDEN"), "{everything}");
+    assert!(everything.contains("allowed follow-up"));
+}

@@ -3,6 +3,7 @@
 //! Code's field names so existing scripts work, and whose exit code and JSON output can refuse,
 //! allow, change or add to what happens.
 
+pub mod chain;
 pub mod config;
 pub mod output;
 pub mod process;

@@ -36,6 +36,7 @@ mod outside;
 mod parent_link;
 mod port;
 mod recovery;
+mod screening;
 mod settings;
 mod transcript;
 
@@ -137,6 +138,8 @@ pub struct SessionActor {
     family: children::Family,
     /// The system prompt's list of skills, read at each run's start.
     skills: Option<String>,
+    /// Messages screened by hooks are stored in the order they came: one at a time.
+    screening: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Actor for SessionActor {
@@ -206,6 +209,7 @@ impl Actor for SessionActor {
             to_resume: None,
             family,
             skills: None,
+            screening: Arc::default(),
         };
         actor.info.turns = 0;
         // A large log takes a while to read: not on the runtime's threads, and a record at a
@@ -428,7 +432,7 @@ pub struct SendMessage {
 
 impl Message<SendMessage> for SessionActor {
     /// The run it started, if it started one.
-    type Reply = Result<Option<RunId>, ErrorInfo>;
+    type Reply = DelegatedReply<Result<Option<RunId>, ErrorInfo>>;
 
     async fn handle(
         &mut self,
@@ -438,35 +442,53 @@ impl Message<SendMessage> for SessionActor {
         if msg.text == FAULT_MESSAGE && std::env::var_os(FAULT_ENV).is_some() {
             panic!("fault injected by a test");
         }
-        if msg.text.trim().is_empty() {
+        let text = match self.expanded(msg.text) {
+            Ok(text) => text,
+            Err(err) => return ctx.reply(Err(err)),
+        };
+        let me = ctx.actor_ref().clone();
+        // UserPromptSubmit hooks see the message before it is stored.
+        if let Some(screen) = self.screen() {
+            let (delivery, options) = (msg.delivery, msg.options);
+            return ctx.spawn(async move {
+                let (outcome, events, _in_order) = screen.run(&text).await;
+                let screened = screening::Screened {
+                    text,
+                    delivery,
+                    options,
+                    outcome,
+                    events,
+                };
+                match me.ask(screened).await {
+                    Ok(started) => Ok(started),
+                    Err(SendError::HandlerError(err)) => Err(err),
+                    Err(err) => Err(ErrorInfo::new(ErrorCode::Internal, err.to_string())),
+                }
+            });
+        }
+        let started = self.accept(text, msg.delivery, msg.options, me);
+        ctx.reply(Ok(started))
+    }
+}
+
+impl SessionActor {
+    /// A message as it is stored: not empty, and `/NAME ARGS` of a command file expanded (for
+    /// every client alike).
+    fn expanded(&self, text: String) -> Result<String, ErrorInfo> {
+        if text.trim().is_empty() {
             return Err(ErrorInfo::new(
                 ErrorCode::InvalidRequest,
                 "the message is empty",
             ));
         }
-        // `/NAME ARGS` of a command file becomes its text, for every client alike.
-        let mut msg = msg;
-        if msg.text.starts_with('/') {
-            let dirs = crate::commands::directories(&self.cwd(), &self.env.paths.config_dir);
-            match crate::commands::expand(&msg.text, &dirs) {
-                Some(Ok(expanded)) => msg.text = expanded,
-                Some(Err(too_big)) => {
-                    return Err(ErrorInfo::new(ErrorCode::InvalidRequest, too_big));
-                }
-                None => {}
-            }
+        if !text.starts_with('/') {
+            return Ok(text);
         }
-        if self.run.is_some() {
-            self.queues.push(msg.text, msg.delivery);
-            self.emit_queues();
-            return Ok(None);
+        let dirs = crate::commands::directories(&self.cwd(), &self.env.paths.config_dir);
+        match crate::commands::expand(&text, &dirs) {
+            Some(Ok(expanded)) => Ok(expanded),
+            Some(Err(too_big)) => Err(ErrorInfo::new(ErrorCode::InvalidRequest, too_big)),
+            None => Ok(text),
         }
-        let me = ctx.actor_ref().clone();
-        Ok(Some(self.start_run(
-            msg.text,
-            msg.delivery,
-            msg.options,
-            me,
-        )))
     }
 }

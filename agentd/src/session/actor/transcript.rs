@@ -27,14 +27,21 @@ impl Message<HookContext> for SessionActor {
     type Reply = Result<HookSession, ErrorInfo>;
 
     async fn handle(&mut self, _: HookContext, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        Ok(HookSession {
+            transcript: self.write_transcript(),
+            mode: self.info.mode,
+        })
+    }
+}
+
+impl SessionActor {
+    /// Writes the session's transcript for hooks and returns its path.
+    pub(super) fn write_transcript(&self) -> PathBuf {
         let transcript = self.store.dir().join("transcript.jsonl");
         if let Err(err) = write(&transcript, &self.history) {
             tracing::warn!(session = %self.info.id, "cannot write the transcript for hooks: {err}");
         }
-        Ok(HookSession {
-            transcript,
-            mode: self.info.mode,
-        })
+        transcript
     }
 }
 

@@ -1,45 +1,14 @@
-//! Running a session's hooks from the loop (SPEC §15): every hook of an event in configuration
-//! order, one after another, each told what the one before changed (`updatedInput`); each run
-//! is a `HookRan` event; the first hook that blocks decides.
+//! Running a session's hooks from the loop (SPEC §15): the tool events around each call, with
+//! what they change of its arguments, its permission question and its result.
 
-use std::time::Duration;
-
-use protocol::Event;
 use serde_json::{Map, Value, json};
 
 use super::Run;
-use crate::hooks::output::{Permission, Verdict, verdict};
-use crate::hooks::{HookEvent, hooks_for, process};
+pub(super) use crate::hooks::chain::HookOutcome;
+use crate::hooks::chain::{Chain, run_chain};
+use crate::hooks::output::Permission;
+use crate::hooks::{HookEvent, hooks_for};
 use crate::session::actor::HookContext;
-
-/// What the hooks of one event said, together.
-#[derive(Debug, Default)]
-pub(super) struct HookOutcome {
-    /// The first block, with its reason.
-    pub(super) block: Option<String>,
-    /// The strictest answer to the permission question (deny, then ask, then allow).
-    pub(super) permission: Option<(Permission, String)>,
-    /// The tool's arguments as the last hook left them, if a hook changed them.
-    pub(super) updated_input: Option<Value>,
-    /// What they add to what the model sees.
-    pub(super) context: Vec<String>,
-}
-
-impl HookOutcome {
-    /// The added context as one text, if there is any.
-    pub(super) fn context_text(&self) -> Option<String> {
-        (!self.context.is_empty()).then(|| self.context.join("\n"))
-    }
-}
-
-/// How strict a permission answer is.
-fn strictness(permission: Permission) -> u8 {
-    match permission {
-        Permission::Allow => 0,
-        Permission::Ask => 1,
-        Permission::Deny => 2,
-    }
-}
 
 impl Run {
     /// Whether `event` has hooks for `tool`.
@@ -54,80 +23,28 @@ impl Run {
         &self,
         event: HookEvent,
         tool: Option<&str>,
-        mut fields: Map<String, Value>,
+        fields: Map<String, Value>,
     ) -> HookOutcome {
-        let mut outcome = HookOutcome::default();
         let hooks: Vec<_> = hooks_for(&self.setup.config.hooks, event, tool)
             .cloned()
             .collect();
         if hooks.is_empty() {
-            return outcome;
+            return HookOutcome::default();
         }
         let context = self.setup.session.ask(HookContext).await.ok();
         let mut env = self.setup.env.as_ref().clone();
         env.push(("AGENTD_SESSION_ID".to_string(), self.setup.id.0.clone()));
-        for hook in hooks {
-            let mut input = json!({
-                "session_id": self.setup.id.0,
-                "transcript_path": context.as_ref().map(|c| c.transcript.display().to_string()),
-                "cwd": self.setup.cwd.display().to_string(),
-                "permission_mode": context.as_ref().map(|c| c.mode.as_str()),
-                "hook_event_name": event.as_str(),
-            });
-            if let Some(object) = input.as_object_mut() {
-                object.extend(fields.clone());
-            }
-            let bytes = serde_json::to_vec(&input).unwrap_or_default();
-            let ran = process::run(
-                &hook.command,
-                &bytes,
-                &self.setup.cwd,
-                &env,
-                Duration::from_secs(hook.timeout_secs.max(1)),
-                self.cancel(),
-            )
-            .await;
-            let said: Verdict = verdict(&ran, hook.on_error);
-            self.emit(Event::HookRan {
-                event: event.as_str().to_string(),
-                command: hook.command.clone(),
-                exit: ran.exit,
-                duration_ms: ran.duration.as_millis() as u64,
-                decision: said.label(),
-            });
-            if let Some(message) = &said.message {
-                self.emit(Event::Notice {
-                    text: format!("hook {event}: {message}"),
-                });
-            }
-            if let Some(failed) = &said.failed {
-                self.emit(Event::Error {
-                    message: format!(
-                        "hook {event} `{}` {failed}; going on without it",
-                        hook.command
-                    ),
-                });
-            }
-            outcome.context.extend(said.context.clone());
-            if let Some(updated) = said.updated_input {
-                fields.insert("tool_input".to_string(), updated.clone());
-                outcome.updated_input = Some(updated);
-            }
-            if let Some((permission, reason)) = said.permission {
-                let stricter = outcome
-                    .permission
-                    .as_ref()
-                    .is_none_or(|(p, _)| strictness(permission) > strictness(*p));
-                if stricter {
-                    outcome.permission = Some((permission, reason));
-                }
-            }
-            if said.block.is_some() {
-                outcome.block = said.block;
-                break;
-            }
-        }
-        outcome
+        let chain = Chain {
+            hooks,
+            event,
+            session: &self.setup.id.0,
+            transcript: context.as_ref().map(|c| c.transcript.as_path()),
+            mode: context.as_ref().map(|c| c.mode),
+            cwd: &self.setup.cwd,
+            env: &env,
+            cancel: self.cancel(),
+        };
+        run_chain(chain, fields, |event| self.emit(event)).await
     }
 }
 

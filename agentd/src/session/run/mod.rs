@@ -274,9 +274,7 @@ impl Run {
             let results = self.answer_interrupted(resumed).await?;
             self.push(Message::ToolResults { results }, None).await?;
         }
-        if let Some(refused) = self.start_hooks().await? {
-            return Ok(refused);
-        }
+        self.start_hooks().await?;
         loop {
             if self.cancel().is_cancelled() {
                 return Ok(self.finish(StopReason::Aborted, false, None));

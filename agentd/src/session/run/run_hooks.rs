@@ -1,13 +1,13 @@
-//! The hooks of a run's own moments (SPEC §15): `SessionStart` and `UserPromptSubmit` before
-//! the first model call, `Stop` (`SubagentStop` in a subagent) when the run would complete,
+//! The hooks of a run's own moments (SPEC §15): `SessionStart` before a session's first model
+//! call (UserPromptSubmit hooks screen each message before it is stored, in the actor), `Stop` (`SubagentStop` in a subagent) when the run would complete,
 //! `PreCompact` before a summary, and `PermissionRequest` and `Notification` when a call must
 //! ask.
 
-use protocol::{Decision, Delivery, Event, PermissionRequestId, StopReason};
+use protocol::{Decision, Delivery, Event, PermissionRequestId};
 use serde_json::{Map, Value, json};
 
 use super::hooks::tool_fields;
-use super::{Gone, Run, RunOutcome};
+use super::{Gone, Run};
 use crate::conversation::{Message, ToolCall};
 use crate::hooks::HookEvent;
 use crate::hooks::output::Permission;
@@ -24,11 +24,11 @@ fn fields(pairs: &[(&str, Value)]) -> Map<String, Value> {
 }
 
 impl Run {
-    /// Runs the hooks of a run's start: its outcome when a hook refused the prompt.
-    pub(super) async fn start_hooks(&self) -> Result<Option<RunOutcome>, Gone> {
-        let Some(prompt) = self.setup.prompt.clone() else {
-            return Ok(None);
-        };
+    /// Runs the SessionStart hooks before a session's first run (not a resumed one).
+    pub(super) async fn start_hooks(&self) -> Result<(), Gone> {
+        if self.setup.prompt.is_none() {
+            return Ok(());
+        }
         if self.setup.run.0 == 1 && self.has_hooks(HookEvent::SessionStart, None) {
             let input = fields(&[("source", json!("startup"))]);
             let outcome = self.run_hooks(HookEvent::SessionStart, None, input).await;
@@ -36,21 +36,7 @@ impl Run {
                 self.add_context(context).await?;
             }
         }
-        if !self.has_hooks(HookEvent::UserPromptSubmit, None) {
-            return Ok(None);
-        }
-        let input = fields(&[("prompt", json!(prompt))]);
-        let outcome = self
-            .run_hooks(HookEvent::UserPromptSubmit, None, input)
-            .await;
-        if let Some(reason) = outcome.block {
-            let error = format!("a UserPromptSubmit hook refused the prompt: {reason}");
-            return Ok(Some(self.finish(StopReason::Error, false, Some(error))));
-        }
-        if let Some(context) = outcome.context_text() {
-            self.add_context(context).await?;
-        }
-        Ok(None)
+        Ok(())
     }
 
     /// Text from hooks that the model sees from now on.
