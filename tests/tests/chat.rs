@@ -192,3 +192,29 @@ async fn tab_completes_slash_commands_and_a_trailing_backslash_continues_the_lin
     pty.send("\x04");
     assert_eq!(pty.wait(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_command_completes_with_tab_and_expands_in_chat() {
+    let project = tempfile::tempdir().unwrap();
+    let commands = project.path().join(".agents/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("greet.md"),
+        "---\ndescription: Greet someone.\nargument-hint: NAME\n---\nSay hello to $1.\n",
+    )
+    .unwrap();
+    let server = ModelServer::start(vec![anthropic::text("Hello, world!")]).await;
+    let daemon = Daemon::start();
+    let pty = chat(&daemon, &server, project.path(), &["chat"]);
+    pty.expect("[idle");
+    pty.send("/gre\t");
+    pty.expect("Greet someone.");
+    // The first Enter takes the completion from the menu.
+    pty.send("\r");
+    pty.send("world\r");
+    pty.expect("Hello, world!");
+    let sent = server.received()[0].body["messages"][0]["content"].to_string();
+    assert!(sent.contains("Say hello to world."), "{sent}");
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}

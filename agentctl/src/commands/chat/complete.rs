@@ -3,6 +3,21 @@
 
 use reedline::{Completer, CompletionResult, Span, Suggestion};
 
+/// The slash commands of the command files of `cwd`'s project and of the user; none when the
+/// daemon cannot say.
+pub(super) async fn project_commands(
+    client: &agentctl::client::Client,
+    cwd: &str,
+) -> Vec<protocol::CommandInfo> {
+    let request = protocol::Request::Extensions {
+        cwd: cwd.to_string(),
+    };
+    match client.request(request).await {
+        Ok(protocol::Reply::Extensions(found)) => found.commands,
+        _ => Vec::new(),
+    }
+}
+
 /// Completes `/NAME` at the start of the line.
 pub(super) struct SlashCompleter {
     /// Each command as typed (`/greet`), with what the menu says of it.

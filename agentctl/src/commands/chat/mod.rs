@@ -129,21 +129,13 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     }));
     let (input_tx, input_rx) = mpsc::unbounded_channel();
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    // The project's and the user's slash commands: sent to the daemon, which expands them.
+    let commands = complete::project_commands(follower.client(), &info.cwd).await;
+    let command_names: Vec<String> = commands.iter().map(|c| format!("/{}", c.name)).collect();
     let style = Style::detect();
     let (view, line): (HumanView, Box<dyn InputLine>) = if terminal {
         let partial: Arc<Mutex<String>> = Arc::default();
-        // The project's and the user's slash commands complete with Tab too.
-        let commands = match request(
-            follower.client(),
-            Request::Extensions {
-                cwd: info.cwd.clone(),
-            },
-        )
-        .await
-        {
-            Ok(Reply::Extensions(found)) => found.commands,
-            _ => Vec::new(),
-        };
+        // They complete with Tab too.
         let (editor, printer) =
             TerminalLine::start(status.clone(), partial.clone(), input_tx, commands)?;
         let output = Output::Lines { printer, partial };
@@ -162,6 +154,7 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
         restore_after_cancel: None,
         draining: false,
         farewell: None,
+        commands: command_names,
     };
     chat.say(&format!(
         "session {} in {} — /help for keys; Ctrl+D detaches",
@@ -176,6 +169,8 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
 }
 
 struct Chat {
+    /// The command files' commands (`/greet`), which the daemon expands.
+    commands: Vec<String>,
     follower: Follower,
     session: SessionId,
     view: HumanView,
@@ -397,6 +392,10 @@ impl Chat {
                         s.cwd
                     ));
                 }
+            }
+            // A command file's command goes to the daemon, which expands it.
+            _ if self.commands.iter().any(|c| c == command) => {
+                self.send(trimmed, Delivery::FollowUp).await?
             }
             // A path such as /usr/bin/x is a message; a lone /word is a command.
             _ if command.len() > 1 && command.starts_with('/') && !command[1..].contains('/') => {
