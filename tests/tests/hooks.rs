@@ -530,3 +530,87 @@ async fn a_refused_prompt_is_never_stored_and_queued_messages_are_screened_too()
     assert!(!everything.contains("FORBIDDEN"), "{everything}");
     assert!(everything.contains("allowed follow-up"));
 }
+
+#[tokio::test]
+async fn subagent_stop_permission_request_and_session_end_hooks_run_where_they_belong() {
+    use protocol::Request;
+    let project = tempfile::tempdir().unwrap();
+    let hooks = tempfile::tempdir().unwrap();
+    let log = hooks.path().join("events.log");
+    let record = script(
+        hooks.path(),
+        "record.sh",
+        &format!(
+            r#"input=$(cat); printf '%s\n' "$input" | sed -n 's/.*"hook_event_name":"\([A-Za-z]*\)".*/\1/p' >> {log}"#,
+            log = log.display()
+        ),
+    );
+    let allow = script(
+        hooks.path(),
+        "allow.sh",
+        r#"cat > /dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","permissionDecision":"allow"}}'"#,
+    );
+    let ended = hooks.path().join("ended");
+    tests::make_fifo(&ended);
+    let end = script(
+        hooks.path(),
+        "end.sh",
+        &format!(
+            r#"case "$(cat)" in *'"reason":"delete"'*) echo $$ > {} ;; esac"#,
+            ended.display()
+        ),
+    );
+    let server = ModelServer::start(vec![
+        anthropic::tool(
+            "task",
+            json!({"description": "child", "prompt": "HOOKED-CHILD"}),
+        ),
+        anthropic::tool("bash", json!({"command": "touch asked-and-allowed"})),
+        anthropic::text("parent done"),
+    ])
+    .await;
+    server.route("HOOKED-CHILD", vec![anthropic::text("child done")]);
+    let daemon = daemon_with(&format!(
+        "[[hooks.Stop]]\ncommand = \"{r}\"\n[[hooks.SubagentStop]]\ncommand = \"{r}\"\n[[hooks.SessionEnd]]\ncommand = \"{e}\"\n[[hooks.PermissionRequest]]\ncommand = \"{a}\"\n",
+        r = record.display(),
+        e = end.display(),
+        a = allow.display()
+    ));
+    // Someone could answer, but nobody does: the PermissionRequest hook answers.
+    let options = protocol::RunOptions {
+        grants: Vec::new(),
+        deny_unanswered: false,
+        ..run_options(&server)
+    };
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "go", options).await;
+    let events = until_finished(&mut incoming).await;
+    assert!(
+        project.path().join("asked-and-allowed").exists(),
+        "{:?}",
+        tool_results(&events)
+    );
+    assert!(events.iter().any(|e| matches!(
+        &e.event,
+        Event::PermissionResolved { by_client, .. } if by_client.contains("PermissionRequest hook")
+    )));
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        ["SubagentStop", "Stop"],
+        "{seen}"
+    );
+    // Deleting a session runs its SessionEnd hook (in the background); one without children,
+    // so that one hook writes into the FIFO.
+    let _ = session;
+    let plain = tests::create_session(&client, project.path()).await.id;
+    client
+        .request(Request::DeleteSession {
+            session: plain,
+            force: false,
+        })
+        .await
+        .unwrap();
+    // The hook writes its pid into the FIFO: it ran, with reason "delete".
+    assert!(tests::read_fifo(&ended).await > 0);
+}

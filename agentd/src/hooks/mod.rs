@@ -9,3 +9,37 @@ pub mod output;
 pub mod process;
 
 pub use config::{Hook, HookEvent, HookTable, OnError, hooks_for};
+
+/// Runs the SessionEnd hooks of deleted session `session` in the background (nobody is left to
+/// show them to), in `cwd`, with `env` (the daemon's, filtered) and `AGENTD_SESSION_ID`.
+pub fn session_end(
+    table: &HookTable,
+    session: &str,
+    cwd: &std::path::Path,
+    mode: &str,
+    mut env: Vec<(String, String)>,
+) {
+    let hooks: Vec<Hook> = hooks_for(table, HookEvent::SessionEnd, None)
+        .cloned()
+        .collect();
+    if hooks.is_empty() {
+        return;
+    }
+    env.push(("AGENTD_SESSION_ID".to_string(), session.to_string()));
+    let input = serde_json::json!({
+        "session_id": session,
+        "cwd": cwd.display().to_string(),
+        "permission_mode": mode,
+        "hook_event_name": "SessionEnd",
+        "reason": "delete",
+    });
+    let cwd = cwd.to_path_buf();
+    tokio::spawn(async move {
+        let input = serde_json::to_vec(&input).unwrap_or_default();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        for hook in hooks {
+            let timeout = std::time::Duration::from_secs(hook.timeout_secs.max(1));
+            process::run(&hook.command, &input, &cwd, &env, timeout, &cancel).await;
+        }
+    });
+}

@@ -328,6 +328,16 @@ impl Message<Delete> for Supervisor {
             };
             actors.extend(entry.actor.clone().map(|a| (id.clone(), a)));
             let cwd = entry.info.with(|i| i.cwd.clone());
+            // Every deleted session's SessionEnd hooks run, loaded or not.
+            let config = self.env.config();
+            let env = config.shell_env.for_commands(&crate::shell_env::current());
+            crate::hooks::session_end(
+                &config.hooks,
+                &id.0,
+                std::path::Path::new(&cwd),
+                &entry.meta.mode,
+                env,
+            );
             gone.push((id, entry.meta.worktree.clone(), cwd));
         }
         // A fork works in the same directory: its worktree stays while another session uses it.

@@ -74,42 +74,7 @@ impl Message<Close> for SessionActor {
         self.emit(Event::SessionDeleted);
         self.flush_now();
         self.log.close_all();
-        self.session_end_hooks();
         ctx.stop();
         Ok(())
-    }
-}
-
-impl SessionActor {
-    /// Runs the SessionEnd hooks of a session being deleted, in the background (nobody is left
-    /// to show them to).
-    fn session_end_hooks(&self) {
-        let config = self.env.config();
-        let hooks: Vec<_> =
-            crate::hooks::hooks_for(&config.hooks, crate::hooks::HookEvent::SessionEnd, None)
-                .cloned()
-                .collect();
-        if hooks.is_empty() {
-            return;
-        }
-        let mut env = self.command_env(&config);
-        env.push(("AGENTD_SESSION_ID".to_string(), self.info.id.0.clone()));
-        let input = serde_json::json!({
-            "session_id": self.info.id.0,
-            "cwd": self.info.cwd,
-            "permission_mode": self.info.mode.as_str(),
-            "hook_event_name": "SessionEnd",
-            "reason": "delete",
-        });
-        let cwd = self.cwd();
-        tokio::spawn(async move {
-            let input = serde_json::to_vec(&input).unwrap_or_default();
-            let cancel = tokio_util::sync::CancellationToken::new();
-            for hook in hooks {
-                let timeout = std::time::Duration::from_secs(hook.timeout_secs.max(1));
-                crate::hooks::process::run(&hook.command, &input, &cwd, &env, timeout, &cancel)
-                    .await;
-            }
-        });
     }
 }
