@@ -112,13 +112,16 @@ async fn a_restart_during_a_run_keeps_the_session_and_the_run_goes_on() {
     tests::subscribe(&client, &session, 0).await;
     let mut incoming = client.take_incoming().unwrap();
     let events = tests::until_finished(&mut incoming).await;
-    assert!(events.iter().any(|e| matches!(
-        e.event,
-        protocol::Event::RunResumed {
-            reason: protocol::ResumeReason::Restart,
-            ..
-        }
-    )));
+    assert!(
+        events.iter().any(|e| matches!(
+            e.event,
+            protocol::Event::RunResumed {
+                reason: protocol::ResumeReason::Restart,
+                ..
+            }
+        )),
+        "{events:#?}"
+    );
     assert_eq!(
         tests::stop_and_error(&events).0,
         protocol::StopReason::Completed
