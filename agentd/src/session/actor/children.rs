@@ -335,6 +335,11 @@ pub struct AdoptChild {
     pub actor: WeakActorRef<SessionActor>,
     /// Its task's description.
     pub description: String,
+    /// The run whose `task` call made it.
+    pub run: RunId,
+    /// Its `SubagentStarted` event: stored before the child's run starts, so that a parent
+    /// resumed after a crash finds its child and never starts a second one.
+    pub started: Event,
 }
 
 impl Message<AdoptChild> for SessionActor {
@@ -345,6 +350,9 @@ impl Message<AdoptChild> for SessionActor {
             .running
             .insert(msg.child.clone(), msg.description);
         self.family.children.insert(msg.child, msg.actor);
+        if self.active(msg.run).is_ok() {
+            self.emit(msg.started);
+        }
     }
 }
 

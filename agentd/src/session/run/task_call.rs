@@ -144,13 +144,6 @@ impl Run {
             Ok(made) => made,
             Err(message) => return Ok(Some(ToolOutput::error(message))),
         };
-        self.emit(Event::SubagentStarted {
-            call: call.id.clone(),
-            child: child.clone(),
-            description: args.description.chars().take(MAX_DESCRIPTION).collect(),
-            agent: agent.name.clone(),
-            background: args.background,
-        });
         let options = child_options(&setup.options, agent);
         if args.background {
             drop(actor);
@@ -317,6 +310,14 @@ impl Run {
                 child: info.id.clone(),
                 actor: actor.downgrade(),
                 description: args.description.chars().take(MAX_DESCRIPTION).collect(),
+                run: self.setup.run,
+                started: Event::SubagentStarted {
+                    call: call.id.clone(),
+                    child: info.id.clone(),
+                    description: args.description.chars().take(MAX_DESCRIPTION).collect(),
+                    agent: agent.name.clone(),
+                    background: args.background,
+                },
             })
             .await
             .map_err(|_| "the session is closing".to_string())?;
