@@ -106,12 +106,12 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
                 cx.clone().spawn(async move {
                     let (cwd, session) = (req.cwd.clone(), req.session_id.clone());
                     let answer = load_session(&bridge, req).await;
-                    let loaded = answer.is_ok();
-                    responder.respond_with_result(answer)?;
-                    if loaded {
+                    // The editor knows the session it loads: its commands come with the
+                    // history, before the answer.
+                    if answer.is_ok() {
                         commands::announce(&bridge, &editor, session, &cwd).await;
                     }
-                    Ok(())
+                    responder.respond_with_result(answer)
                 })
             },
             agent_client_protocol::on_receive_request!(),
