@@ -39,6 +39,11 @@ impl RunningJournal {
     /// Opens the journal in `data_dir`; returns it with the runs that were going when the last
     /// daemon stopped, as (session, run). The file is rewritten with only those.
     pub fn open(data_dir: &Path) -> (RunningJournal, Vec<(String, u64)>) {
+        // A fresh home has no data directory yet: without it the journal could not be written
+        // at all, and no run of this daemon would be resumed by the next.
+        if let Err(err) = std::fs::create_dir_all(data_dir) {
+            tracing::error!("cannot create {}: {err}", data_dir.display());
+        }
         let path = data_dir.join("running.log");
         let open = read_open(&path);
         let file = write_whole(&path, &open);
@@ -100,6 +105,14 @@ impl RunningJournal {
 
     fn append(&self, line: &str) {
         let mut file = lock(&self.file);
+        // A journal that could not be opened is tried again.
+        if file.is_none() {
+            *file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .ok();
+        }
         if let Some(file) = file.as_mut()
             && let Err(err) = file.write_all(line.as_bytes())
         {
@@ -249,6 +262,17 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         let (_, open) = RunningJournal::open(dir.path());
         assert!(open.is_empty());
+    }
+
+    #[test]
+    fn a_journal_in_a_fresh_home_is_written_from_the_first_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("not-yet/data");
+        let (journal, _) = RunningJournal::open(&data);
+        journal.started("aa11", 1);
+        drop(journal);
+        let (_, open) = RunningJournal::open(&data);
+        assert_eq!(open, [("aa11".to_string(), 1)]);
     }
 
     #[test]
