@@ -42,34 +42,16 @@ pub fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// Every command in `dirs` (the first of a name wins), by name.
 pub fn discover(dirs: &[PathBuf]) -> Vec<Command> {
     let mut found: Vec<Command> = Vec::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md"))
-            .take(MAX_COMMANDS * 4)
-            .collect();
-        files.sort();
-        for path in files.into_iter().take(MAX_COMMANDS) {
+        for path in crate::front_matter::markdown_files(dir, MAX_COMMANDS) {
             let name = path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if !valid_name(&name) || found.iter().any(|c| c.name == name) {
+            if !crate::front_matter::valid_name(&name) || found.iter().any(|c| c.name == name) {
                 continue;
             }
             let Ok(doc) = crate::front_matter::read::<Head>(&path) else {
@@ -107,7 +89,7 @@ pub fn expand(message: &str, dirs: &[PathBuf]) -> Option<Result<String, String>>
         Some((name, args)) => (name, args.trim()),
         None => (rest.trim_end(), ""),
     };
-    if !valid_name(name) {
+    if !crate::front_matter::valid_name(name) {
         return None;
     }
     let path = dirs

@@ -47,6 +47,32 @@ pub fn read<T: DeserializeOwned + Default>(path: &Path) -> Result<Document<T>, S
     parse(&String::from_utf8_lossy(&bytes)).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The `.md` files of `dir`, by name, at most `max` (a few times that many entries are looked
+/// at); none when it is not a directory.
+pub fn markdown_files(dir: &Path, max: usize) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<std::path::PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .take(max * 4)
+        .collect();
+    files.sort();
+    files.truncate(max);
+    files
+}
+
+/// Whether `name` may name an agent or a command: letters, digits, `-` and `_`, 64 at most.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// Splits `text` and parses its front matter.
 pub fn parse<T: DeserializeOwned + Default>(text: &str) -> Result<Document<T>, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);

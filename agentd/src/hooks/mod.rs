@@ -16,7 +16,7 @@ pub fn session_end(
     table: &HookTable,
     session: &str,
     cwd: &std::path::Path,
-    mode: &str,
+    mode: protocol::Mode,
     mut env: Vec<(String, String)>,
 ) {
     let hooks: Vec<Hook> = hooks_for(table, HookEvent::SessionEnd, None)
@@ -26,20 +26,20 @@ pub fn session_end(
         return;
     }
     env.push(("AGENTD_SESSION_ID".to_string(), session.to_string()));
-    let input = serde_json::json!({
-        "session_id": session,
-        "cwd": cwd.display().to_string(),
-        "permission_mode": mode,
-        "hook_event_name": "SessionEnd",
-        "reason": "delete",
-    });
-    let cwd = cwd.to_path_buf();
+    let (session, cwd) = (session.to_string(), cwd.to_path_buf());
     tokio::spawn(async move {
-        let input = serde_json::to_vec(&input).unwrap_or_default();
-        let cancel = tokio_util::sync::CancellationToken::new();
-        for hook in hooks {
-            let timeout = std::time::Duration::from_secs(hook.timeout_secs.max(1));
-            process::run(&hook.command, &input, &cwd, &env, timeout, &cancel).await;
-        }
+        let chain = chain::Chain {
+            hooks,
+            event: HookEvent::SessionEnd,
+            session: &session,
+            transcript: None,
+            mode: Some(mode),
+            cwd: &cwd,
+            env: &env,
+            cancel: &tokio_util::sync::CancellationToken::new(),
+        };
+        let mut fields = serde_json::Map::new();
+        fields.insert("reason".to_string(), serde_json::json!("delete"));
+        chain::run_chain(chain, fields, |_| {}).await;
     });
 }

@@ -106,7 +106,7 @@ pub fn discover(dirs: &[PathBuf]) -> (Vec<AgentDef>, Vec<String>) {
     let mut found: Vec<AgentDef> = Vec::new();
     let mut problems = Vec::new();
     for dir in dirs {
-        for path in markdown_files(dir) {
+        for path in crate::front_matter::markdown_files(dir, MAX_FILES) {
             match read(&path) {
                 Ok(def) if found.iter().any(|d| d.name == def.name) => {}
                 Ok(def) => found.push(def),
@@ -120,22 +120,6 @@ pub fn discover(dirs: &[PathBuf]) -> (Vec<AgentDef>, Vec<String>) {
     (found, problems)
 }
 
-/// The `.md` files of `dir`, by name, at most [`MAX_FILES`]; none when it is not a directory.
-fn markdown_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .take(MAX_FILES * 4)
-        .collect();
-    files.sort();
-    files.truncate(MAX_FILES);
-    files
-}
-
 /// Reads one definition.
 fn read(path: &Path) -> Result<AgentDef, String> {
     let doc = crate::front_matter::read::<Head>(path)?;
@@ -145,7 +129,7 @@ fn read(path: &Path) -> Result<AgentDef, String> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let name = head.name.unwrap_or(stem);
-    if !valid_name(&name) {
+    if !crate::front_matter::valid_name(&name) {
         return Err(format!(
             "{}: the agent name `{}` is not usable; use letters, digits, `-` and `_` (64 at most)",
             path.display(),
@@ -187,14 +171,6 @@ fn read(path: &Path) -> Result<AgentDef, String> {
         body: doc.body,
         source: Some(path.to_path_buf()),
     })
-}
-
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// A mode by our name or Claude Code's.

@@ -64,7 +64,7 @@ impl Message<Delete> for Supervisor {
                 &config.hooks,
                 &id.0,
                 std::path::Path::new(&cwd),
-                &entry.meta.mode,
+                entry.info.with(|i| i.mode),
                 env,
             );
             gone.push((id, entry.meta.worktree.clone(), cwd));
