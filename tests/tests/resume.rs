@@ -356,3 +356,33 @@ async fn reads_under_way_when_the_daemon_died_run_again() {
     assert!(results.iter().any(|r| r.2.contains("beta")), "{results:?}");
     assert!(results.iter().all(|r| !r.1));
 }
+
+#[tokio::test]
+async fn a_run_its_log_leaves_open_but_the_journal_does_not_name_is_closed_not_resumed() {
+    let project = tempfile::tempdir().unwrap();
+    let gate = Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::text("A partial answer that").hold_after(4, &gate),
+        anthropic::text("Never asked."),
+    ])
+    .await;
+    let mut daemon = Daemon::start_with(Home::new(), &provider_env(&server));
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "question", run_options(&server)).await;
+    while !matches!(
+        next_event(&mut incoming).await.event,
+        Event::TextDelta { .. }
+    ) {}
+    daemon.kill();
+    gate.release();
+    // The journal is gone (or never had the run): the log alone does not resume it.
+    std::fs::remove_file(daemon.paths().data_dir.join("running.log")).unwrap();
+    daemon.restart();
+
+    let events = after_restart(&daemon, &session).await;
+    assert!(resumed(&events).is_empty());
+    let (stop, error, _) = finished(&events);
+    assert_eq!(stop, StopReason::Error);
+    assert!(error.unwrap().contains("the daemon stopped"));
+    assert_eq!(server.received().len(), 1, "the model is not asked again");
+}

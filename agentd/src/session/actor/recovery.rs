@@ -20,10 +20,6 @@ use crate::store::Record;
 /// A run interrupted twice within this time is not resumed again.
 const AGAIN_WITHIN_MS: u64 = 60_000;
 
-/// A run its log leaves open, but that the runs journal does not name, is resumed only when
-/// the session was active this recently.
-const RECENT_MS: u64 = 60 * 60 * 1000;
-
 /// A run to resume once the session is loaded.
 pub(super) struct Resume {
     pub(super) run: RunId,
@@ -233,11 +229,9 @@ impl SessionActor {
             self.env.running.forget(&self.info.id.0);
             return;
         };
-        // A run the journal says was going when the last daemon stopped goes on, and so does
-        // one its log alone leaves open if it was active within the hour; one from long ago
-        // is closed.
-        let recent = crate::now_ms().saturating_sub(self.log.last_time_ms()) < RECENT_MS;
-        let interrupted = self.env.running.was_interrupted(&self.info.id.0, run.0) || recent;
+        // Only a run the journal says was going when the last daemon stopped goes on: one its
+        // log alone leaves open (its end never written, or from long ago) is closed.
+        let interrupted = self.env.running.was_interrupted(&self.info.id.0, run.0);
         let resume = !restarted
             && interrupted
             && self
