@@ -59,6 +59,18 @@ async fn a_daemon_of_another_version_is_named_with_the_fix() {
 
 #[tokio::test]
 async fn a_restart_during_a_run_keeps_the_session_and_the_run_goes_on() {
+    restart_during_a_run(false).await;
+}
+
+#[tokio::test]
+async fn a_client_still_attached_through_a_restart_does_not_disturb_the_run() {
+    // Its connection ends with the old daemon; the run is resumed once, in the new one.
+    restart_during_a_run(true).await;
+}
+
+/// Restarts the daemon while a run streams; `stay` keeps the first client connected through
+/// the restart.
+async fn restart_during_a_run(stay: bool) {
     let project = tempfile::tempdir().unwrap();
     let held = Gate::new();
     let server = ModelServer::start(vec![
@@ -77,7 +89,7 @@ async fn a_restart_during_a_run_keeps_the_session_and_the_run_goes_on() {
         matches!(e, protocol::Event::TextDelta { .. })
     })
     .await;
-    drop(client);
+    let first = stay.then_some(client);
 
     // The new daemon takes the provider from the environment of whoever starts it.
     let restarted = daemon
@@ -87,6 +99,7 @@ async fn a_restart_during_a_run_keeps_the_session_and_the_run_goes_on() {
         .env("ANTHROPIC_API_KEY", "test-key")
         .output()
         .unwrap();
+    drop(first);
     let stdout = String::from_utf8_lossy(&restarted.stdout);
     assert_eq!(
         restarted.status.code(),
@@ -104,7 +117,7 @@ async fn a_restart_during_a_run_keeps_the_session_and_the_run_goes_on() {
     );
     held.release();
 
-    // The session is still there and its run finishes in the new daemon.
+    // The session is still there and its run finishes in the new daemon, resumed once.
     let client = agentctl::client::Client::connect(&daemon.paths().socket, "test")
         .await
         .unwrap();
@@ -112,18 +125,20 @@ async fn a_restart_during_a_run_keeps_the_session_and_the_run_goes_on() {
     tests::subscribe(&client, &session, 0).await;
     let mut incoming = client.take_incoming().unwrap();
     let events = tests::until_finished(&mut incoming).await;
-    assert!(
-        events.iter().any(|e| matches!(
-            e.event,
-            protocol::Event::RunResumed {
-                reason: protocol::ResumeReason::Restart,
-                ..
-            }
-        )),
-        "{events:#?}"
-    );
-    assert_eq!(
-        tests::stop_and_error(&events).0,
-        protocol::StopReason::Completed
-    );
+    let resumed = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event,
+                protocol::Event::RunResumed {
+                    reason: protocol::ResumeReason::Restart,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(resumed, 1, "{events:#?}");
+    let (stop, error) = tests::stop_and_error(&events);
+    assert_eq!(stop, protocol::StopReason::Completed, "{error:?}");
+    assert_eq!(server.received().len(), 2, "one request in each daemon");
 }

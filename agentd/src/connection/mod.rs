@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 use crate::ConnectionId;
 use crate::session::actor::Unsubscribe;
 use crate::session::event_log::Subscription;
-use crate::supervisor::Lookup;
+use crate::supervisor::IfLoaded;
 pub use requests::ask;
 
 /// Frames that may wait for a slow client before its forwarders pause.
@@ -317,7 +317,9 @@ impl Connection {
     async fn close(&mut self) {
         for (session, task) in self.forwarders.drain() {
             task.abort();
-            if let Ok(actor) = ask(&self.shared.supervisor, Lookup(session)).await {
+            // A session that is not loaded holds no subscription of ours: it is not loaded
+            // again just to be told so.
+            if let Ok(Some(actor)) = self.shared.supervisor.ask(IfLoaded(session)).await {
                 let _ = actor.tell(Unsubscribe { conn: self.conn }).await;
             }
         }

@@ -58,6 +58,12 @@ impl Supervisor {
         {
             return Ok(actor.clone());
         }
+        if self.stopping {
+            return Err(ErrorInfo::new(
+                ErrorCode::Internal,
+                "the daemon is stopping; try again once it has restarted",
+            ));
+        }
         let args = SessionArgs {
             meta: entry.meta.clone(),
             listing: entry.info.clone(),
@@ -115,6 +121,21 @@ impl Message<Lookup> for Supervisor {
                 )),
             }
         })
+    }
+}
+
+/// The actor of session `id` if it is loaded; never loads it (for clean-up that has nothing
+/// to do in a session that is not in memory).
+pub struct IfLoaded(pub SessionId);
+
+impl Message<IfLoaded> for Supervisor {
+    type Reply = Option<ActorRef<SessionActor>>;
+
+    async fn handle(&mut self, msg: IfLoaded, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        self.sessions
+            .get(&msg.0)
+            .and_then(|entry| entry.actor.clone())
+            .filter(|actor| actor.is_alive())
     }
 }
 

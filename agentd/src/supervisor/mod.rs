@@ -6,6 +6,8 @@ mod create;
 mod delete;
 mod directory;
 mod loading;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -27,7 +29,7 @@ use crate::store::{self, Meta};
 use crate::tools::pool::ToolPool;
 pub use create::{Create, Fork};
 pub use delete::Delete;
-pub use loading::{Lookup, Sweep};
+pub use loading::{IfLoaded, Lookup, Sweep};
 
 /// The most characters of a title.
 pub const MAX_TITLE_CHARS: usize = 500;
@@ -70,6 +72,9 @@ pub struct Supervisor {
     unreadable: Vec<String>,
     env: Arc<SessionEnv>,
     me: ActorRef<Supervisor>,
+    /// The daemon is stopping: sessions it stopped must not load again (a reload would resume
+    /// their runs in a daemon about to exit).
+    stopping: bool,
 }
 
 impl Actor for Supervisor {
@@ -136,6 +141,7 @@ impl Actor for Supervisor {
             unreadable,
             env,
             me,
+            stopping: false,
         })
     }
 
@@ -336,6 +342,7 @@ impl Message<StopAll> for Supervisor {
     type Reply = Result<(Vec<ActorRef<SessionActor>>, ToolPool), ErrorInfo>;
 
     async fn handle(&mut self, _: StopAll, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        self.stopping = true;
         let actors = self
             .sessions
             .values()
