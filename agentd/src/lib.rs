@@ -28,6 +28,7 @@ pub mod skills;
 pub mod stale_files;
 pub mod store;
 pub mod subagents;
+pub mod summaries;
 pub mod supervisor;
 pub mod tools;
 pub mod worktree;

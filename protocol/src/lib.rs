@@ -17,6 +17,7 @@ pub mod request;
 pub mod run;
 pub mod session;
 pub mod status;
+pub mod summary;
 
 pub use changes::{ChangeKind, FileChange, RewindReport, RunDiff};
 pub use event::{Event, SessionEvent};
@@ -27,6 +28,9 @@ pub use request::{ClientFrame, CreateSession, Hello, Request, RequestId};
 pub use run::*;
 pub use session::*;
 pub use status::*;
+pub use summary::{
+    Activity, Group, PendingSummary, RunEnd, RunSummary, SessionSummary, summary_text,
+};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;

@@ -45,6 +45,18 @@ pub enum ServerFrame {
         /// Live events have a `seq` above this.
         last_seq: u64,
     },
+    /// A session's summary, for `SubscribeSummaries`.
+    Summary(Box<crate::SessionSummary>),
+    /// Every session's summary has been sent once; what follows are changes.
+    SummariesReady {
+        /// How many sessions were summarised.
+        sessions: u64,
+    },
+    /// A session was deleted.
+    SummaryRemoved {
+        /// The session.
+        session: SessionId,
+    },
 }
 
 /// The daemon's answer to `Hello`.

@@ -180,6 +180,13 @@ pub enum Request {
         /// Resume interrupted runs.
         resume: bool,
     },
+    /// Follow every session of the daemon through its summary (SPEC §17); replies `Done`, then
+    /// a `Summary` frame per session, `SummariesReady`, and from then on a `Summary` whenever
+    /// a session's summary changes (at most ten a second per session) and `SummaryRemoved`
+    /// when one is deleted.
+    SubscribeSummaries,
+    /// Stop following the summaries; replies `Done`.
+    UnsubscribeSummaries,
 }
 
 /// The settings of a new session.

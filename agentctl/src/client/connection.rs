@@ -79,6 +79,18 @@ pub enum Incoming {
         /// Live events have a `seq` above this.
         last_seq: u64,
     },
+    /// A session's summary (after `SubscribeSummaries`).
+    Summary(Box<protocol::SessionSummary>),
+    /// Every session was summarised once; changes follow.
+    SummariesReady {
+        /// How many sessions there were.
+        sessions: u64,
+    },
+    /// A session was deleted (after `SubscribeSummaries`).
+    SummaryRemoved {
+        /// The session.
+        session: SessionId,
+    },
     /// The connection ended; nothing more will arrive.
     Closed(Option<String>),
 }
@@ -289,6 +301,15 @@ async fn read_loop(
             }
             Ok(Some(ServerFrame::ReplayDone { session, last_seq })) => {
                 let _ = events.send(Incoming::ReplayDone { session, last_seq });
+            }
+            Ok(Some(ServerFrame::Summary(summary))) => {
+                let _ = events.send(Incoming::Summary(summary));
+            }
+            Ok(Some(ServerFrame::SummariesReady { sessions })) => {
+                let _ = events.send(Incoming::SummariesReady { sessions });
+            }
+            Ok(Some(ServerFrame::SummaryRemoved { session })) => {
+                let _ = events.send(Incoming::SummaryRemoved { session });
             }
             Ok(Some(ServerFrame::Error(info))) => break Some(info.message),
             Ok(Some(ServerFrame::Welcome(_))) => {

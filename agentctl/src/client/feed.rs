@@ -287,6 +287,10 @@ impl Feed {
                     }
                 }
                 Incoming::Closed(reason) => return FeedItem::Closed(reason),
+                // Summaries are the board's feed (`summaries`), never asked for here.
+                Incoming::Summary(_)
+                | Incoming::SummariesReady { .. }
+                | Incoming::SummaryRemoved { .. } => {}
             }
         }
     }

@@ -21,7 +21,8 @@ use std::time::Duration;
 use agentctl::client::frames::{self as frame, FrameError};
 use interprocess::local_socket::tokio::Stream;
 use protocol::{
-    ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, ServerFrame, SessionId, Welcome,
+    ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, ServerFrame, SessionId,
+    SessionSummary, Welcome,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -30,6 +31,7 @@ use tokio::task::JoinHandle;
 use crate::ConnectionId;
 use crate::session::actor::Unsubscribe;
 use crate::session::event_log::Subscription;
+use crate::summaries::Watcher;
 use crate::supervisor::IfLoaded;
 pub use requests::ask;
 
@@ -61,6 +63,8 @@ pub async fn serve(stream: Stream, conn: ConnectionId, slot: table::Slot, shared
         out,
         forwarders: HashMap::new(),
         new_subscription: None,
+        summaries: None,
+        new_summaries: None,
         slot,
     };
     connection.run(&stream, peer).await;
@@ -146,6 +150,9 @@ struct Connection {
     out: mpsc::Sender<ServerFrame>,
     forwarders: HashMap<SessionId, JoinHandle<()>>,
     new_subscription: Option<(SessionId, u64, Subscription)>,
+    /// Sends the board's summaries, after `SubscribeSummaries`.
+    summaries: Option<JoinHandle<()>>,
+    new_summaries: Option<(Vec<SessionSummary>, Arc<Watcher>)>,
     /// Its place among the open connections.
     slot: table::Slot,
 }
@@ -312,9 +319,19 @@ impl Connection {
             ));
             self.forwarders.insert(session, task);
         }
+        if let Some((summaries, watcher)) = self.new_summaries.take() {
+            if let Some(old) = self.summaries.take() {
+                old.abort();
+            }
+            let task = crate::summaries::forward(summaries, watcher, self.out.clone());
+            self.summaries = Some(tokio::spawn(task));
+        }
     }
 
     async fn close(&mut self) {
+        if let Some(task) = self.summaries.take() {
+            task.abort();
+        }
         for (session, task) in self.forwarders.drain() {
             task.abort();
             // A session that is not loaded holds no subscription of ours: it is not loaded

@@ -93,6 +93,8 @@ pub struct SessionActor {
     max_turns: Option<u32>,
     log: EventLog,
     listing: Listing,
+    /// What the board shows of the session, folded from its events.
+    board: crate::session::summary::SummaryTracker,
     env: Arc<SessionEnv>,
     /// The history the model sees, shared with the run's turn input (not copied per turn).
     history: Arc<Vec<HistoryMessage>>,
@@ -181,6 +183,7 @@ impl Actor for SessionActor {
             info: args.meta.info(),
             max_turns: args.meta.max_turns,
             listing: args.listing,
+            board: Default::default(),
             env: args.env,
             history: Arc::default(),
             history_generation: 0,
@@ -285,6 +288,11 @@ impl SessionActor {
         }
         (info.steer_queued, info.follow_up_queued) = self.queues.lens();
         info
+    }
+
+    /// The board's summary of this session as of now.
+    fn summary(&self) -> protocol::SessionSummary {
+        self.board.summary(self.info())
     }
 
     /// Appends a message to the history, stored first.
@@ -401,7 +409,7 @@ impl SessionActor {
     fn set_state(&mut self, state: SessionState) {
         if self.info.state != state {
             self.info.state = state;
-            self.listing.publish(self.info());
+            self.listing.publish(self.summary());
         }
     }
 }

@@ -1,38 +1,70 @@
-//! A session's listing as the daemon's registry sees it: the session publishes each change,
-//! the registry reads the latest when asked, and neither holds a reference to the other.
+//! A session's listing and summary as the daemon's registry sees it: the session publishes
+//! each change, the registry reads the latest when asked, the board's watchers hear of it
+//! (SPEC §17), and neither the session nor the registry holds a reference to the other.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use protocol::SessionInfo;
-use tokio::sync::watch;
+use protocol::{SessionInfo, SessionSummary};
 
-/// The latest listing of one session; cheap to clone.
+use crate::summaries::SummaryHub;
+
+/// The latest listing and summary of one session; cheap to clone.
 #[derive(Clone)]
-pub struct Listing(Arc<watch::Sender<SessionInfo>>);
+pub struct Listing(Arc<Inner>);
+
+struct Inner {
+    summary: Mutex<SessionSummary>,
+    hub: SummaryHub,
+}
 
 impl Listing {
-    /// A listing starting as `info`.
-    pub fn new(info: SessionInfo) -> Listing {
-        Listing(Arc::new(watch::Sender::new(info)))
+    /// A listing starting as `summary`, whose changes `hub` hears of.
+    pub fn new(summary: SessionSummary, hub: SummaryHub) -> Listing {
+        hub.changed(&summary);
+        Listing(Arc::new(Inner {
+            summary: Mutex::new(summary),
+            hub,
+        }))
     }
 
-    /// Publishes a new listing.
-    pub fn publish(&self, info: SessionInfo) {
-        self.0.send_replace(info);
+    /// Publishes a new summary; watchers hear of it when it differs from the last.
+    pub fn publish(&self, summary: SessionSummary) {
+        let mut current = self.lock();
+        if *current != summary {
+            *current = summary;
+            self.0.hub.changed(&current);
+        }
     }
 
     /// Changes the listing in place.
     pub fn update(&self, change: impl FnOnce(&mut SessionInfo)) {
-        self.0.send_modify(change);
+        let mut current = self.lock();
+        let before = current.info.clone();
+        change(&mut current.info);
+        if current.info != before {
+            self.0.hub.changed(&current);
+        }
     }
 
     /// The latest listing.
     pub fn get(&self) -> SessionInfo {
-        self.0.borrow().clone()
+        self.lock().info.clone()
+    }
+
+    /// The latest summary.
+    pub fn summary(&self) -> SessionSummary {
+        self.lock().clone()
     }
 
     /// Reads the latest listing without copying it.
     pub fn with<R>(&self, read: impl FnOnce(&SessionInfo) -> R) -> R {
-        read(&self.0.borrow())
+        read(&self.lock().info)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionSummary> {
+        self.0
+            .summary
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

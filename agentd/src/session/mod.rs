@@ -7,6 +7,7 @@ pub mod event_log;
 pub mod listing;
 pub mod queue;
 pub mod run;
+pub mod summary;
 
 use std::sync::Arc;
 

@@ -139,6 +139,9 @@ pub struct Meta {
     /// The parent and task of a subagent (SPEC §14).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child: Option<crate::subagents::ChildOf>,
+    /// The last run that ended, for the board of a session that is not loaded (SPEC §17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<protocol::RunSummary>,
 }
 
 impl Meta {
@@ -163,6 +166,11 @@ impl Meta {
         }
     }
 
+    /// The summary of a session that is not loaded.
+    pub fn summary(&self) -> protocol::SessionSummary {
+        protocol::SessionSummary::idle(self.info(), self.last_run.clone())
+    }
+
     /// The meta of a new session `id` in `cwd`, in the default mode, with everything else
     /// empty or zero.
     pub fn new(id: &str, cwd: &str) -> Meta {
@@ -181,6 +189,7 @@ impl Meta {
             worktree: None,
             resume_interrupted: None,
             child: None,
+            last_run: None,
         }
     }
 
@@ -201,6 +210,7 @@ impl Meta {
             worktree: None,
             resume_interrupted: None,
             child: None,
+            last_run: None,
         }
     }
 }

@@ -102,7 +102,10 @@ impl Message<Create> for Supervisor {
         self.sessions.insert(
             info.id.clone(),
             Entry {
-                info: Listing::new(info.clone()),
+                info: Listing::new(
+                    protocol::SessionSummary::idle(info.clone(), None),
+                    self.summaries.clone(),
+                ),
                 meta: meta.clone(),
                 actor: None,
                 last_used: Instant::now(),
@@ -164,7 +167,7 @@ impl Message<Adopt> for Supervisor {
 
     async fn handle(&mut self, msg: Adopt, _: &mut Context<Self, Self::Reply>) {
         if let Some(entry) = self.sessions.get_mut(&msg.0.id) {
-            entry.info.publish(msg.0);
+            entry.info.update(|info| *info = msg.0);
             entry.meta = msg.1;
         }
     }
@@ -178,6 +181,7 @@ impl Message<Forget> for Supervisor {
 
     async fn handle(&mut self, msg: Forget, _: &mut Context<Self, Self::Reply>) {
         self.sessions.remove(&msg.0);
+        self.summaries.removed(&msg.0);
     }
 }
 
@@ -210,12 +214,13 @@ impl Message<Fork> for Supervisor {
             worktree: None,
             // A fork of a subagent is a session of its own.
             child: None,
+            last_run: None,
             ..source.clone()
         };
         self.sessions.insert(
             id.clone(),
             Entry {
-                info: Listing::new(meta.info()),
+                info: Listing::new(meta.summary(), self.summaries.clone()),
                 meta: meta.clone(),
                 actor: None,
                 last_used: Instant::now(),

@@ -6,6 +6,7 @@ mod create;
 mod delete;
 mod directory;
 mod loading;
+mod summaries;
 #[cfg(test)]
 mod tests;
 
@@ -26,10 +27,12 @@ use crate::resident_memory;
 use crate::session::listing::Listing;
 use crate::session::{SessionActor, SessionEnv};
 use crate::store::{self, Meta};
+use crate::summaries::SummaryHub;
 use crate::tools::pool::ToolPool;
 pub use create::{Create, Fork};
 pub use delete::Delete;
 pub use loading::{IfLoaded, Lookup, Sweep};
+pub use summaries::WatchSummaries;
 
 /// The most characters of a title.
 pub const MAX_TITLE_CHARS: usize = 500;
@@ -72,6 +75,8 @@ pub struct Supervisor {
     unreadable: Vec<String>,
     env: Arc<SessionEnv>,
     me: ActorRef<Supervisor>,
+    /// Where sessions publish their summaries for the board.
+    summaries: SummaryHub,
     /// The daemon is stopping: sessions it stopped must not load again (a reload would resume
     /// their runs in a daemon about to exit).
     stopping: bool,
@@ -101,13 +106,14 @@ impl Actor for Supervisor {
         });
         // Only the settings are read now; a session's log is read when it is first used.
         let (metas, unreadable) = store::list(&args.paths.sessions_dir());
+        let summaries = SummaryHub::default();
         let now = Instant::now();
         let sessions = metas
             .into_iter()
             .map(|meta| {
                 let info = meta.info();
                 let entry = Entry {
-                    info: Listing::new(info.clone()),
+                    info: Listing::new(meta.summary(), summaries.clone()),
                     meta,
                     actor: None,
                     last_used: now,
@@ -141,6 +147,7 @@ impl Actor for Supervisor {
             unreadable,
             env,
             me,
+            summaries,
             stopping: false,
         })
     }

@@ -14,6 +14,7 @@ mod extensions;
 mod follow;
 mod registry;
 mod runs;
+mod summaries;
 
 impl Connection {
     /// Answers one request.
@@ -33,6 +34,8 @@ impl Connection {
             Request::GetHistory { session, from_seq } => self.history(session, from_seq).await,
             Request::Subscribe { session, from_seq } => self.subscribe(session, from_seq).await,
             Request::Unsubscribe { session } => self.unsubscribe(session).await,
+            Request::SubscribeSummaries => self.subscribe_summaries().await,
+            Request::UnsubscribeSummaries => self.unsubscribe_summaries(),
             Request::SendSubscribed {
                 session,
                 text,

@@ -23,6 +23,7 @@ impl SessionActor {
         let durability = Durability::of(&event);
         self.tell_parent(&event);
         let event = self.log.number(event);
+        self.board.apply(&event.event, event.time_ms);
         if let Some((from, to)) = self.log.take_abandoned() {
             self.record(&Record::Gap { from, to });
         }
@@ -56,7 +57,7 @@ impl SessionActor {
                 }
                 // Streamed pieces change nothing in the listing; telling the supervisor of
                 // each would put work on the hottest path. Its mailbox is unbounded.
-                self.listing.publish(self.info());
+                self.listing.publish(self.summary());
             }
         }
     }
@@ -88,6 +89,7 @@ impl SessionActor {
         self.meta.mode = info.mode.as_str().to_string();
         self.meta.turns = info.turns;
         self.meta.last_activity_ms = info.last_activity_ms;
+        self.meta.last_run = self.board.finished_run();
         match self.durability() {
             DurabilityMode::Fsync => {
                 self.meta_dirty = true;

@@ -185,6 +185,7 @@ impl Replayer {
                     }
                     _ => {}
                 }
+                actor.board.apply(&event, time_ms);
                 actor.log.restore(seq, time_ms, event);
             }
         }
