@@ -181,12 +181,27 @@ pub enum Command {
     ///
     /// Example: `agentctl sessions --json`
     Sessions {
-        /// Print a JSON array instead of a table.
+        /// Print a JSON array instead of a table (with --watch: one JSON object per line).
         #[arg(long)]
         json: bool,
         /// Show subagents that finished too (they are hidden by default).
         #[arg(long)]
         all: bool,
+        /// Keep going: print every session once, then a line whenever one changes (what the
+        /// board shows, for scripts).
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Every session of the daemon on one live screen: who needs you, who works, who is done.
+    ///
+    /// Keys: ↑↓ or j/k select, Enter attaches (Ctrl+D comes back), y/n/a answer the selected
+    /// session's oldest request, c cancels its run, s steers it, d deletes it, / filters, q quits.
+    ///
+    /// Example: `agentctl board`
+    Board {
+        /// No bell and no desktop notification when a session starts needing you.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Create a session in the current directory and print its id.
     ///

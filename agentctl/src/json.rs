@@ -15,7 +15,8 @@ impl View for JsonLines {
     }
 }
 
-fn usage_json(usage: &TokenUsage) -> Value {
+/// Token counts with stable field names.
+pub fn usage_json(usage: &TokenUsage) -> Value {
     json!({
         "input": usage.input,
         "output": usage.output,

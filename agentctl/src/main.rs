@@ -190,7 +190,17 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             ConfigAction::Check => connect::daemon_config(&["--check-config"]),
         },
         Command::Show { id, json } => commands::show::show(&paths, id, json).await,
-        Command::Sessions { json, all } => commands::sessions::list(&paths, json, all).await,
+        Command::Sessions {
+            json,
+            all: _,
+            watch: true,
+        } => commands::watch::watch(&paths, json).await,
+        Command::Sessions {
+            json,
+            all,
+            watch: false,
+        } => commands::sessions::list(&paths, json, all).await,
+        Command::Board { quiet } => commands::board::board(&paths, quiet).await,
         Command::New {
             mode,
             model,

@@ -112,7 +112,10 @@ async fn main() {
                         .await
                         .unwrap();
                 }
-                Incoming::ReplayDone { .. } => {}
+                Incoming::ReplayDone { .. }
+                | Incoming::Summary(_)
+                | Incoming::SummariesReady { .. }
+                | Incoming::SummaryRemoved { .. } => {}
                 Incoming::Closed(reason) => panic!("closed: {reason:?}"),
             }
         }

@@ -146,10 +146,55 @@ impl Pty {
     /// The terminal's contents now, as a terminal of `rows` × `cols` shows what the child
     /// wrote (cursor movements and erasures applied).
     pub fn screen(&self, rows: u16, cols: u16) -> String {
-        let size = |n: u16| std::num::NonZeroU16::new(n).expect("a terminal is at least 1 × 1");
-        let mut parser = vt100::Parser::new(size(rows), size(cols), 1000);
-        parser.process(&self.raw());
-        parser.screen().contents()
+        parse(&self.raw(), rows, cols).screen().contents()
+    }
+
+    /// Waits until the screen (as a terminal of `rows` × `cols` shows it) contains `text`;
+    /// returns the screen.
+    pub fn expect_screen(&self, rows: u16, cols: u16, text: &str) -> String {
+        self.wait_screen(rows, cols, |screen| screen.contents().contains(text))
+            .unwrap_or_else(|screen| panic!("`{text}` is not on the screen:\n{screen}"))
+    }
+
+    /// Waits until `ready` holds for the screen of `rows` × `cols`; returns its contents, or
+    /// `Err` with them when it did not come in time.
+    pub fn wait_screen(
+        &self,
+        rows: u16,
+        cols: u16,
+        ready: impl Fn(&vt100::Screen) -> bool,
+    ) -> Result<String, String> {
+        let (lock, signal) = &*self.screen;
+        let deadline = std::time::Instant::now() + WAIT;
+        let mut raw = lock.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let parser = parse(&raw, rows, cols);
+            if ready(parser.screen()) {
+                return Ok(parser.screen().contents());
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Err(parser.screen().contents());
+            }
+            raw = signal.wait_timeout(raw, deadline - now).unwrap().0;
+        }
+    }
+
+    /// The terminal as a terminal of `rows` × `cols` shows it now (for its bell count,
+    /// alternate screen and cursor).
+    pub fn terminal(&self, rows: u16, cols: u16) -> vt100::Parser {
+        parse(&self.raw(), rows, cols)
+    }
+
+    /// Whether the terminal echoes and reads lines (not raw mode), as the kernel has it now.
+    pub fn cooked(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: tcgetattr fills the zeroed struct for a descriptor we own.
+        let mut termios: libc::termios = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::tcgetattr(writer.as_raw_fd(), &mut termios) };
+        assert_eq!(rc, 0, "tcgetattr on the pty");
+        termios.c_lflag & libc::ECHO != 0 && termios.c_lflag & libc::ICANON != 0
     }
 
     /// The child's process id.
@@ -191,6 +236,14 @@ impl Drop for Pty {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// What a terminal of `rows` × `cols` makes of `raw` (the end-of-output mark left out).
+fn parse(raw: &[u8], rows: u16, cols: u16) -> vt100::Parser {
+    let size = |n: u16| std::num::NonZeroU16::new(n).expect("a terminal is at least 1 × 1");
+    let mut parser = vt100::Parser::new(size(rows), size(cols), 1000);
+    parser.process(raw.strip_suffix(&[EOF_MARK]).unwrap_or(raw));
+    parser
 }
 
 /// Appended to the screen when the terminal closes (a byte a UTF-8 terminal never sends).

@@ -144,6 +144,8 @@ fn requests() -> Vec<Request> {
             session: session(),
             resume: false,
         },
+        Request::SubscribeSummaries,
+        Request::UnsubscribeSummaries,
     ]
 }
 
@@ -413,6 +415,8 @@ fn request_name(request: &Request) -> &'static str {
         Request::Shutdown => "Shutdown",
         Request::SendSubscribed { .. } => "SendSubscribed",
         Request::SetResume { .. } => "SetResume",
+        Request::SubscribeSummaries => "SubscribeSummaries",
+        Request::UnsubscribeSummaries => "UnsubscribeSummaries",
     }
 }
 
@@ -512,6 +516,18 @@ fn frames() -> Vec<(String, Vec<u8>)> {
         .unwrap(),
     );
     push(
+        "server Summary".into(),
+        frame::encode(&ServerFrame::Summary(Box::new(summary()))).unwrap(),
+    );
+    push(
+        "server SummariesReady".into(),
+        frame::encode(&ServerFrame::SummariesReady { sessions: 1000 }).unwrap(),
+    );
+    push(
+        "server SummaryRemoved".into(),
+        frame::encode(&ServerFrame::SummaryRemoved { session: session() }).unwrap(),
+    );
+    push(
         "server Error".into(),
         frame::encode(&ServerFrame::Error(ErrorInfo::new(
             ErrorCode::VersionMismatch,
@@ -520,6 +536,42 @@ fn frames() -> Vec<(String, Vec<u8>)> {
         .unwrap(),
     );
     frames
+}
+
+/// A summary with every part filled in.
+fn summary() -> protocol::SessionSummary {
+    protocol::SessionSummary {
+        info: info(),
+        activity: protocol::Activity::Tool {
+            name: "bash".into(),
+            detail: "cargo test".into(),
+        },
+        activity_since_ms: 1_700_000_000_700,
+        run: Some(protocol::RunSummary {
+            run: RunId(3),
+            started_ms: 1_700_000_000_600,
+            turn: 2,
+            usage: TokenUsage {
+                input: 10,
+                output: 20,
+                cache_read: 30,
+                cache_write: 40,
+            },
+            cost_micros: Some(1234),
+            end: Some(protocol::RunEnd {
+                stop_reason: StopReason::Error,
+                error: Some("boom".into()),
+                finished_ms: 1_700_000_000_900,
+            }),
+        }),
+        pending: vec![protocol::PendingSummary {
+            session: Some(session()),
+            request: PermissionRequestId(4),
+            tool: "write".into(),
+            summary: "write src/lib.rs".into(),
+            since_ms: 1_700_000_000_800,
+        }],
+    }
 }
 
 fn render(frames: &[(String, Vec<u8>)]) -> String {
@@ -538,7 +590,7 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 21);
+    assert_eq!(requests.len(), 23);
     assert_eq!(replies.len(), 13);
     assert_eq!(events.len(), 28);
 }

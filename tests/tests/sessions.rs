@@ -235,6 +235,9 @@ async fn a_client_that_stops_reading_is_told_it_lagged_and_resumes_without_loss(
                 break last_seq;
             }
             ServerFrame::Error(info) => panic!("{info:?}"),
+            other @ (ServerFrame::Summary(_)
+            | ServerFrame::SummariesReady { .. }
+            | ServerFrame::SummaryRemoved { .. }) => panic!("not asked for: {other:?}"),
         }
     };
     assert!(lagged_at < total, "the slow client lagged before the end");

@@ -1,5 +1,6 @@
 //! One module per group of commands.
 
+pub mod board;
 pub mod changes;
 pub mod chat;
 pub mod daemon;
@@ -11,6 +12,7 @@ mod run_keys;
 pub mod service;
 pub mod sessions;
 pub mod show;
+pub mod watch;
 
 use agentctl::client::Client;
 use protocol::{Reply, Request};

@@ -2,6 +2,7 @@
 //! each change, the registry reads the latest when asked, the board's watchers hear of it
 //! (SPEC §17), and neither the session nor the registry holds a reference to the other.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use protocol::{SessionInfo, SessionSummary};
@@ -15,6 +16,8 @@ pub struct Listing(Arc<Inner>);
 struct Inner {
     summary: Mutex<SessionSummary>,
     hub: SummaryHub,
+    /// The session was deleted: what its actor still publishes while it closes is not told.
+    retired: AtomicBool,
 }
 
 impl Listing {
@@ -24,7 +27,15 @@ impl Listing {
         Listing(Arc::new(Inner {
             summary: Mutex::new(summary),
             hub,
+            retired: AtomicBool::new(false),
         }))
+    }
+
+    /// The session is gone: watchers are told so, and nothing it publishes from now on.
+    pub fn retire(&self) {
+        let current = self.lock();
+        self.0.retired.store(true, Ordering::Release);
+        self.0.hub.removed(&current.info.id);
     }
 
     /// Publishes a new summary; watchers hear of it when it differs from the last.
@@ -32,7 +43,7 @@ impl Listing {
         let mut current = self.lock();
         if *current != summary {
             *current = summary;
-            self.0.hub.changed(&current);
+            self.tell(&current);
         }
     }
 
@@ -42,7 +53,7 @@ impl Listing {
         let before = current.info.clone();
         change(&mut current.info);
         if current.info != before {
-            self.0.hub.changed(&current);
+            self.tell(&current);
         }
     }
 
@@ -59,6 +70,12 @@ impl Listing {
     /// Reads the latest listing without copying it.
     pub fn with<R>(&self, read: impl FnOnce(&SessionInfo) -> R) -> R {
         read(&self.lock().info)
+    }
+
+    fn tell(&self, summary: &SessionSummary) {
+        if !self.0.retired.load(Ordering::Acquire) {
+            self.0.hub.changed(summary);
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SessionSummary> {

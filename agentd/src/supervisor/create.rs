@@ -180,8 +180,9 @@ impl Message<Forget> for Supervisor {
     type Reply = ();
 
     async fn handle(&mut self, msg: Forget, _: &mut Context<Self, Self::Reply>) {
-        self.sessions.remove(&msg.0);
-        self.summaries.removed(&msg.0);
+        if let Some(entry) = self.sessions.remove(&msg.0) {
+            entry.info.retire();
+        }
     }
 }
 

@@ -55,7 +55,7 @@ impl Message<Delete> for Supervisor {
             let Some(entry) = self.sessions.remove(&id) else {
                 continue;
             };
-            self.summaries.removed(&id);
+            entry.info.retire();
             actors.extend(entry.actor.clone().map(|a| (id.clone(), a)));
             let cwd = entry.info.with(|i| i.cwd.clone());
             // Every deleted session's SessionEnd hooks run, loaded or not.

@@ -1,0 +1,191 @@
+//! Drawing the board: a title line, the groups and their sessions (one line each, cut to the
+//! width: columns drop before anything wraps), and a line for prompts and help.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use super::describe;
+use super::model::{Board, Row};
+use super::ui::{Prompt, Ui};
+use protocol::Group;
+
+const HELP: &str = "↑↓/jk select · Enter attach · y/n/a answer · c cancel · s steer · d delete · / filter · q quit";
+
+/// Draws the whole board.
+pub fn draw(frame: &mut Frame, board: &Board, ui: &mut Ui, now_ms: u64) {
+    let [top, body, bottom] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    frame.render_widget(Paragraph::new(title(board, ui)), top);
+    frame.render_widget(Paragraph::new(body_lines(board, ui, body, now_ms)), body);
+    frame.render_widget(Paragraph::new(footer(ui, bottom.width)), bottom);
+}
+
+fn title(board: &Board, ui: &Ui) -> Line<'static> {
+    let mut text = format!(
+        "agentd board · {} need you · {} working · {} done · {} failed",
+        board.count(Group::NeedsYou),
+        board.count(Group::Working),
+        board.count(Group::Done),
+        board.count(Group::Failed)
+    );
+    if !board.filter.is_empty() {
+        text.push_str(&format!(" · filter: {}", board.filter));
+    }
+    if !board.ready() {
+        text = "agentd board · loading…".to_string();
+    }
+    Line::from(Span::styled(text, ui.paint(Modifier::BOLD, None)))
+}
+
+fn body_lines(board: &Board, ui: &mut Ui, area: Rect, now_ms: u64) -> Vec<Line<'static>> {
+    let height = area.height as usize;
+    let rows = board.rows();
+    if rows.is_empty() {
+        let text = if board.ready() && board.filter.is_empty() {
+            "no sessions; `agentctl run \"...\"` starts one"
+        } else if board.ready() {
+            "no session matches the filter"
+        } else {
+            ""
+        };
+        return vec![Line::from(text.to_string())];
+    }
+    // The selected row stays in view.
+    if let Some(at) = board.selected_row() {
+        if at < ui.offset {
+            ui.offset = at.saturating_sub(1);
+        } else if at >= ui.offset + height {
+            ui.offset = at + 1 - height;
+        }
+    }
+    ui.offset = ui.offset.min(rows.len().saturating_sub(height));
+    let width = area.width as usize;
+    rows.iter()
+        .skip(ui.offset)
+        .take(height)
+        .map(|row| match row {
+            Row::Heading(group, n) => {
+                let text = format!("{} ({n})", describe::heading(*group));
+                Line::from(Span::styled(
+                    cut(&text, width),
+                    ui.paint(Modifier::BOLD, Some(color_of(*group))),
+                ))
+            }
+            Row::Session(id, depth) => {
+                let selected = board.selected() == Some(id);
+                match board.summary(id) {
+                    Some(summary) => session_line(summary, *depth, selected, width, ui, now_ms),
+                    None => Line::from(""),
+                }
+            }
+        })
+        .collect()
+}
+
+fn session_line(
+    summary: &protocol::SessionSummary,
+    depth: usize,
+    selected: bool,
+    width: usize,
+    ui: &Ui,
+    now_ms: u64,
+) -> Line<'static> {
+    let marker = if selected { "▶ " } else { "  " };
+    let indent = "  ".repeat(depth.min(4));
+    let id = &summary.info.id.0;
+    let id = id.get(..8).unwrap_or(id);
+    let lead = format!("{marker}{indent}{id} ");
+    let name_width = (width / 4).clamp(8, 28);
+    let name = pad(&cut(&describe::name(summary), name_width), name_width);
+    let what = describe::what(summary, now_ms);
+    let progress = describe::progress(summary, now_ms);
+    let used = lead.width() + name_width + 1;
+    let left = width.saturating_sub(used);
+    // The progress column goes first when there is no room for both.
+    let (what, progress) = if !progress.is_empty() && left >= 30 + progress.width() + 2 {
+        let room = left - progress.width() - 2;
+        (pad(&cut(&what, room), room), format!("  {progress}"))
+    } else {
+        (cut(&what, left), String::new())
+    };
+    let group = summary.group();
+    let row_style = if selected {
+        ui.paint(Modifier::REVERSED, None)
+    } else {
+        Style::default()
+    };
+    Line::from(vec![
+        Span::styled(lead, row_style),
+        Span::styled(
+            format!("{name} "),
+            row_style.patch(ui.paint(Modifier::BOLD, None)),
+        ),
+        Span::styled(
+            what,
+            row_style.patch(ui.paint(Modifier::empty(), Some(color_of(group)))),
+        ),
+        Span::styled(progress, row_style.patch(ui.paint(Modifier::DIM, None))),
+    ])
+}
+
+fn footer(ui: &Ui, width: u16) -> Line<'static> {
+    let width = width as usize;
+    let text = match &ui.prompt {
+        Prompt::Filter(text) => format!("filter: {text}▏ (Enter keeps it, Esc clears it)"),
+        Prompt::Steer(_, text) => format!("steer: {text}▏ (Enter sends, Esc drops it)"),
+        Prompt::Delete(id) => format!("delete session {id} and its history? y / n"),
+        Prompt::None => match &ui.message {
+            Some(message) => message.clone(),
+            None => HELP.to_string(),
+        },
+    };
+    Line::from(Span::styled(
+        cut(&text, width),
+        ui.paint(Modifier::DIM, None),
+    ))
+}
+
+fn color_of(group: Group) -> Color {
+    match group {
+        Group::NeedsYou => Color::Yellow,
+        Group::Working => Color::Cyan,
+        Group::Done => Color::Green,
+        Group::Failed => Color::Red,
+    }
+}
+
+/// `text` cut to `width` columns, with `…` when something was left out.
+/// Control characters (a daemon's text is not trusted to be printable) are shown as `�`.
+pub fn cut(text: &str, width: usize) -> String {
+    let text = crate::style::one_line(text);
+    if text.width() <= width {
+        return text.into_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    out
+}
+
+fn pad(text: &str, width: usize) -> String {
+    let fill = width.saturating_sub(text.width());
+    format!("{text}{}", " ".repeat(fill))
+}
