@@ -60,6 +60,51 @@ pub async fn session_with_mode(
     (client, info.id, incoming)
 }
 
+/// A session titled `title` in `cwd`, subscribed by `client` from the start.
+pub async fn titled(client: &Client, cwd: &Path, title: &str) -> SessionId {
+    let reply = client
+        .request(Request::CreateSession(CreateSession {
+            cwd: cwd.to_string_lossy().into_owned(),
+            model: None,
+            provider: None,
+            mode: None,
+            max_turns: None,
+            title: Some(title.to_string()),
+            env: Vec::new(),
+            worktree: false,
+        }))
+        .await
+        .expect("session created");
+    let Reply::SessionCreated(info) = reply else {
+        panic!("unexpected reply {reply:?}")
+    };
+    subscribe(client, &info.id, 0).await;
+    info.id
+}
+
+/// [`run_options`] that grant nothing and wait for a person on every ask.
+pub fn asking_options(server: &model_server::ModelServer) -> protocol::RunOptions {
+    protocol::RunOptions {
+        grants: Vec::new(),
+        deny_unanswered: false,
+        ..run_options(server)
+    }
+}
+
+/// Waits for an event of `session` that is `what` (events of other sessions pass by).
+pub async fn until_event_of(
+    incoming: &mut UnboundedReceiver<Incoming>,
+    session: &SessionId,
+    what: fn(&Event) -> bool,
+) {
+    loop {
+        let event = next_event(incoming).await;
+        if event.session == *session && what(&event.event) {
+            return;
+        }
+    }
+}
+
 /// A daemon, a session in `cwd` subscribed by a client, and that client's events.
 pub async fn session_in(
     daemon: &Daemon,

@@ -1,63 +1,18 @@
 //! `agentctl board` on a real terminal (SPEC §17): sessions in their groups with what they
 //! ask or do, keys that answer, cancel, filter and attach, the bell for a new request, the
-//! terminal given back; and `SubscribeSummaries` and `sessions --watch` underneath.
+//! terminal given back.
 
 use std::path::Path;
 
 use agentctl::client::{Client, Incoming};
-use protocol::{CreateSession, Event, Reply, Request, RunOptions, SessionId};
+use protocol::{Event, Reply, Request, SessionId};
 use serde_json::json;
-use tests::model_server::{ModelServer, Scripted, anthropic};
+use tests::model_server::{ModelServer, anthropic};
 use tests::pty::Pty;
-use tests::{Daemon, next_event, run_options, start_run, subscribe};
+use tests::{Daemon, asking_options, next_event, run_options, start_run, titled, until_event_of};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 const SIZE: (u16, u16) = (24, 80);
-
-/// A session titled `title` in `cwd`, followed by `client`.
-async fn titled(client: &Client, cwd: &Path, title: &str) -> SessionId {
-    let reply = client
-        .request(Request::CreateSession(CreateSession {
-            cwd: cwd.to_string_lossy().into_owned(),
-            model: None,
-            provider: None,
-            mode: None,
-            max_turns: None,
-            title: Some(title.to_string()),
-            env: Vec::new(),
-            worktree: false,
-        }))
-        .await
-        .unwrap();
-    let Reply::SessionCreated(info) = reply else {
-        panic!("{reply:?}")
-    };
-    subscribe(client, &info.id, 0).await;
-    info.id
-}
-
-/// Run options that wait for a person on every ask.
-fn asking(server: &ModelServer) -> RunOptions {
-    RunOptions {
-        grants: Vec::new(),
-        deny_unanswered: false,
-        ..run_options(server)
-    }
-}
-
-/// Waits for an event of `session` that is `what`.
-async fn until(
-    incoming: &mut UnboundedReceiver<Incoming>,
-    session: &SessionId,
-    what: fn(&Event) -> bool,
-) {
-    loop {
-        let event = next_event(incoming).await;
-        if event.session == *session && what(&event.event) {
-            return;
-        }
-    }
-}
 
 fn board(
     daemon: &Daemon,
@@ -111,19 +66,19 @@ async fn three() -> Three {
     let finished = titled(&client, project.path(), "finished").await;
     let mut incoming = client.take_incoming().unwrap();
     start_run(&client, &finished, "DONE-PROMPT", run_options(&server)).await;
-    until(&mut incoming, &finished, |e| {
+    until_event_of(&mut incoming, &finished, |e| {
         matches!(e, Event::RunFinished { .. })
     })
     .await;
     start_run(&client, &runner, "RUN-PROMPT", run_options(&server)).await;
-    until(
+    until_event_of(
         &mut incoming,
         &runner,
         |e| matches!(e, Event::ToolCall(c) if c.name == "bash"),
     )
     .await;
-    start_run(&client, &asker, "ASK-PROMPT", asking(&server)).await;
-    until(&mut incoming, &asker, |e| {
+    start_run(&client, &asker, "ASK-PROMPT", asking_options(&server)).await;
+    until_event_of(&mut incoming, &asker, |e| {
         matches!(e, Event::PermissionRequested { .. })
     })
     .await;
@@ -173,7 +128,7 @@ async fn the_board_groups_sessions_and_its_keys_answer_cancel_filter_and_attach(
     // Keys typed within 300 ms of a question are not its answer: this waits the guard out.
     std::thread::sleep(std::time::Duration::from_millis(350));
     pty.send("y");
-    until(&mut t.incoming, &t.asker, |e| {
+    until_event_of(&mut t.incoming, &t.asker, |e| {
         matches!(e, Event::RunFinished { .. })
     })
     .await;
@@ -189,7 +144,7 @@ async fn the_board_groups_sessions_and_its_keys_answer_cancel_filter_and_attach(
     let screen = pty.expect_screen(rows, cols, "filter: runner");
     assert!(!screen.contains("asker"), "{screen}");
     pty.send("c");
-    until(&mut t.incoming, &t.runner, |e| {
+    until_event_of(&mut t.incoming, &t.runner, |e| {
         matches!(
             e,
             Event::RunFinished {
@@ -260,8 +215,8 @@ async fn a_session_that_starts_asking_moves_to_needs_you_and_rings_the_bell() {
         "the bell rang before anything asked"
     );
 
-    start_run(&client, &late, "LATE-ASK", asking(&server)).await;
-    until(&mut incoming, &late, |e| {
+    start_run(&client, &late, "LATE-ASK", asking_options(&server)).await;
+    until_event_of(&mut incoming, &late, |e| {
         matches!(e, Event::PermissionRequested { .. })
     })
     .await;
@@ -298,8 +253,8 @@ async fn at_80_by_24_long_lines_are_cut_not_wrapped_and_colours_follow_no_color(
     let title = format!("a title far too long for any column {}", "y".repeat(100));
     let session = titled(&client, project.path(), &title).await;
     let mut incoming = client.take_incoming().unwrap();
-    start_run(&client, &session, "LONG-ASK", asking(&server)).await;
-    until(&mut incoming, &session, |e| {
+    start_run(&client, &session, "LONG-ASK", asking_options(&server)).await;
+    until_event_of(&mut incoming, &session, |e| {
         matches!(e, Event::PermissionRequested { .. })
     })
     .await;
@@ -354,143 +309,6 @@ async fn a_signal_ends_the_board_and_gives_the_terminal_back() {
     assert!(pty.cooked(), "the terminal was left in raw mode");
 }
 
-fn scripted_pair(marker: &str, command: &str) -> (String, Vec<Scripted>) {
-    (
-        marker.to_string(),
-        vec![
-            anthropic::tool("bash", json!({"command": command})),
-            anthropic::text("ok"),
-        ],
-    )
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_watch_json_prints_every_session_then_each_change_as_a_line() {
-    use tokio::io::AsyncBufReadExt;
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(Vec::new()).await;
-    let (marker, replies) = scripted_pair("WATCH-ASK", "echo watched");
-    server.route(&marker, replies);
-    let daemon = Daemon::start();
-    let mut client = daemon.client().await;
-    let session = titled(&client, project.path(), "watched").await;
-    let mut incoming = client.take_incoming().unwrap();
-    let mut watch =
-        daemon
-            .home
-            .agentctl_with(&server, project.path(), &["sessions", "--watch", "--json"]);
-    watch.stdout(std::process::Stdio::piped());
-    let mut child = watch.spawn().unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut next = async || -> serde_json::Value {
-        let line = tokio::time::timeout(tests::WAIT, lines.next_line())
-            .await
-            .expect("a line in time")
-            .unwrap()
-            .expect("a line");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"))
-    };
-    let first = next().await;
-    assert_eq!(first["session"], session.as_str());
-    assert_eq!(first["group"], "done");
-    assert_eq!(first["title"], "watched");
-    assert_eq!(next().await, json!({"ready": true, "sessions": 1}));
-
-    start_run(&client, &session, "WATCH-ASK", asking(&server)).await;
-    let asking_line = loop {
-        let line = next().await;
-        if line["group"] == "needs_you" {
-            break line;
-        }
-        assert_eq!(line["group"], "working", "{line}");
-    };
-    assert_eq!(asking_line["pending"][0]["tool"], "bash");
-    assert!(
-        asking_line["pending"][0]["summary"]
-            .as_str()
-            .unwrap()
-            .contains("echo watched"),
-        "{asking_line}"
-    );
-    let request = asking_line["pending"][0]["request"].as_u64().unwrap();
-    client
-        .request(Request::Answer {
-            session: session.clone(),
-            request: protocol::PermissionRequestId(request),
-            decision: protocol::Decision::Allow,
-        })
-        .await
-        .unwrap();
-    until(&mut incoming, &session, |e| {
-        matches!(e, Event::RunFinished { .. })
-    })
-    .await;
-    let done = loop {
-        let line = next().await;
-        if line["group"] == "done" {
-            break line;
-        }
-    };
-    assert_eq!(done["run"]["stop_reason"], "completed");
-    assert!(done["pending"].as_array().unwrap().is_empty());
-    let _ = child.kill().await;
-}
-
-#[tokio::test]
-async fn summaries_cover_sessions_not_loaded_without_loading_them() {
-    let project = tempfile::tempdir().unwrap();
-    let server =
-        ModelServer::start(vec![anthropic::text("first"), anthropic::text("second")]).await;
-    let mut daemon = Daemon::start();
-    {
-        let mut client = daemon.client().await;
-        let one = titled(&client, project.path(), "one").await;
-        let _two = titled(&client, project.path(), "two").await;
-        let mut incoming = client.take_incoming().unwrap();
-        start_run(&client, &one, "go", run_options(&server)).await;
-        until(&mut incoming, &one, |e| {
-            matches!(e, Event::RunFinished { .. })
-        })
-        .await;
-    }
-    assert!(daemon.terminate());
-    daemon.restart();
-    let mut client = daemon.client().await;
-    let mut incoming = client.take_incoming().unwrap();
-    let reply = client.request(Request::SubscribeSummaries).await.unwrap();
-    assert_eq!(reply, Reply::Done);
-    let mut summaries = Vec::new();
-    loop {
-        match tokio::time::timeout(tests::WAIT, incoming.recv())
-            .await
-            .unwrap()
-            .unwrap()
-        {
-            Incoming::Summary(s) => summaries.push(*s),
-            Incoming::SummariesReady { sessions } => {
-                assert_eq!(sessions, 2);
-                break;
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-    let one = summaries
-        .iter()
-        .find(|s| s.info.title.as_deref() == Some("one"))
-        .unwrap();
-    let end = one
-        .run
-        .as_ref()
-        .and_then(|r| r.end.as_ref())
-        .expect("the last run's end");
-    assert_eq!(end.stop_reason, protocol::StopReason::Completed);
-    assert_eq!(one.group(), protocol::Group::Done);
-    let Reply::Status(status) = client.request(Request::Status).await.unwrap() else {
-        panic!()
-    };
-    assert_eq!(status.loaded, 0, "a summary loaded a session");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s_steers_the_selected_run_and_d_deletes_only_when_confirmed() {
     let mut t = three().await;
@@ -500,7 +318,7 @@ async fn s_steers_the_selected_run_and_d_deletes_only_when_confirmed() {
     pty.send("/runner\r");
     pty.expect_screen(rows, cols, "filter: runner");
     pty.send("sfaster please\r");
-    until(&mut t.incoming, &t.runner, |e| {
+    until_event_of(&mut t.incoming, &t.runner, |e| {
         matches!(e, Event::QueueChanged { steer, .. } if steer.iter().any(|s| s == "faster please"))
     })
     .await;
@@ -526,6 +344,82 @@ async fn s_steers_the_selected_run_and_d_deletes_only_when_confirmed() {
     };
     assert!(sessions.iter().all(|s| s.id != t.finished));
     assert!(sessions.iter().any(|s| s.id == t.asker));
+    pty.send("q");
+    assert_eq!(pty.wait(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_that_asks_sits_under_its_parent_and_is_answered_from_there() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Vec::new()).await;
+    server.route(
+        "PARENT-GO",
+        vec![
+            anthropic::tool(
+                "task",
+                json!({"description": "child work", "prompt": "CHILD-ASK: write it"}),
+            ),
+            anthropic::text("parent done"),
+        ],
+    );
+    server.route(
+        "CHILD-ASK",
+        vec![
+            anthropic::tool("bash", json!({"command": "echo child > child.txt"})),
+            anthropic::text("written"),
+        ],
+    );
+    let daemon = Daemon::start();
+    let mut client = daemon.client().await;
+    let parent = titled(&client, project.path(), "the-parent").await;
+    let mut incoming = client.take_incoming().unwrap();
+    start_run(&client, &parent, "PARENT-GO", asking_options(&server)).await;
+    let child = loop {
+        let event = next_event(&mut incoming).await;
+        if let Event::PermissionRequested {
+            session: Some(child),
+            ..
+        } = event.event
+        {
+            break child;
+        }
+    };
+    let (rows, cols) = SIZE;
+    let pty = board(&daemon, &server, project.path(), &["board"], &[]);
+    let screen = pty.expect_screen(rows, cols, "NEEDS YOU (1)");
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("the-parent"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let short = child.as_str().get(..8).unwrap();
+    assert!(
+        lines[at + 1]
+            .get(2..)
+            .unwrap()
+            .starts_with(&format!("  {short}")),
+        "the child is not indented under its parent:\n{screen}"
+    );
+    assert!(lines[at + 1].contains("asks: bash"), "{screen}");
+
+    // The parent's row answers the request its child asked.
+    pty.send("k");
+    pty.wait_screen(rows, cols, |s| {
+        s.contents()
+            .lines()
+            .any(|l| l.starts_with('▶') && l.contains("the-parent"))
+    })
+    .unwrap_or_else(|s| panic!("the parent is not selected:\n{s}"));
+    std::thread::sleep(std::time::Duration::from_millis(350));
+    pty.send("y");
+    until_event_of(&mut incoming, &parent, |e| {
+        matches!(e, Event::RunFinished { .. })
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("child.txt")).unwrap(),
+        "child\n"
+    );
     pty.send("q");
     assert_eq!(pty.wait(), Some(0));
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use kameo::prelude::*;
 use protocol::{
-    Delivery, ErrorCode, ErrorInfo, Event, Mode, PermissionRequestId, RunId, RunOptions, SessionId,
+    Delivery, ErrorCode, ErrorInfo, Event, PermissionRequestId, RunId, RunOptions, SessionId,
     SessionInfo, SessionState,
 };
 use tokio::task::JoinHandle;
@@ -45,7 +45,7 @@ pub use lifecycle::{Cancel, Close, TryUnload};
 pub use outside::FileTouched;
 use outside::tracker;
 pub use port::SessionPort;
-pub use settings::SetResume;
+pub use settings::{SetMode, SetResume};
 pub use transcript::{HookContext, HookSession};
 
 use asks::PendingAsk;
@@ -411,20 +411,6 @@ impl SessionActor {
             self.info.state = state;
             self.listing.publish(self.summary());
         }
-    }
-}
-
-/// Change the permission mode.
-pub struct SetMode(pub Mode);
-
-impl Message<SetMode> for SessionActor {
-    type Reply = Result<(), ErrorInfo>;
-
-    async fn handle(&mut self, msg: SetMode, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        self.info.mode = msg.0;
-        self.emit(Event::ModeChanged { mode: msg.0 });
-        self.save_meta();
-        Ok(())
     }
 }
 

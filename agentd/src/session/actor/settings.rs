@@ -1,9 +1,24 @@
-//! Settings of a session a client changes: whether interrupted runs are resumed.
+//! Settings of a session a client changes: its permission mode, and whether interrupted runs
+//! are resumed.
 
 use kameo::prelude::*;
-use protocol::ErrorInfo;
+use protocol::{ErrorInfo, Event, Mode};
 
 use super::SessionActor;
+
+/// Change the permission mode.
+pub struct SetMode(pub Mode);
+
+impl Message<SetMode> for SessionActor {
+    type Reply = Result<(), ErrorInfo>;
+
+    async fn handle(&mut self, msg: SetMode, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        self.info.mode = msg.0;
+        self.emit(Event::ModeChanged { mode: msg.0 });
+        self.save_meta();
+        Ok(())
+    }
+}
 
 /// Whether a run the daemon did not live to finish goes on in the next daemon.
 pub struct SetResume(pub bool);
