@@ -197,6 +197,21 @@ impl Pty {
         termios.c_lflag & libc::ECHO != 0 && termios.c_lflag & libc::ICANON != 0
     }
 
+    /// Makes the terminal `rows` × `cols`; the kernel tells the child with SIGWINCH.
+    pub fn resize(&self, rows: u16, cols: u16) {
+        use std::os::fd::AsRawFd;
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: TIOCSWINSZ reads the winsize we pass for a descriptor we own.
+        let rc = unsafe { libc::ioctl(writer.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+        assert_eq!(rc, 0, "TIOCSWINSZ on the pty");
+    }
+
     /// The child's process id.
     pub fn pid(&self) -> u32 {
         self.child.lock().unwrap_or_else(|e| e.into_inner()).id()

@@ -237,10 +237,10 @@ async fn a_session_that_starts_asking_moves_to_needs_you_and_rings_the_bell() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn at_80_by_24_long_lines_are_cut_not_wrapped_and_colours_follow_no_color() {
+async fn at_80_by_24_long_lines_are_cut_not_wrapped_a_resize_redraws_and_colours_follow_no_color() {
     let project = tempfile::tempdir().unwrap();
     let server = ModelServer::start(Vec::new()).await;
-    let long = format!("echo {} TAILMARK", "x".repeat(300));
+    let long = format!("echo {} TAILMARK", "x".repeat(90));
     server.route(
         "LONG-ASK",
         vec![
@@ -275,6 +275,18 @@ async fn at_80_by_24_long_lines_are_cut_not_wrapped_and_colours_follow_no_color(
         !raw.windows(6).any(|w| w == b"\x1b[38;5"),
         "colours under NO_COLOR"
     );
+
+    // Wider, the board redraws and shows more of the line.
+    plain.resize(rows, 200);
+    let screen = plain
+        .wait_screen(rows, 200, |s| s.contents().contains("TAILMARK"))
+        .unwrap_or_else(|s| {
+            panic!(
+                "{s}\nraw: {}",
+                String::from_utf8_lossy(&plain.raw()).escape_debug()
+            )
+        });
+    assert!(screen.contains("a title far too long"), "{screen}");
     plain.send("q");
     assert_eq!(plain.wait(), Some(0));
 
