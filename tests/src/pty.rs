@@ -212,6 +212,17 @@ impl Pty {
         assert_eq!(rc, 0, "TIOCSWINSZ on the pty");
     }
 
+    /// Waits until the child has written more than `from` bytes; returns what came after
+    /// them (empty when nothing came in time).
+    pub fn output_after(&self, from: usize) -> Vec<u8> {
+        let (lock, ready) = &*self.screen;
+        let raw = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (raw, _) = ready
+            .wait_timeout_while(raw, WAIT, |raw| raw.len() <= from)
+            .unwrap();
+        raw.get(from..).unwrap_or_default().to_vec()
+    }
+
     /// The child's process id.
     pub fn pid(&self) -> u32 {
         self.child.lock().unwrap_or_else(|e| e.into_inner()).id()

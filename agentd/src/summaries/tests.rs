@@ -76,7 +76,7 @@ async fn a_busy_session_is_sent_at_most_ten_times_a_second_and_its_last_state_al
             }
         }
     }
-    assert!(a.len() <= 12, "{a:?}");
+    assert!(a.len() <= 11, "{a:?}");
     assert_eq!(a.last(), Some(&100), "{a:?}");
     assert!(removed);
     task.abort();
@@ -92,4 +92,35 @@ async fn nobody_watching_costs_nothing_and_a_gone_watcher_is_dropped() {
     drop(watcher);
     hub.changed(&summary("a", 3));
     assert!(super::lock(&hub.0).is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_request_is_sent_at_once_but_never_more_than_ten_a_second() {
+    let hub = SummaryHub::default();
+    let watcher = hub.watch();
+    let (out, mut frames) = mpsc::channel(1024);
+    let task = tokio::spawn(forward(vec![summary("a", 0)], watcher, out));
+    frames.recv().await.unwrap();
+    frames.recv().await.unwrap();
+    // Each change brings a new request: sent without waiting, up to ten within the second.
+    let start = tokio::time::Instant::now();
+    let mut times = Vec::new();
+    for n in 1..=15u64 {
+        let mut s = summary("a", n);
+        s.pending.push(protocol::PendingSummary {
+            session: None,
+            request: protocol::PermissionRequestId(n),
+            tool: "bash".into(),
+            summary: "x".into(),
+            since_ms: 0,
+        });
+        hub.changed(&s);
+        let frame = frames.recv().await.unwrap();
+        assert_eq!(turns_of(&frame), Some(("a".into(), n)));
+        times.push(start.elapsed());
+    }
+    // The snapshot counts as one: nine more at once, the rest a second after the first ones.
+    assert!(times[..9].iter().all(|t| *t == Duration::ZERO), "{times:?}");
+    assert!(times[9] >= Duration::from_secs(1), "{times:?}");
+    task.abort();
 }
