@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use agentctl::client::Summaries;
 use agentctl::client::paths::Paths;
 use crossterm::event::Event;
-use protocol::{Decision, Delivery, Reply, Request, RunOptions, SessionId};
+use protocol::{Decision, Delivery, Group, Reply, Request, RunOptions, SessionId};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::signal::unix::SignalKind;
@@ -25,6 +25,8 @@ mod input;
 mod model;
 mod render;
 mod terminal;
+#[cfg(test)]
+mod tests;
 mod ui;
 
 /// Shows the board until `q` (or a signal); `quiet` keeps the bell and notifications off.
@@ -140,6 +142,12 @@ async fn act(feed: &Summaries, board: &mut Board, action: Action) -> Option<Stri
         },
         Action::Cancel => {
             let session = selected?;
+            let going = board
+                .summary(&session)
+                .is_some_and(|s| matches!(s.group(), Group::Working | Group::NeedsYou));
+            if !going {
+                return Some(format!("nothing is running in {session}"));
+            }
             let done = format!("cancelled the run of {session}");
             (Request::Cancel { session }, done)
         }
