@@ -3,7 +3,7 @@
 //! and keeps the network out unless allowed. Each test says why it skips on a machine without
 //! Landlock or user namespaces.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use protocol::{Event, Mode, Request, RunOptions};
 use serde_json::json;
@@ -22,8 +22,14 @@ struct Dirs {
 
 fn dirs() -> Dirs {
     // Not under /tmp, which the sandbox replaces with a private one: writes outside meet
-    // Landlock.
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Landlock. A build under /tmp has its temporary directory there too.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let parent = if target.starts_with("/tmp") {
+        Path::new("/var/tmp")
+    } else {
+        target
+    };
+    let base = tempfile::tempdir_in(parent).unwrap();
     let dirs = Dirs {
         project: base.path().join("project"),
         outside: base.path().join("outside"),
@@ -61,6 +67,9 @@ async fn auto_mode_runs_commands_confined_without_asking() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let out = d.outside.display().to_string();
+    // A copy in the project, which the sandbox shows wherever the build lives.
+    let agentctl = d.project.join(".tool-agentctl");
+    std::fs::copy(tests::binary("agentctl"), &agentctl).unwrap();
     let commands = [
         "echo in > inside.txt && cat inside.txt".to_string(),
         format!("echo out > {out}/direct"),
@@ -71,7 +80,7 @@ async fn auto_mode_runs_commands_confined_without_asking() {
         format!("echo x > {}/allowed && echo written", d.extra.display()),
         format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
         format!("(echo bg > {out}/background) & wait; bash -c 'echo child > {out}/child'; true"),
-        format!("{} sessions", tests::binary("agentctl").display()),
+        format!("{} sessions", agentctl.display()),
     ];
     let mut script: Vec<_> = commands
         .iter()
