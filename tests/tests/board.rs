@@ -405,11 +405,10 @@ async fn a_subagent_that_asks_sits_under_its_parent_and_is_answered_from_there()
         .position(|l| l.contains("the-parent"))
         .unwrap_or_else(|| panic!("{screen}"));
     let short = child.as_str().get(..8).unwrap();
+    // After the selection marker's two columns, two more of indent.
+    let child_line: String = lines[at + 1].chars().skip(2).collect();
     assert!(
-        lines[at + 1]
-            .get(2..)
-            .unwrap()
-            .starts_with(&format!("  {short}")),
+        child_line.starts_with(&format!("  {short}")),
         "the child is not indented under its parent:\n{screen}"
     );
     assert!(lines[at + 1].contains("asks: bash"), "{screen}");
