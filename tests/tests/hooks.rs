@@ -577,11 +577,7 @@ async fn subagent_stop_permission_request_and_session_end_hooks_run_where_they_b
         a = allow.display()
     ));
     // Someone could answer, but nobody does: the PermissionRequest hook answers.
-    let options = protocol::RunOptions {
-        grants: Vec::new(),
-        deny_unanswered: false,
-        ..run_options(&server)
-    };
+    let options = tests::asking_options(&server);
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
     start_run(&client, &session, "go", options).await;
     let events = until_finished(&mut incoming).await;

@@ -13,15 +13,6 @@ use tests::{
     tool_results, until_finished,
 };
 
-/// Options that leave asks to the attached clients.
-fn ask_options(server: &ModelServer) -> RunOptions {
-    RunOptions {
-        grants: vec![],
-        deny_unanswered: false,
-        ..run_options(server)
-    }
-}
-
 async fn send(
     client: &agentctl::client::Client,
     session: &SessionId,
@@ -260,7 +251,13 @@ async fn the_first_answer_to_a_permission_request_wins_and_everyone_is_told() {
     let mut second = daemon.client().await;
     subscribe(&second, &session, 0).await;
     let mut second_events = second.take_incoming().unwrap();
-    start_run(&first, &session, "make a file", ask_options(&server)).await;
+    start_run(
+        &first,
+        &session,
+        "make a file",
+        tests::asking_options(&server),
+    )
+    .await;
     let asked = wait_for(&mut first_events, "permission_requested").await;
     assert_eq!(
         wait_for(&mut second_events, "permission_requested").await,
@@ -328,7 +325,7 @@ async fn a_pending_request_survives_a_detach_and_is_shown_to_the_next_client() {
     .await;
     let daemon = Daemon::start();
     let (first, session, mut events) = session_in(&daemon, project.path()).await;
-    start_run(&first, &session, "write", ask_options(&server)).await;
+    start_run(&first, &session, "write", tests::asking_options(&server)).await;
     wait_for(&mut events, "permission_requested").await;
     drop(events);
     drop(first);
@@ -367,7 +364,7 @@ async fn allow_always_remembers_the_command_prefix_for_the_session() {
     .await;
     let daemon = Daemon::start();
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "list", ask_options(&server)).await;
+    start_run(&client, &session, "list", tests::asking_options(&server)).await;
     let Event::PermissionRequested { request, .. } =
         wait_for(&mut incoming, "permission_requested").await.event
     else {
@@ -411,7 +408,7 @@ async fn plan_mode_writes_the_plan_file_without_asking_and_asks_for_other_writes
         anthropic::tool("write", json!({"path": "src.txt", "content": "code"})),
         anthropic::text("Plan written."),
     ]);
-    start_run(&client, &session, "plan it", ask_options(&server)).await;
+    start_run(&client, &session, "plan it", tests::asking_options(&server)).await;
     let Event::PermissionRequested {
         request, summary, ..
     } = wait_for(&mut incoming, "permission_requested").await.event
@@ -458,7 +455,7 @@ async fn accept_edits_writes_inside_the_directory_and_asks_outside() {
     let daemon = Daemon::start();
     let (client, session, mut incoming) =
         tests::session_with_mode(&daemon, project.path(), Mode::AcceptEdits).await;
-    start_run(&client, &session, "write", ask_options(&server)).await;
+    start_run(&client, &session, "write", tests::asking_options(&server)).await;
     let mut asked = vec![];
     loop {
         let event = next_event(&mut incoming).await;
@@ -514,7 +511,7 @@ async fn switching_the_mode_mid_session_changes_what_asks() {
             mode: Mode::AcceptEdits
         }
     );
-    start_run(&client, &session, "write", ask_options(&server)).await;
+    start_run(&client, &session, "write", tests::asking_options(&server)).await;
     let events = until_finished(&mut incoming).await;
     assert!(
         !events
@@ -537,7 +534,7 @@ async fn an_unanswered_request_is_denied_after_the_configured_timeout() {
     ])
     .await;
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "go", ask_options(&server)).await;
+    start_run(&client, &session, "go", tests::asking_options(&server)).await;
     let events = until_finished(&mut incoming).await;
     let resolved = events.iter().find_map(|e| match &e.event {
         Event::PermissionResolved {

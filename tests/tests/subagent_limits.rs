@@ -150,11 +150,7 @@ async fn a_childs_request_numbered_like_the_parents_is_still_answered_through_th
     );
     let daemon = Daemon::start();
     let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
-    let options = protocol::RunOptions {
-        grants: Vec::new(),
-        deny_unanswered: false,
-        ..run_options(&server)
-    };
+    let options = tests::asking_options(&server);
     start_run(&client, &parent, "go", options).await;
     let mut asks = Vec::new();
     while asks.len() < 2 {

@@ -302,11 +302,7 @@ async fn a_childs_permission_request_is_answered_from_the_parents_client() {
     let daemon = Daemon::start();
     let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
     // Someone is there to ask, and nothing is granted.
-    let options = protocol::RunOptions {
-        grants: Vec::new(),
-        deny_unanswered: false,
-        ..run_options(&server)
-    };
+    let options = tests::asking_options(&server);
     start_run(&client, &parent, "go", options).await;
     let (asker, request) = loop {
         if let Event::PermissionRequested {
