@@ -212,3 +212,20 @@ pub struct CreateSession {
     /// `agentd/<id>` (SPEC §13).
     pub worktree: bool,
 }
+
+impl CreateSession {
+    /// A session in `cwd` with every other setting the configured default, no title, the
+    /// daemon's own environment and no worktree.
+    pub fn in_dir(cwd: impl Into<String>) -> CreateSession {
+        CreateSession {
+            cwd: cwd.into(),
+            model: None,
+            provider: None,
+            mode: None,
+            max_turns: None,
+            title: None,
+            env: Vec::new(),
+            worktree: false,
+        }
+    }
+}

@@ -12,17 +12,13 @@ use crate::{Daemon, WAIT, model_server};
 
 /// Creates a session in `cwd` (the temp dir by default) and returns its listing.
 pub async fn create_session(client: &Client, cwd: &Path) -> SessionInfo {
+    create(client, CreateSession::in_dir(cwd.to_string_lossy())).await
+}
+
+/// Creates the session `request` asks for and returns its listing.
+async fn create(client: &Client, request: CreateSession) -> SessionInfo {
     let reply = client
-        .request(Request::CreateSession(CreateSession {
-            cwd: cwd.to_string_lossy().into_owned(),
-            model: None,
-            provider: None,
-            mode: None,
-            max_turns: None,
-            title: None,
-            env: Vec::new(),
-            worktree: false,
-        }))
+        .request(Request::CreateSession(request))
         .await
         .expect("session created");
     match reply {
@@ -39,22 +35,11 @@ pub async fn session_with_mode(
     mode: protocol::Mode,
 ) -> (Client, SessionId, UnboundedReceiver<Incoming>) {
     let mut client = daemon.client().await;
-    let reply = client
-        .request(Request::CreateSession(CreateSession {
-            cwd: cwd.to_string_lossy().into_owned(),
-            model: None,
-            provider: None,
-            mode: Some(mode),
-            max_turns: None,
-            title: None,
-            env: Vec::new(),
-            worktree: false,
-        }))
-        .await
-        .expect("session created");
-    let Reply::SessionCreated(info) = reply else {
-        panic!("unexpected reply {reply:?}")
+    let request = CreateSession {
+        mode: Some(mode),
+        ..CreateSession::in_dir(cwd.to_string_lossy())
     };
+    let info = create(&client, request).await;
     subscribe(&client, &info.id, 0).await;
     let incoming = client.take_incoming().expect("incoming");
     (client, info.id, incoming)
@@ -62,22 +47,11 @@ pub async fn session_with_mode(
 
 /// A session titled `title` in `cwd`, subscribed by `client` from the start.
 pub async fn titled(client: &Client, cwd: &Path, title: &str) -> SessionId {
-    let reply = client
-        .request(Request::CreateSession(CreateSession {
-            cwd: cwd.to_string_lossy().into_owned(),
-            model: None,
-            provider: None,
-            mode: None,
-            max_turns: None,
-            title: Some(title.to_string()),
-            env: Vec::new(),
-            worktree: false,
-        }))
-        .await
-        .expect("session created");
-    let Reply::SessionCreated(info) = reply else {
-        panic!("unexpected reply {reply:?}")
+    let request = CreateSession {
+        title: Some(title.to_string()),
+        ..CreateSession::in_dir(cwd.to_string_lossy())
     };
+    let info = create(client, request).await;
     subscribe(client, &info.id, 0).await;
     info.id
 }

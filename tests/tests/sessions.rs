@@ -82,16 +82,7 @@ async fn a_session_needs_an_existing_absolute_directory() {
     let client = daemon.client().await;
     for cwd in ["relative/dir", "/no/such/directory/anywhere"] {
         let err = client
-            .request(Request::CreateSession(protocol::CreateSession {
-                cwd: cwd.into(),
-                model: None,
-                provider: None,
-                mode: None,
-                max_turns: None,
-                title: None,
-                env: Vec::new(),
-                worktree: false,
-            }))
+            .request(Request::CreateSession(protocol::CreateSession::in_dir(cwd)))
             .await
             .unwrap_err();
         assert_eq!(err.code(), Some(ErrorCode::InvalidRequest), "{err}");

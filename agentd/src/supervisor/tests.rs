@@ -33,16 +33,7 @@ async fn a_stopping_daemon_does_not_load_a_session_it_stopped() {
     let supervisor = supervisor(home.path()).await;
     let info = supervisor
         .ask(Create(
-            CreateSession {
-                cwd: home.path().to_string_lossy().into_owned(),
-                model: None,
-                provider: None,
-                mode: None,
-                max_turns: None,
-                title: None,
-                env: Vec::new(),
-                worktree: false,
-            },
+            CreateSession::in_dir(home.path().to_string_lossy().into_owned()),
             None,
         ))
         .await
