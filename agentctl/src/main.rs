@@ -147,16 +147,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             commands::chat::chat(&paths, args).await
         }
         Command::Attach { id } => {
-            let args = commands::chat::ChatArgs {
-                session: Some(id),
-                model: None,
-                provider: None,
-                mode: None,
-                max_turns: None,
-                attach: true,
-                worktree: false,
-            };
-            commands::chat::chat(&paths, args).await
+            commands::chat::chat(&paths, commands::chat::ChatArgs::attach(id)).await
         }
         Command::Steer { id, text } => {
             commands::oneshot::send(&paths, id, text, Delivery::Steer).await

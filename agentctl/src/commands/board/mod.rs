@@ -89,7 +89,9 @@ pub async fn board(paths: &Paths, quiet: bool) -> Result<u8, Failure> {
                         let Some(id) = board.selected().cloned() else { continue };
                         input.pause();
                         screen.suspend();
-                        let attached = attach(paths, id).await;
+                        // The chat view until the user leaves it (Ctrl+D, /detach).
+                        let attached =
+                            super::chat::chat(paths, super::chat::ChatArgs::attach(id.0)).await;
                         screen.resume().map_err(terminal_error)?;
                         shown.clear().map_err(terminal_error)?;
                         input.resume();
@@ -189,20 +191,6 @@ fn answered(decision: Decision) -> &'static str {
         Decision::AllowAlways => "always allowed",
         Decision::Deny => "denied",
     }
-}
-
-/// The chat view on `session` until the user leaves it (Ctrl+D, /detach).
-async fn attach(paths: &Paths, session: SessionId) -> Result<u8, Failure> {
-    let args = super::chat::ChatArgs {
-        session: Some(session.0),
-        model: None,
-        provider: None,
-        mode: None,
-        max_turns: None,
-        attach: true,
-        worktree: false,
-    };
-    super::chat::chat(paths, args).await
 }
 
 /// "agentd: fix-tests needs you" (and how many more).

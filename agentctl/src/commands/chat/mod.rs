@@ -19,6 +19,7 @@ use protocol::{
 };
 use tokio::sync::mpsc;
 
+mod args;
 mod changes;
 mod complete;
 mod events;
@@ -29,26 +30,9 @@ use super::run::provider_env;
 use super::{request, unexpected};
 use crate::view::{HumanView, Output, Style};
 use crate::{Failure, connect};
+pub use args::ChatArgs;
 use input::{Input, InputLine, StdinLine, TerminalLine};
 use status::Status;
-
-/// What `chat` or `attach` was asked to do.
-pub struct ChatArgs {
-    /// The session to join; a new one in the current directory when absent.
-    pub session: Option<String>,
-    /// The model of a new session.
-    pub model: Option<String>,
-    /// The provider of a new session.
-    pub provider: Option<String>,
-    /// The mode of a new session.
-    pub mode: Option<Mode>,
-    /// The turn limit of runs started here (0, the default, is none).
-    pub max_turns: Option<u32>,
-    /// Whether this is `attach` (for the client's name).
-    pub attach: bool,
-    /// Give a new session its own git worktree.
-    pub worktree: bool,
-}
 
 /// The slash commands, for Tab completion.
 pub(super) const SLASH_COMMANDS: &[&str] = &[
