@@ -35,11 +35,7 @@ struct Head {
 
 /// The directories commands are read from, the project's first.
 pub fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
-    crate::subagents::definitions::project_roots(cwd)
-        .into_iter()
-        .flat_map(|root| [root.join(".agents/commands"), root.join(".claude/commands")])
-        .chain([config_dir.join("commands")])
-        .collect()
+    crate::front_matter::directories(cwd, config_dir, "commands")
 }
 
 /// Every command in `dirs` (the first of a name wins), by name.

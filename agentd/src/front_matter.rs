@@ -47,6 +47,28 @@ pub fn read<T: DeserializeOwned + Default>(path: &Path) -> Result<Document<T>, S
     parse(&String::from_utf8_lossy(&bytes)).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The directories one kind of these files (`agents`, `skills`, `commands`) is read from, in
+/// order of precedence: `.agents/KIND` and `.claude/KIND` in the session directory, the same at
+/// its git root, then `KIND` in the user's config directory.
+pub fn directories(cwd: &Path, config_dir: &Path, kind: &str) -> Vec<std::path::PathBuf> {
+    let mut roots = vec![cwd.to_path_buf()];
+    if let Some(root) = crate::prompt::git_root(cwd)
+        && root != cwd
+    {
+        roots.push(root);
+    }
+    roots
+        .into_iter()
+        .flat_map(|root| {
+            [
+                root.join(".agents").join(kind),
+                root.join(".claude").join(kind),
+            ]
+        })
+        .chain([config_dir.join(kind)])
+        .collect()
+}
+
 /// The `.md` files of `dir`, by name, at most `max` (a few times that many entries are looked
 /// at); none when it is not a directory.
 pub fn markdown_files(dir: &Path, max: usize) -> Vec<std::path::PathBuf> {

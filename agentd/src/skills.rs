@@ -33,11 +33,7 @@ struct Head {
 /// The directories skills are read from: the project's (at `cwd` and its git root) before the
 /// user's.
 pub fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
-    crate::subagents::definitions::project_roots(cwd)
-        .into_iter()
-        .flat_map(|root| [root.join(".agents/skills"), root.join(".claude/skills")])
-        .chain([config_dir.join("skills")])
-        .collect()
+    crate::front_matter::directories(cwd, config_dir, "skills")
 }
 
 /// Every skill in `dirs` (the first of a name wins).

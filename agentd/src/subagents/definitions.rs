@@ -78,26 +78,10 @@ struct Head {
     isolation: Option<String>,
 }
 
-/// Where a project's own files (agents, skills, commands) are looked for: the session
-/// directory, then its git root.
-pub fn project_roots(cwd: &Path) -> Vec<PathBuf> {
-    let mut roots = vec![cwd.to_path_buf()];
-    if let Some(root) = crate::prompt::git_root(cwd)
-        && root != cwd
-    {
-        roots.push(root);
-    }
-    roots
-}
-
 /// The directories definitions are read from, in order of precedence: the project's (at the
 /// session directory and at its git root) before the user's.
 pub fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
-    project_roots(cwd)
-        .into_iter()
-        .flat_map(|root| [root.join(".agents/agents"), root.join(".claude/agents")])
-        .chain([config_dir.join("agents")])
-        .collect()
+    crate::front_matter::directories(cwd, config_dir, "agents")
 }
 
 /// Every definition found in `dirs` (the first of a name wins) and `general`; with what was
