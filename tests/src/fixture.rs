@@ -39,6 +39,15 @@ pub fn binary(name: &str) -> PathBuf {
     bin_dir().join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
+/// A copy of one of the workspace's binaries in `dir`, for running inside auto mode's sandbox:
+/// the sandbox shows the session directory wherever the build lives (a build under /tmp is
+/// hidden by its private /tmp).
+pub fn binary_in(dir: &Path, name: &str) -> PathBuf {
+    let copy = dir.join(format!(".tool-{name}"));
+    std::fs::copy(binary(name), &copy).expect("the binary is copied");
+    copy
+}
+
 /// A private temporary home for one daemon: short, so the socket path fits in `sun_path`.
 pub struct Home {
     dir: TempDir,

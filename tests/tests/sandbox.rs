@@ -67,9 +67,7 @@ async fn auto_mode_runs_commands_confined_without_asking() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let out = d.outside.display().to_string();
-    // A copy in the project, which the sandbox shows wherever the build lives.
-    let agentctl = d.project.join(".tool-agentctl");
-    std::fs::copy(tests::binary("agentctl"), &agentctl).unwrap();
+    let agentctl = tests::binary_in(&d.project, "agentctl");
     let commands = [
         "echo in > inside.txt && cat inside.txt".to_string(),
         format!("echo out > {out}/direct"),

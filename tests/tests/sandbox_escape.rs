@@ -152,14 +152,8 @@ async fn nothing_written_in_the_sandbox_runs_later_outside_it() {
     let out = d.outside.display();
     let home = daemon.paths().config_dir.parent().unwrap().to_path_buf();
     let socket = daemon.paths().socket;
-    // Copies in the project, which the sandbox shows wherever the build lives (a build under
-    // /tmp is hidden by the sandbox's private /tmp).
-    let tool = |name: &str| {
-        let copy = d.project.join(format!(".tool-{name}"));
-        std::fs::copy(tests::binary(name), &copy).unwrap();
-        copy
-    };
-    let (launder, agentctl) = (tool("launder"), tool("agentctl"));
+    let launder = tests::binary_in(&d.project, "launder");
+    let agentctl = tests::binary_in(&d.project, "agentctl");
     let commands = [
         // The daemon cannot be reached: not by a laundered connection, not by agentctl.
         format!("{} {}", launder.display(), socket.display()),
