@@ -4,26 +4,21 @@
 use agentctl::client::Incoming;
 use protocol::{Event, Reply, Request};
 use serde_json::json;
-use tests::model_server::{ModelServer, Scripted, anthropic};
+use tests::model_server::{ModelServer, anthropic};
 use tests::{Daemon, asking_options, run_options, start_run, titled, until_event_of};
-
-fn scripted_pair(marker: &str, command: &str) -> (String, Vec<Scripted>) {
-    (
-        marker.to_string(),
-        vec![
-            anthropic::tool("bash", json!({"command": command})),
-            anthropic::text("ok"),
-        ],
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_watch_json_prints_every_session_then_each_change_as_a_line() {
     use tokio::io::AsyncBufReadExt;
     let project = tempfile::tempdir().unwrap();
     let server = ModelServer::start(Vec::new()).await;
-    let (marker, replies) = scripted_pair("WATCH-ASK", "echo watched");
-    server.route(&marker, replies);
+    server.route(
+        "WATCH-ASK",
+        vec![
+            anthropic::tool("bash", json!({"command": "echo watched"})),
+            anthropic::text("ok"),
+        ],
+    );
     let daemon = Daemon::start();
     let mut client = daemon.client().await;
     let session = titled(&client, project.path(), "watched").await;

@@ -29,19 +29,21 @@ pub fn draw(frame: &mut Frame, board: &Board, ui: &mut Ui, now_ms: u64) {
 }
 
 fn title(board: &Board, ui: &Ui) -> Line<'static> {
-    let mut text = format!(
-        "agentd board · {} need you · {} working · {} done · {} failed",
-        board.count(Group::NeedsYou),
-        board.count(Group::Working),
-        board.count(Group::Done),
-        board.count(Group::Failed)
-    );
-    if !board.filter.is_empty() {
-        text.push_str(&format!(" · filter: {}", board.filter));
-    }
-    if !board.ready() {
-        text = "agentd board · loading…".to_string();
-    }
+    let text = if board.ready() {
+        let mut text = format!(
+            "agentd board · {} need you · {} working · {} done · {} failed",
+            board.count(Group::NeedsYou),
+            board.count(Group::Working),
+            board.count(Group::Done),
+            board.count(Group::Failed)
+        );
+        if !board.filter.is_empty() {
+            text.push_str(&format!(" · filter: {}", board.filter));
+        }
+        text
+    } else {
+        "agentd board · loading…".to_string()
+    };
     Line::from(Span::styled(text, ui.paint(Modifier::BOLD, None)))
 }
 
