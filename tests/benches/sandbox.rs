@@ -1,6 +1,8 @@
 //! Sandbox figure: the time the sandbox set-up (the helper, user, mount, PID and network
-//! namespaces, a private /tmp, a protected `.git`, a hidden socket directory, a first process
-//! that reaps, Landlock) adds to a trivial command, `bash -c true`, median of many.
+//! namespaces, a private size-limited /tmp, a protected `.git`, a hidden daemon directory, a
+//! hidden credential directory and file, resource limits, a first process that reaps and
+//! watches the process count, Landlock) adds to a trivial command, `bash -c true`, median of
+//! many; and the look around a call (git directories, hard links, PATH directories).
 //!
 //! Run with `cargo build --release && cargo bench -p tests --bench sandbox`.
 
@@ -28,35 +30,35 @@ fn main() {
     const RUNS: usize = 300;
     let helper = tests::binary("agentd");
     let base = tempfile::tempdir().unwrap();
-    let (project, tmp, hidden) = (
+    let (project, hidden, home) = (
         base.path().join("p"),
-        base.path().join("t"),
         base.path().join("h"),
+        base.path().join("home"),
     );
-    for dir in [&project, &tmp, &hidden, &project.join(".git")] {
+    for dir in [&project, &hidden, &project.join(".git"), &home.join(".ssh")] {
         std::fs::create_dir_all(dir).unwrap();
     }
+    std::fs::write(home.join(".netrc"), "machine x\n").unwrap();
     let plain = median_of(RUNS, || {
         let mut cmd = Command::new("bash");
         cmd.args(["-c", "true"]);
         cmd
     });
+    let policy = |network: bool| agentd::sandbox::Policy {
+        writable: vec![project.clone()],
+        protected: vec![project.join(".git")],
+        hidden: vec![hidden.clone()],
+        secrets: vec![home.join(".ssh"), home.join(".netrc")],
+        tmp: true,
+        network,
+        limits: Default::default(),
+    };
     let confined = |network: bool| {
+        let args = policy(network).helper_args();
         median_of(RUNS, || {
             let mut cmd = Command::new(&helper);
-            cmd.arg("__sandbox");
-            if network {
-                cmd.arg("--network");
-            }
-            cmd.arg("--tmp")
-                .arg(&tmp)
-                .arg("--write")
-                .arg(&project)
-                .arg("--protect")
-                .arg(project.join(".git"))
-                .arg("--hide")
-                .arg(&hidden)
-                .args(["--", "bash", "-c", "true"])
+            cmd.args(&args)
+                .args(["bash", "-c", "true"])
                 .current_dir(&project);
             cmd
         })
@@ -71,14 +73,15 @@ fn main() {
         }
     }
     let sandbox = agentd::sandbox::Sandbox {
-        policy: agentd::sandbox::Policy {
-            writable: vec![project.clone()],
-            tmp: Some(tmp.clone()),
-            ..Default::default()
-        },
+        policy: policy(false),
         search: vec![project.clone()],
-        home: None,
-        path_var: None,
+        session_dir: project.clone(),
+        home: Some(home.clone()),
+        path_var: Some(format!(
+            "{}:/usr/bin:/bin",
+            project.join(".venv/bin").display()
+        )),
+        min_free_mb: 0,
     };
     let mut guard_times: Vec<Duration> = (0..30)
         .map(|_| {

@@ -94,9 +94,20 @@ fn init(policy: &Policy, program: &[String], status: OwnedFd, life: OwnedFd) -> 
     }
     // Without a /proc of its own the sandbox would see the host's processes (Landlock still
     // keeps it from reading them); where the kernel refuses, the command runs all the same.
-    let _ = super::mounts::own_proc();
+    let own_proc = super::mounts::own_proc().is_ok();
     if let Err(err) = confine(policy) {
         fail(&err);
+    }
+    // Counted in this call's own user namespace: this process and the helper count too.
+    if let Err(err) = policy.limits.apply(2) {
+        fail(&err);
+    }
+    let mut chld = empty_sigset();
+    // SAFETY: sigaddset and sigprocmask work on the set we own; blocking SIGCHLD lets the
+    // loop below wait for it with a timeout. The program starts with an empty mask again.
+    unsafe {
+        libc::sigaddset(&mut chld, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &chld, std::ptr::null_mut());
     }
     let mut command = std::process::Command::new(&program[0]);
     command.args(&program[1..]);
@@ -115,20 +126,69 @@ fn init(policy: &Policy, program: &[String], status: OwnedFd, life: OwnedFd) -> 
             std::process::exit(127);
         }
     };
-    // Reap everything that ends (orphans come here) until the program itself has.
+    // Reap everything that ends (orphans come here) until the program itself has; between
+    // signals, look whether the call has reached its process limit.
+    let tick = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
     loop {
-        let mut raw = 0;
-        // SAFETY: waitpid writes the status into `raw`.
-        let pid = unsafe { libc::waitpid(-1, &mut raw, 0) };
-        if pid == child {
-            report(&status, raw);
+        loop {
+            let mut raw = 0;
+            // SAFETY: waitpid writes the status into `raw`.
+            let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
+            if pid == child {
+                report(&status, raw);
+                std::process::exit(0);
+            }
+            if pid == 0 {
+                break;
+            }
+            if pid == -1 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                report(&status, 127 << 8);
+                std::process::exit(127);
+            }
+        }
+        if own_proc && processes() >= policy.limits.max_processes {
+            // SAFETY: from the first process of the namespace, -1 is every other process in it.
+            unsafe { libc::kill(-1, libc::SIGKILL) };
+            eprintln!("\n{}", policy.limits.process_limit_message());
+            report(&status, super::limits::PROCESS_LIMIT_EXIT << 8);
             std::process::exit(0);
         }
-        if pid == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            report(&status, 127 << 8);
-            std::process::exit(127);
-        }
+        // SAFETY: sigtimedwait reads the set and the timeout we own.
+        unsafe { libc::sigtimedwait(&chld, std::ptr::null_mut(), &tick) };
     }
+}
+
+fn empty_sigset() -> libc::sigset_t {
+    // SAFETY: an all-zero sigset is valid storage, and sigemptyset initialises it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        set
+    }
+}
+
+/// The processes of the namespace besides its first one, as its own `/proc` lists them.
+fn processes() -> u64 {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .as_encoded_bytes()
+                        .iter()
+                        .all(u8::is_ascii_digit)
+                })
+                .count() as u64
+        })
+        .unwrap_or(0)
+        .saturating_sub(1)
 }
 
 /// Sets no-new-privs and applies Landlock: reading and executing everywhere, writing only below
@@ -147,7 +207,7 @@ fn confine(policy: &Policy) -> Result<(), String> {
         .map(|p| p.as_path())
         .filter(|p| p.exists())
         .collect();
-    if policy.tmp.is_some() {
+    if policy.tmp {
         writable.push(std::path::Path::new(TMP_MOUNT));
     }
     if std::path::Path::new(SHM_MOUNT).is_dir() {

@@ -130,21 +130,29 @@ pub fn unsafe_reason(dir: &GitDir) -> Option<&'static str> {
     {
         return Some("shares or nests other git directories");
     }
-    // Nothing in it may lead elsewhere (a linked `hooks` would stay writable).
-    let mut stack = vec![path.to_path_buf()];
+    // Nothing in it may lead elsewhere (a linked `hooks` would stay writable), and no file may
+    // have a second name outside it (`ln .git/config cfg`: written through `cfg` later). Only
+    // the content-addressed objects may be shared, as `git clone --local` shares them.
+    let mut stack = vec![(path.to_path_buf(), false)];
     let mut seen = 0usize;
-    while let Some(dir) = stack.pop() {
+    while let Some((dir, in_objects)) = stack.pop() {
         let Ok(entries) = read_dir_forcing(&dir) else {
             return Some("cannot be read whole");
         };
         for (name, kind) in entries {
             seen += 1;
+            let entry = dir.join(&name);
             if kind.is_symlink() {
                 return Some("links elsewhere");
             } else if kind.is_dir() {
-                stack.push(dir.join(name));
+                let objects = in_objects || (dir == path && name == "objects");
+                stack.push((entry, objects));
             } else if !kind.is_file() {
                 return Some("holds files of unusual kinds");
+            } else if !in_objects
+                && std::fs::symlink_metadata(&entry).map_or(true, |m| m.nlink() > 1)
+            {
+                return Some("has a file with another name elsewhere (a hard link)");
             }
             if seen > super::guard::MAX_ENTRIES {
                 return Some("is too large to check");

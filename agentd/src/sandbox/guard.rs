@@ -11,6 +11,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::git_dirs::{self, GitDir, Identity};
+use super::guarded::{self, Executables};
+use super::limits::check_free_space;
+use super::links;
 use super::policy::Policy;
 use super::protected::{common_dir_of, git_file_target};
 
@@ -27,11 +30,15 @@ pub struct Sandbox {
     /// The directories searched for `.git` entries (the session directory and
     /// `[sandbox] writable`).
     pub search: Vec<PathBuf>,
+    /// The session directory.
+    pub session_dir: PathBuf,
     /// The home directory, whose dot files, `bin` and `PATH` directories are protected when it
     /// is writable.
     pub home: Option<PathBuf>,
     /// The `PATH` commands run with.
     pub path_var: Option<String>,
+    /// Free space (MiB) the session directory's disk must have for a call to start.
+    pub min_free_mb: u64,
 }
 
 /// What was there before a call, to compare with after it.
@@ -42,21 +49,23 @@ pub struct Guard {
     /// The home directory when it is writable, and the protected entries it had.
     home: Option<(PathBuf, HashSet<std::ffi::OsString>)>,
     path_var: Option<String>,
+    /// Guarded paths that did not exist before the call.
+    missing: Vec<PathBuf>,
+    /// Writable roots on `PATH`, and their programs before the call.
+    roots_on_path: Vec<(PathBuf, Executables)>,
+    /// What was done before the call that its result should tell.
+    notes: Vec<String>,
 }
 
 impl Sandbox {
     /// The whole policy of the next call and its guard. Blocks: it walks the writable roots.
     pub fn prepare(&self) -> Result<(Policy, Guard), String> {
         let mut policy = self.policy.clone();
-        if let Some(tmp) = &policy.tmp {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(tmp)
-                .map_err(|e| format!("cannot make the private /tmp {}: {e}", tmp.display()))?;
+        if !self.session_dir.as_os_str().is_empty() {
+            check_free_space(&self.session_dir, self.min_free_mb)?;
         }
         let git_dirs = git_dirs::find(&self.search, Some(MAX_ENTRIES))?;
+        let mut repositories = Vec::new();
         for entry in git_dirs.keys().map(GitDir::path) {
             policy.protected.push(entry.to_path_buf());
             let meta = std::fs::symlink_metadata(entry);
@@ -69,10 +78,19 @@ impl Sandbox {
                     policy.protected.push(git_dir.clone());
                 }
                 if let Some(common) = common_dir_of(&git_dir).filter(|c| c.exists()) {
-                    policy.protected.push(common);
+                    policy.protected.push(common.clone());
+                    repositories.push(common);
                 }
+                repositories.push(git_dir);
             }
         }
+        let guarded = guarded::find(
+            &policy.writable,
+            &self.session_dir,
+            self.home.as_deref(),
+            self.path_var.as_deref(),
+        );
+        policy.protected.extend(guarded.existing.iter().cloned());
         // A writable home directory keeps its dot files (start-up files, configs, `.local/bin`)
         // read-only, and gets no new ones.
         let home = self
@@ -86,6 +104,25 @@ impl Sandbox {
                     .extend(names.iter().map(|name| home.join(name)));
                 (home.clone(), names)
             });
+        // No protected file may keep a second name in the writable tree.
+        let others: Vec<PathBuf> = policy
+            .protected
+            .iter()
+            .filter(|p| !repositories.contains(p))
+            .cloned()
+            .collect();
+        let unlinked = links::break_links(&repositories, &others, MAX_ENTRIES)?;
+        let writable: Vec<PathBuf> = policy
+            .writable
+            .iter()
+            .map(|w| w.canonicalize().unwrap_or_else(|_| w.clone()))
+            .collect();
+        policy.protected.extend(
+            unlinked
+                .link_targets
+                .into_iter()
+                .filter(|t| writable.iter().any(|w| t.starts_with(w))),
+        );
         policy.protected.sort();
         policy.protected.dedup();
         let guard = Guard {
@@ -93,6 +130,16 @@ impl Sandbox {
             git_dirs,
             home,
             path_var: self.path_var.clone(),
+            missing: guarded.missing,
+            roots_on_path: guarded
+                .roots_on_path
+                .into_iter()
+                .map(|dir| {
+                    let programs = Executables::of(&dir);
+                    (dir, programs)
+                })
+                .collect(),
+            notes: unlinked.notes,
         };
         Ok((policy, guard))
     }
@@ -102,13 +149,14 @@ impl Guard {
     /// Looks for protected names the call created, removes the ones that could run code
     /// outside the sandbox, and says what it removed. Blocks: it walks the writable roots.
     pub fn after(self) -> Vec<String> {
-        let mut notes = Vec::new();
+        let mut notes = self.notes;
         let now = match git_dirs::find(&self.search, None) {
             Ok(now) => now,
             Err(err) => {
-                return vec![format!(
+                notes.push(format!(
                     "[sandbox: {err}; do not run git in the session directory until it is looked at]"
-                )];
+                ));
+                return notes;
             }
         };
         // A git directory is new when nothing was at its place before, or something else was;
@@ -140,6 +188,17 @@ impl Guard {
                     "an entry of the home directory that shells, git and tools obey or run",
                 ));
             }
+        }
+        for path in &self.missing {
+            if std::fs::symlink_metadata(path).is_ok() {
+                notes.push(remove(
+                    path,
+                    "a directory on PATH or a tool's configuration, which runs outside the sandbox",
+                ));
+            }
+        }
+        for (dir, before) in &self.roots_on_path {
+            notes.extend(before.disarm_new(dir));
         }
         notes
     }
@@ -202,8 +261,7 @@ mod tests {
                 ..Policy::default()
             },
             search: vec![root.clone()],
-            home: None,
-            path_var: None,
+            ..Sandbox::default()
         };
         let (policy, guard) = sandbox.prepare().unwrap();
         assert_eq!(policy.protected, [root.join("old/.git")]);

@@ -1,9 +1,15 @@
 //! The kernel sandbox of `auto` mode (SPEC §12): commands run in their own user, mount, PID
 //! and network namespaces, confined by Landlock, by a helper mode of the daemon's own binary.
 
+pub mod cgroup;
+pub mod config;
 pub mod exec;
 pub mod git_dirs;
 pub mod guard;
+pub mod guarded;
+pub mod hidden;
+pub mod limits;
+pub mod links;
 mod mounts;
 pub mod policy;
 pub mod protected;
@@ -65,7 +71,8 @@ fn probe(helper: &Path) -> Support {
             "the kernel's Landlock (ABI {abi}) cannot refuse truncating files; Linux 6.2 or later is needed"
         ));
     }
-    // Every step a real call takes: a private /tmp, a protected and a hidden directory.
+    // Every step a real call takes: a private /tmp, a protected, a hidden and a secret
+    // directory, a secret file, the limits.
     let Ok(scratch) = tempfile::tempdir() else {
         return Support::Unavailable("cannot make a temporary directory to test it in".into());
     };
@@ -73,17 +80,21 @@ fn probe(helper: &Path) -> Support {
         let path = scratch.path().join(name);
         std::fs::create_dir(&path).map(|()| path)
     };
-    let (Ok(tmp), Ok(work), Ok(hidden)) = (dir("tmp"), dir("work"), dir("hidden")) else {
+    let (Ok(work), Ok(hidden), Ok(secret)) = (dir("work"), dir("hidden"), dir("secret")) else {
         return Support::Unavailable("cannot make a temporary directory to test it in".into());
     };
     let protected = work.join(".git");
     let _ = std::fs::create_dir(&protected);
+    let secret_file = scratch.path().join("netrc");
+    let _ = std::fs::write(&secret_file, "");
     let policy = Policy {
         writable: vec![work.clone()],
         protected: vec![protected],
         hidden: vec![hidden],
-        tmp: Some(tmp),
+        secrets: vec![secret, secret_file],
+        tmp: true,
         network: false,
+        limits: limits::Limits::default(),
     };
     let mut args = policy.helper_args();
     args.push("true".into());
@@ -96,7 +107,7 @@ fn probe(helper: &Path) -> Support {
         .output()
     {
         Ok(out) if out.status.success() => Support::Available(format!(
-            "Landlock ABI {abi} (writes confined), user, mount, PID and network namespaces (private /tmp, no network)"
+            "Landlock ABI {abi} (writes confined), user, mount, PID and network namespaces (private /tmp, no network, agentd's files and credentials hidden)"
         )),
         Ok(out) => Support::Unavailable(
             String::from_utf8_lossy(&out.stderr)
@@ -140,4 +151,14 @@ pub fn blocked(output: &str) -> bool {
 }
 
 /// The note a failed sandboxed command's result gets when [`blocked`].
-pub const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, /tmp (private to the session) and [sandbox] writable, writes to .git and to agentd's own files, and the network; if it needs them, call bash again with \"sandbox\": false (the user will be asked)]";
+pub const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, /tmp (private to this command, emptied after it) and [sandbox] writable, writes to .git, to PATH directories and to tools' configuration, the network, and hides agentd's own files and credential stores; if it needs them, call bash again with \"sandbox\": false (the user will be asked)]";
+
+/// What one call may reach: the sandbox its command runs in (a `bash` call in auto mode), and
+/// the paths it may not look at.
+#[derive(Debug, Clone, Default)]
+pub struct Confinement {
+    /// The sandbox of a `bash` call, if it runs in one.
+    pub sandbox: Option<Box<Sandbox>>,
+    /// What the call may not read, search or list.
+    pub hidden: std::sync::Arc<hidden::HiddenPaths>,
+}

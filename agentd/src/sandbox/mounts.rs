@@ -1,6 +1,7 @@
 //! The sandbox's view of the file system, built in its own mount namespace the way bubblewrap
-//! builds one: a private `/tmp` and `/dev/shm`, the daemon's socket directory covered by an
-//! empty tmpfs, protected paths bound read-only over themselves, and writable roots that those
+//! builds one: a private, size-limited `/tmp` and `/dev/shm`, the daemon's directories covered
+//! by an empty tmpfs, credential stores covered by an unreadable one (a file by an unreadable
+//! empty file), protected paths bound read-only over themselves, and writable roots that those
 //! steps covered bound back in. Nothing here changes what other processes see.
 //!
 //! Landlock cannot make a read-only hole in a writable tree; a read-only bind mount can, and the
@@ -31,17 +32,14 @@ pub fn build(policy: &Policy) -> Result<(), String> {
         .iter()
         .filter_map(|path| open_path(path).ok().map(|fd| (path.clone(), fd)))
         .collect();
-    let tmp = match &policy.tmp {
-        Some(tmp) => Some(open_path(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?),
-        None => None,
-    };
-
-    if let Some(tmp) = &tmp {
-        bind(&fd_path(tmp), Path::new(TMP_MOUNT), false)
+    let size = format!("size={}m", policy.limits.tmp_size_mb);
+    if policy.tmp {
+        tmpfs(Path::new(TMP_MOUNT), &format!("mode=1777,{size}"))
             .map_err(|e| format!("a private {TMP_MOUNT}: {e}"))?;
     }
     if Path::new(SHM_MOUNT).is_dir() {
-        tmpfs(Path::new(SHM_MOUNT), "mode=1777").map_err(|e| format!("{SHM_MOUNT}: {e}"))?;
+        tmpfs(Path::new(SHM_MOUNT), &format!("mode=1777,{size}"))
+            .map_err(|e| format!("{SHM_MOUNT}: {e}"))?;
     }
     cover(policy, |_| true)?;
 
@@ -58,6 +56,7 @@ pub fn build(policy: &Policy) -> Result<(), String> {
             // the host's, unless a root already restored is on the way.
             let scratch: Vec<&Path> = std::iter::once(Path::new(TMP_MOUNT))
                 .chain(policy.hidden.iter().map(PathBuf::as_path))
+                .chain(policy.secrets.iter().map(PathBuf::as_path))
                 .collect();
             let point = mount_point(path, fd, &scratch, &restored)?;
             bind(&fd_path(fd), &fd_path(&point), true)
@@ -82,13 +81,69 @@ fn cover(policy: &Policy, which: impl Fn(&Path) -> bool) -> Result<(), String> {
             tmpfs(dir, "mode=755,size=64k").map_err(|e| format!("{}: {e}", dir.display()))?;
         }
     }
-    let hidden = |p: &Path| policy.hidden.iter().any(|h| p.starts_with(h));
+    let secrets: Vec<&PathBuf> = policy.secrets.iter().filter(|p| which(p)).collect();
+    let mut blank = None;
+    for secret in &secrets {
+        let Ok(meta) = std::fs::symlink_metadata(secret) else {
+            continue;
+        };
+        let covered = if meta.is_dir() {
+            tmpfs(secret, "mode=000,size=4k")
+        } else {
+            if blank.is_none() {
+                if !policy.tmp {
+                    return Err(format!(
+                        "cannot hide {} without a private {TMP_MOUNT}",
+                        secret.display()
+                    ));
+                }
+                blank = Some(Blank::make()?);
+            }
+            let source = blank.as_ref().map(|b| b.path.as_path()).unwrap_or(secret);
+            bind(source, secret, false)
+        };
+        covered.map_err(|e| format!("cannot hide {}: {e}", secret.display()))?;
+    }
+    drop(blank);
+    let hidden = |p: &Path| {
+        policy
+            .hidden
+            .iter()
+            .chain(&policy.secrets)
+            .any(|h| p.starts_with(h))
+    };
     for path in policy.protected.iter().filter(|p| which(p) && !hidden(p)) {
         if std::fs::symlink_metadata(path).is_ok() {
             read_only(path).map_err(|e| format!("{}: {e}", path.display()))?;
         }
     }
     Ok(())
+}
+
+/// An empty file nobody may read, in the sandbox's own `/tmp`, to bind over secret files; it
+/// is unlinked once the mounts are made (they keep it).
+struct Blank {
+    path: PathBuf,
+}
+
+impl Blank {
+    fn make() -> Result<Blank, String> {
+        let path = Path::new(TMP_MOUNT).join(format!(".agentd-blank-{}", std::process::id()));
+        std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .mode(0o000)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| format!("an unreadable file to hide credentials with: {e}"))?;
+        Ok(Blank { path })
+    }
+}
+
+impl Drop for Blank {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Binds `path` over itself, read-only, keeping the flags its mount has (a user namespace may

@@ -1,11 +1,14 @@
 //! What a sandboxed command may do (SPEC §12): read and execute everywhere, write only below
 //! the writable roots (the session directory, `[sandbox] writable`, a worktree's grants) and
-//! its private `/tmp`, never into a protected path, never see the daemon's socket directory,
-//! and reach the network only when `[sandbox] network = true`.
+//! its private `/tmp`, never into a protected path, never see the daemon's directories or the
+//! user's credential stores, reach the network only when `[sandbox] network = true`, and take
+//! no more processes, memory and `/tmp` than its limits.
 
 use std::path::PathBuf;
 
 use landlock::{ABI, Access, AccessFs, BitFlags};
+
+use super::limits::Limits;
 
 /// The rights of one sandboxed command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -15,12 +18,16 @@ pub struct Policy {
     /// Paths that stay read-only even inside a writable root, because what is written there
     /// runs later outside the sandbox (`.git`, the daemon's files, shell start-up files).
     pub protected: Vec<PathBuf>,
-    /// Directories that are not visible at all (the daemon's socket directory).
+    /// Directories that are seen empty (the daemon's own directories).
     pub hidden: Vec<PathBuf>,
-    /// The session's private temporary directory, mounted at `/tmp`.
-    pub tmp: Option<PathBuf>,
+    /// Credential stores: a directory is seen empty and unreadable, a file unreadable.
+    pub secrets: Vec<PathBuf>,
+    /// Whether the command gets a private, size-limited `/tmp` (and `/dev/shm`).
+    pub tmp: bool,
     /// Whether the network is reachable.
     pub network: bool,
+    /// The bounds of the call.
+    pub limits: Limits,
 }
 
 /// Files every command writes to without it counting as a write (`> /dev/null`).
@@ -51,14 +58,22 @@ impl Policy {
         if self.network {
             args.push("--network".into());
         }
-        if let Some(tmp) = &self.tmp {
+        if self.tmp {
             args.push("--tmp".into());
-            args.push(tmp.display().to_string());
+        }
+        for (flag, value) in [
+            ("--max-processes", self.limits.max_processes),
+            ("--max-memory-mb", self.limits.max_memory_mb),
+            ("--tmp-size-mb", self.limits.tmp_size_mb),
+        ] {
+            args.push(flag.into());
+            args.push(value.to_string());
         }
         for (flag, paths) in [
             ("--write", &self.writable),
             ("--protect", &self.protected),
             ("--hide", &self.hidden),
+            ("--secret", &self.secrets),
         ] {
             for path in paths {
                 args.push(flag.into());
@@ -80,11 +95,28 @@ impl Policy {
                     policy.network = true;
                     continue;
                 }
+                Some("--tmp") => {
+                    policy.tmp = true;
+                    continue;
+                }
+                Some(limit @ ("--max-processes" | "--max-memory-mb" | "--tmp-size-mb")) => {
+                    let value = rest
+                        .next()
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .filter(|v| *v > 0)
+                        .ok_or_else(|| format!("{limit} needs a positive number"))?;
+                    *match limit {
+                        "--max-processes" => &mut policy.limits.max_processes,
+                        "--max-memory-mb" => &mut policy.limits.max_memory_mb,
+                        _ => &mut policy.limits.tmp_size_mb,
+                    } = value;
+                    continue;
+                }
                 Some("--") => break,
-                Some("--tmp") => None,
-                Some("--write") => Some(&mut policy.writable),
-                Some("--protect") => Some(&mut policy.protected),
-                Some("--hide") => Some(&mut policy.hidden),
+                Some("--write") => &mut policy.writable,
+                Some("--protect") => &mut policy.protected,
+                Some("--hide") => &mut policy.hidden,
+                Some("--secret") => &mut policy.secrets,
                 Some(other) => return Err(format!("unknown sandbox option `{other}`")),
                 None => return Err("no program to run".into()),
             };
@@ -95,10 +127,7 @@ impl Policy {
             if !path.is_absolute() {
                 return Err(format!("{} is not an absolute path", path.display()));
             }
-            match list {
-                Some(list) => list.push(path),
-                None => policy.tmp = Some(path),
-            }
+            list.push(path);
         }
         let program: Vec<String> = rest.cloned().collect();
         if program.is_empty() {
@@ -143,8 +172,14 @@ mod tests {
             writable: vec!["/w".into(), "/x y".into()],
             protected: vec!["/w/.git".into()],
             hidden: vec!["/run/agentd".into()],
-            tmp: Some("/data/sessions/s/tmp".into()),
+            secrets: vec!["/home/u/.ssh".into(), "/home/u/.netrc".into()],
+            tmp: true,
             network: true,
+            limits: Limits {
+                max_processes: 3,
+                max_memory_mb: 5,
+                tmp_size_mb: 7,
+            },
         };
         let mut args = policy.helper_args();
         args.extend(["bash".to_string(), "-c".into(), "true".into()]);
@@ -159,5 +194,7 @@ mod tests {
         assert!(Policy::from_helper_args(&args(&["--write", "rel", "--", "true"])).is_err());
         assert!(Policy::from_helper_args(&args(&["--protect"])).is_err());
         assert!(Policy::from_helper_args(&args(&["--write", "/a"])).is_err());
+        assert!(Policy::from_helper_args(&args(&["--max-processes", "0", "--", "x"])).is_err());
+        assert!(Policy::from_helper_args(&args(&["--tmp-size-mb", "x", "--", "x"])).is_err());
     }
 }

@@ -25,7 +25,11 @@ pub fn spec() -> ToolSpec {
         description: "Run a shell command with `bash -c` in the working directory. stdout and \
                       stderr are merged; long output keeps its start and end. Default timeout \
                       120000 ms, at most 600000. Background processes are stopped when the \
-                      command ends. Prefer read, grep and glob for looking at files. In auto mode                       commands run in a sandbox that blocks writes outside the working directory                       and the temporary directory, and the network: for a command that needs                       them, set \"sandbox\": false, and the user is asked first."
+                      command ends. Prefer read, grep and glob for looking at files. In auto mode \
+                      commands run in a sandbox that blocks writes outside the working directory \
+                      and /tmp (private to each command and emptied after it), and the network, \
+                      and bounds processes, memory and /tmp: for a command that needs more, set \
+                      \"sandbox\": false, and the user is asked first."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -92,9 +96,17 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let mut result = match ran {
         Ok((ending, output)) => {
             let mut result = report(ending, output);
-            if policy.is_some() && result.is_error && crate::sandbox::blocked(&result.output) {
-                result.output.push('\n');
-                result.output.push_str(crate::sandbox::BLOCKED_NOTE);
+            if let Some(policy) = policy.as_ref().filter(|_| result.is_error) {
+                let notes = [
+                    ctx.hidden.note(&args.command, &result.output),
+                    policy.limits.note(&result.output),
+                    crate::sandbox::blocked(&result.output)
+                        .then(|| crate::sandbox::BLOCKED_NOTE.to_string()),
+                ];
+                for note in notes.into_iter().flatten() {
+                    result.output.push('\n');
+                    result.output.push_str(&note);
+                }
             }
             result
         }

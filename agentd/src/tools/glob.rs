@@ -46,7 +46,9 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let cwd = ctx.cwd.clone();
     let root = resolve(&cwd, args.path.as_deref().unwrap_or("."));
     let cancel = ctx.cancel.clone();
-    let found = tokio::task::spawn_blocking(move || find(&root, &args.pattern, &cancel)).await;
+    let hidden = ctx.hidden.clone();
+    let found =
+        tokio::task::spawn_blocking(move || find(&root, &args.pattern, &cancel, hidden)).await;
     match found {
         Ok(Ok(found)) if found.files == 0 => ToolOutput::ok("No files matched."),
         Ok(Ok(found)) => ToolOutput::ok(list(&cwd, found)),
@@ -77,8 +79,14 @@ fn list(cwd: &Path, found: Newest<()>) -> String {
     text.trim_end().to_string()
 }
 
-/// Matching files under `root`: the newest [`MAX_FILES`] and how many there are.
-pub fn find(root: &Path, pattern: &str, cancel: &CancellationToken) -> Result<Newest<()>, String> {
+/// Matching files under `root`, but for what is `hidden`: the newest [`MAX_FILES`] and how
+/// many there are.
+pub fn find(
+    root: &Path,
+    pattern: &str,
+    cancel: &CancellationToken,
+    hidden: std::sync::Arc<crate::sandbox::hidden::HiddenPaths>,
+) -> Result<Newest<()>, String> {
     if !root.is_dir() {
         return Err(format!("{} is not a directory", root.display()));
     }
@@ -89,7 +97,7 @@ pub fn find(root: &Path, pattern: &str, cancel: &CancellationToken) -> Result<Ne
         .map_err(|e| format!("invalid glob pattern `{pattern}`: {e}"))?
         .compile_matcher();
     let found = Mutex::new(Newest::new(MAX_FILES));
-    walk_files(root, cancel, || {
+    walk_files(root, cancel, hidden, || {
         let (matcher, found) = (&matcher, &found);
         move |entry: &ignore::DirEntry| {
             let Ok(rel) = entry.path().strip_prefix(root) else {
@@ -124,11 +132,16 @@ mod tests {
         std::fs::write(dir.path().join("target/b.rs"), "").unwrap();
         std::fs::write(dir.path().join("top.rs"), "").unwrap();
         let names = |pattern| {
-            find(dir.path(), pattern, &CancellationToken::new())
-                .unwrap()
-                .into_kept()
-                .map(|(p, ())| display(dir.path(), &p))
-                .collect::<Vec<_>>()
+            find(
+                dir.path(),
+                pattern,
+                &CancellationToken::new(),
+                Default::default(),
+            )
+            .unwrap()
+            .into_kept()
+            .map(|(p, ())| display(dir.path(), &p))
+            .collect::<Vec<_>>()
         };
         let mut all = names("**/*.rs");
         all.sort();

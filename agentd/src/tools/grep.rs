@@ -84,8 +84,9 @@ struct FileHits {
 pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let cwd = ctx.cwd.clone();
     let cancel = ctx.cancel.clone();
+    let hidden = ctx.hidden.clone();
     let found = tokio::task::spawn_blocking(move || {
-        search(&cwd, &args, &cancel).map(|found| render(&cwd, &args, found))
+        search(&cwd, &args, &cancel, hidden).map(|found| render(&cwd, &args, found))
     })
     .await;
     match found {
@@ -116,7 +117,12 @@ impl Found {
     }
 }
 
-fn search(cwd: &Path, args: &Args, cancel: &CancellationToken) -> Result<Found, String> {
+fn search(
+    cwd: &Path,
+    args: &Args,
+    cancel: &CancellationToken,
+    hidden: std::sync::Arc<crate::sandbox::hidden::HiddenPaths>,
+) -> Result<Found, String> {
     let root = resolve(cwd, args.path.as_deref().unwrap_or("."));
     let shown_root = display(cwd, &root);
     let meta = std::fs::metadata(&root).map_err(|_| format!("{shown_root} does not exist"))?;
@@ -178,7 +184,7 @@ fn search(cwd: &Path, args: &Args, cancel: &CancellationToken) -> Result<Found, 
                 || (!args.glob.as_deref().unwrap_or("").contains('/') && filter.is_match(name))
         }
     };
-    walk_files(&root, cancel, || {
+    walk_files(&root, cancel, hidden, || {
         let mut searcher = builder.build();
         let (found, wanted, search_one) = (&found, &wanted, &search_one);
         move |entry: &ignore::DirEntry| {
@@ -347,10 +353,10 @@ mod tests {
         let cwd = dir.path();
         let a = args("needle", OutputMode::Content);
         let none = CancellationToken::new();
-        let text = render(cwd, &a, search(cwd, &a, &none).unwrap());
+        let text = render(cwd, &a, search(cwd, &a, &none, Default::default()).unwrap());
         assert_eq!(text, "a.txt:2:needle here\n[1 match in 1 file]");
         let c = args("e", OutputMode::Count);
-        let text = render(cwd, &c, search(cwd, &c, &none).unwrap());
+        let text = render(cwd, &c, search(cwd, &c, &none, Default::default()).unwrap());
         assert!(text.contains("a.txt:3"), "{text}");
     }
 
@@ -365,7 +371,13 @@ mod tests {
         let text = render(
             dir.path(),
             &a,
-            search(dir.path(), &a, &CancellationToken::new()).unwrap(),
+            search(
+                dir.path(),
+                &a,
+                &CancellationToken::new(),
+                Default::default(),
+            )
+            .unwrap(),
         );
         assert!(text.len() <= MAX_OUTPUT_BYTES, "{}", text.len());
         assert_eq!(text.matches("not shown").count(), 1);
@@ -383,9 +395,14 @@ mod tests {
         std::fs::write(dir.path().join("a.txt"), "needle\n").unwrap();
         let cancel = CancellationToken::new();
         cancel.cancel();
-        let err = search(dir.path(), &args("needle", OutputMode::Count), &cancel)
-            .err()
-            .unwrap();
+        let err = search(
+            dir.path(),
+            &args("needle", OutputMode::Count),
+            &cancel,
+            Default::default(),
+        )
+        .err()
+        .unwrap();
         assert!(err.contains("interrupted"), "{err}");
     }
 
@@ -396,6 +413,7 @@ mod tests {
             dir.path(),
             &args("(", OutputMode::Files),
             &CancellationToken::new(),
+            Default::default(),
         )
         .err()
         .unwrap();

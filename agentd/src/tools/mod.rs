@@ -165,6 +165,8 @@ pub struct ToolContext {
     pub env: Arc<Vec<(String, String)>>,
     /// The sandbox `bash` runs in (auto mode), if any.
     pub sandbox: Option<Box<crate::sandbox::Sandbox>>,
+    /// What no tool may read, search or list (agentd's own files, credential stores).
+    pub hidden: Arc<crate::sandbox::hidden::HiddenPaths>,
     /// Where `bash` hands its output as it comes, for the views.
     pub progress: Option<progress::Progress>,
 }
@@ -184,6 +186,7 @@ impl ToolContext {
                 crate::shell_env::ShellEnv::default().for_commands(&crate::shell_env::current()),
             ),
             sandbox: None,
+            hidden: Arc::default(),
             progress: None,
         }
     }
@@ -193,6 +196,9 @@ impl ToolContext {
 /// goes (with [`output::Capped`]); a result still over the limit is capped here, so no result
 /// is ever larger.
 pub async fn execute(tool: Tool, args: Value, ctx: ToolContext) -> ToolOutput {
+    if let Some(refused) = hidden_target(tool, &args, &ctx) {
+        return refused;
+    }
     let mut output = match tool {
         Tool::Read => with_args(tool, args, |a| read::run(a, ctx)).await,
         Tool::Write => with_args(tool, args, |a| write::run(a, ctx)).await,
@@ -210,6 +216,16 @@ pub async fn execute(tool: Tool, args: Value, ctx: ToolContext) -> ToolOutput {
         output.output = cap(&output.output, tool.output_limit());
     }
     output
+}
+
+/// The refusal of a call that would read, search or list what the agent may not see.
+fn hidden_target(tool: Tool, args: &Value, ctx: &ToolContext) -> Option<ToolOutput> {
+    if !matches!(tool, Tool::Read | Tool::Edit | Tool::Grep | Tool::Glob) || ctx.hidden.is_empty() {
+        return None;
+    }
+    let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+    let why = ctx.hidden.refusal(&resolve(&ctx.cwd, path))?;
+    Some(ToolOutput::error(format!("refused: {why}")))
 }
 
 async fn with_args<A: DeserializeOwned, F: Future<Output = ToolOutput>>(

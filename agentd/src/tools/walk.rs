@@ -5,19 +5,35 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use ignore::{DirEntry, WalkState};
 use tokio_util::sync::CancellationToken;
 
+use crate::sandbox::hidden::HiddenPaths;
+
 /// A directory walker that honours `.gitignore` (also outside a git repository) and `.ignore`,
-/// shows hidden files, and never enters `.git`.
-pub fn walker(root: &Path) -> ignore::WalkBuilder {
+/// shows hidden files, and never enters `.git` or what the agent may not see (`hidden`).
+pub fn walker(root: &Path, hidden: Arc<HiddenPaths>) -> ignore::WalkBuilder {
     let mut builder = ignore::WalkBuilder::new(root);
+    // Links are not followed below the root, so its real path and the names under it give
+    // each entry's real path.
+    let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let root = root.to_path_buf();
     builder
         .hidden(false)
         .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .filter_entry(move |entry| {
+            if entry.file_name() == ".git" {
+                return false;
+            }
+            if hidden.is_empty() {
+                return true;
+            }
+            let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+            !hidden.hides_real(&real_root.join(rel))
+        });
     builder
 }
 
@@ -27,12 +43,13 @@ pub fn walker(root: &Path) -> ignore::WalkBuilder {
 pub fn walk_files<'a, V>(
     root: &Path,
     cancel: &'a CancellationToken,
+    hidden: Arc<HiddenPaths>,
     mut make_visitor: impl FnMut() -> V,
 ) -> Result<(), Interrupted>
 where
     V: FnMut(&DirEntry) + Send + 'a,
 {
-    walker(root).build_parallel().run(|| {
+    walker(root, hidden).build_parallel().run(|| {
         let mut visit = make_visitor();
         Box::new(move |entry| {
             if cancel.is_cancelled() {

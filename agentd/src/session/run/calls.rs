@@ -105,7 +105,7 @@ impl Run {
         let started = Instant::now();
         let mut hooked = Hooked::default();
         let output = match self.prepare(call, &mut hooked).await? {
-            Prepared::Run(target, args, sandbox) => {
+            Prepared::Run(target, args, confinement) => {
                 let gate = Arc::new(EffectGate::new());
                 // A command's output goes to the views as it comes, until its result does.
                 let mut _ticker = None;
@@ -123,7 +123,8 @@ impl Run {
                             gate: gate.clone(),
                             processes: self.setup.processes.clone(),
                             env: self.setup.env.clone(),
-                            sandbox,
+                            sandbox: confinement.sandbox,
+                            hidden: confinement.hidden,
                             progress,
                         };
                         Box::pin(tools::execute(tool, args, ctx))
@@ -237,9 +238,9 @@ impl Run {
                 hook: hooked.permission,
             })
             .await?;
-        let sandbox = authorization.sandbox;
+        let confinement = authorization.confinement;
         let decision = match authorization.authorization {
-            Authorization::Allowed => return Ok(Prepared::Run(target, args, sandbox)),
+            Authorization::Allowed => return Ok(Prepared::Run(target, args, confinement)),
             Authorization::Denied(reason) => {
                 return Ok(Prepared::Refused(ToolOutput::error(reason)));
             }
@@ -267,7 +268,7 @@ impl Run {
         };
         Ok(match decision {
             Ok(protocol::Decision::Allow | protocol::Decision::AllowAlways) => {
-                Prepared::Run(target, args, sandbox)
+                Prepared::Run(target, args, confinement)
             }
             Ok(protocol::Decision::Deny) | Err(_) => Prepared::Refused(ToolOutput::error(
                 "denied: the user did not allow this call",
@@ -298,11 +299,7 @@ impl Target {
 
 /// A call ready to run, refused, or overtaken by a cancel.
 enum Prepared {
-    Run(
-        Target,
-        serde_json::Value,
-        Option<Box<crate::sandbox::Sandbox>>,
-    ),
+    Run(Target, serde_json::Value, crate::sandbox::Confinement),
     /// A `task` call, run by the loop itself (it waits for a child, not an executor).
     Task(serde_json::Value),
     Refused(ToolOutput),

@@ -1,0 +1,67 @@
+//! `[sandbox]` of `config.toml`: what commands in `auto` mode may reach besides the session
+//! directory, what they may never see, and how much of the machine one call may take.
+//!
+//! ```toml
+//! [sandbox]
+//! writable = ["~/.cache/pip"]     # more places commands may write
+//! network = false
+//! hidden = ["~/secrets"]          # more places commands and read/grep/glob never see
+//! visible = ["~/.npmrc"]          # let one of the default credential stores through
+//! max_processes = 512             # processes (and threads) of one call
+//! max_memory_mb = 8192            # memory of one call (of each process, where no cgroup)
+//! tmp_size_mb = 1024              # the call's private /tmp
+//! min_free_mb = 1024              # free space the session directory's disk must keep
+//! ```
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// `[sandbox]`: the reach and the bounds of commands in `auto` mode.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// More paths commands may write below.
+    pub writable: Vec<PathBuf>,
+    /// Whether commands may use the network.
+    pub network: bool,
+    /// More paths hidden from commands and from `read`, `grep` and `glob`, besides the
+    /// credential stores hidden by default.
+    pub hidden: Vec<PathBuf>,
+    /// Default credential stores let through on purpose.
+    pub visible: Vec<PathBuf>,
+    /// Processes (threads count too) one call may have at once.
+    pub max_processes: u64,
+    /// Memory one call may use, in MiB (each of its processes where no cgroup can be made).
+    pub max_memory_mb: u64,
+    /// Size of a call's private `/tmp` (and `/dev/shm`), in MiB.
+    pub tmp_size_mb: u64,
+    /// Free space, in MiB, the session directory's file system must have for a call to start.
+    pub min_free_mb: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            writable: Vec::new(),
+            network: false,
+            hidden: Vec::new(),
+            visible: Vec::new(),
+            max_processes: 512,
+            max_memory_mb: 8192,
+            tmp_size_mb: 1024,
+            min_free_mb: 1024,
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// The bounds of one call.
+    pub fn limits(&self) -> super::limits::Limits {
+        super::limits::Limits {
+            max_processes: self.max_processes.max(1),
+            max_memory_mb: self.max_memory_mb.max(1),
+            tmp_size_mb: self.tmp_size_mb.max(1),
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! What the session's calls may reach (SPEC §12): the sandbox of its commands in auto mode,
+//! the paths no tool may look at, and the paths no tool may write without asking.
+
+use std::path::{Path, PathBuf};
+
+use super::SessionActor;
+use crate::sandbox::hidden::HiddenPaths;
+
+impl SessionActor {
+    /// What a sandboxed command of this session may write, see and reach.
+    pub(super) fn sandbox_policy(&self) -> crate::sandbox::Sandbox {
+        let config = self.env.config();
+        let env = self.command_env(&config);
+        let cwd = self.cwd();
+        // `~/` is the home directory; a relative path is the session directory's.
+        let mut search = vec![cwd.clone()];
+        search.extend(
+            config
+                .sandbox
+                .writable
+                .iter()
+                .map(|p| crate::tools::resolve(&cwd, &p.to_string_lossy())),
+        );
+        let mut writable = search.clone();
+        let mut protected = self.protected_paths().daemon_dirs;
+        if let Some(worktree) = &self.meta.worktree {
+            writable.extend(worktree.sandbox_writable());
+            protected.extend(worktree.sandbox_protected());
+        }
+        let hidden = self.hidden_paths();
+        crate::sandbox::Sandbox {
+            policy: crate::sandbox::Policy {
+                writable,
+                protected,
+                hidden: hidden.daemon,
+                secrets: hidden.secrets,
+                tmp: true,
+                network: config.sandbox.network,
+                limits: config.sandbox.limits(),
+            },
+            search,
+            session_dir: cwd,
+            home: crate::sandbox::protected::home_of(&env),
+            path_var: env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.clone()),
+            min_free_mb: config.sandbox.min_free_mb,
+        }
+    }
+
+    /// What no call of this session may look at; nothing in `bypass` mode.
+    pub(super) fn hidden_paths(&self) -> HiddenPaths {
+        if self.info.mode == protocol::Mode::Bypass {
+            return HiddenPaths::default();
+        }
+        let config = self.env.config();
+        let env = self.command_env(&config);
+        let paths = &self.env.paths;
+        let mut homes: Vec<PathBuf> = crate::sandbox::protected::home_of(&env)
+            .into_iter()
+            .chain(directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf()))
+            .collect();
+        homes.dedup();
+        let daemon = [
+            Some(paths.config_dir.clone()),
+            Some(paths.data_dir.clone()),
+            paths.socket.parent().map(Path::to_path_buf),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        HiddenPaths::new(
+            &homes,
+            &config.sandbox,
+            daemon,
+            vec![self.cwd(), self.plan_file()],
+            &self.cwd(),
+        )
+    }
+
+    /// Where writes are refused whatever the mode but `bypass`.
+    pub(super) fn protected_paths(&self) -> crate::sandbox::protected::ProtectedPaths {
+        let paths = &self.env.paths;
+        let mut daemon_dirs = vec![paths.config_dir.clone(), paths.data_dir.clone()];
+        daemon_dirs.extend(paths.socket.parent().map(Path::to_path_buf));
+        let real = |p: PathBuf| p.canonicalize().unwrap_or(p);
+        crate::sandbox::protected::ProtectedPaths {
+            daemon_dirs: daemon_dirs.into_iter().map(real).collect(),
+            home: crate::sandbox::protected::home_of(&self.command_env(&self.env.config()))
+                .map(real),
+            session_dir: real(self.cwd()),
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! Auto mode's sandbox against what still got out: code planted through hard links, PATH
+//! directories and tools' configuration in writable places, secrets readable from a command or
+//! a tool, and calls without bounds. Each test says why it skips where the kernel lacks what
+//! the sandbox needs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use protocol::{CreateSession, Mode, Reply, Request, SessionId};
+use serde_json::{Value, json};
+use tests::model_server::{ModelServer, anthropic};
+use tests::{Daemon, Home, start_run, tool_results, until_finished};
+
+/// A base directory with a project, a home directory and a place nothing may write to.
+struct Dirs {
+    _base: tempfile::TempDir,
+    project: PathBuf,
+    home: PathBuf,
+    outside: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().canonicalize().unwrap();
+    let dirs = Dirs {
+        project: root.join("project"),
+        home: root.join("home"),
+        outside: root.join("outside"),
+        _base: base,
+    };
+    for dir in [&dirs.project, &dirs.home, &dirs.outside] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    dirs
+}
+
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .output()
+        .expect("git runs")
+}
+
+fn left_outside(d: &Dirs) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(&d.outside)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect()
+}
+
+fn bash(command: &str) -> (&'static str, Value) {
+    ("bash", json!({ "command": command }))
+}
+
+/// An auto-mode session in `cwd` whose commands get `env`.
+async fn auto_session(
+    daemon: &Daemon,
+    cwd: &Path,
+    env: &[(&str, String)],
+) -> (agentctl::client::Client, SessionId) {
+    let client = daemon.client().await;
+    let reply = client
+        .request(Request::CreateSession(CreateSession {
+            mode: Some(Mode::Auto),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            ..CreateSession::in_dir(cwd.to_string_lossy())
+        }))
+        .await
+        .unwrap();
+    let Reply::SessionCreated(info) = reply else {
+        panic!("{reply:?}")
+    };
+    tests::subscribe(&client, &info.id, 0).await;
+    (client, info.id)
+}
+
+/// Runs `calls` (one reply each) in a new auto-mode session; their results, in order.
+async fn run_calls(
+    daemon: &Daemon,
+    cwd: &Path,
+    env: &[(&str, String)],
+    calls: &[(&str, Value)],
+) -> Vec<(String, bool, String)> {
+    let mut script: Vec<_> = calls
+        .iter()
+        .map(|(tool, args)| anthropic::tool(tool, args.clone()))
+        .collect();
+    script.push(anthropic::text("done"));
+    let model = ModelServer::start(script).await;
+    let (mut client, id) = auto_session(daemon, cwd, env).await;
+    let mut incoming = client.take_incoming().unwrap();
+    let options = protocol::RunOptions {
+        grants: Vec::new(),
+        ..tests::run_options(&model)
+    };
+    start_run(&client, &id, "get out", options).await;
+    let results = tool_results(&until_finished(&mut incoming).await);
+    assert_eq!(results.len(), calls.len(), "{results:?}");
+    results
+}
+
+fn path_env(d: &Dirs, path: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("PATH", path.to_string()),
+        ("HOME", d.home.display().to_string()),
+    ]
+}
+
+fn system_path() -> String {
+    std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+}
+
+#[tokio::test]
+async fn a_hard_link_into_a_git_directory_cannot_carry_a_command_out() {
+    let d = dirs();
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let out = d.outside.display();
+    let plant = format!("printf '[core]\\n\\tfsmonitor = \"touch {out}/pwned; false\"\\n' >> cfg");
+    let env = path_env(&d, &system_path());
+    // A nested repository made by the agent, linked in one call and written in the next.
+    let nested = d.project.join("nested");
+    std::fs::create_dir_all(&nested).unwrap();
+    git(&nested, &["init", "-q"]);
+    let results = run_calls(
+        &daemon,
+        &nested,
+        &env,
+        &[
+            bash("git init -q sub && ln sub/.git/config cfg && echo linked"),
+            bash(&plant),
+        ],
+    )
+    .await;
+    assert!(results[0].2.contains("hard link"), "{}", results[0].2);
+    // A top-level repository in a directory that was not one.
+    let top = d.project.join("top");
+    std::fs::create_dir_all(&top).unwrap();
+    let results = run_calls(
+        &daemon,
+        &top,
+        &env,
+        &[bash("git init -q . && ln .git/config cfg"), bash(&plant)],
+    )
+    .await;
+    assert!(results[0].2.contains("hard link"), "{}", results[0].2);
+    // A link the user made before the session started.
+    let before = d.project.join("before");
+    std::fs::create_dir_all(&before).unwrap();
+    git(&before, &["init", "-q"]);
+    std::fs::hard_link(before.join(".git/config"), before.join("cfg")).unwrap();
+    let results = run_calls(&daemon, &before, &env, &[bash(&plant)]).await;
+    assert!(results[0].2.contains("hard link"), "{}", results[0].2);
+    // The user's git, outside the sandbox, runs nothing that was planted.
+    for dir in [
+        nested.join("sub"),
+        nested.clone(),
+        top.clone(),
+        before.clone(),
+    ] {
+        if dir.exists() {
+            let _ = git(&dir, &["status", "--short"]);
+        }
+    }
+    assert!(left_outside(&d).is_empty(), "{:?}", left_outside(&d));
+}
+
+#[tokio::test]
+async fn path_directories_and_tool_configs_in_writable_places_stay_read_only() {
+    let d = dirs();
+    let cargo = d.home.join(".cargo");
+    std::fs::create_dir_all(cargo.join("bin")).unwrap();
+    let config = format!("[sandbox]\nwritable = [\"{}\"]\n", cargo.display());
+    let daemon = Daemon::start_in(Home::with_config(&config));
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    std::fs::create_dir_all(d.project.join(".venv/bin")).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        d.project.join(".venv/bin").display(),
+        cargo.join("bin").display(),
+        system_path()
+    );
+    let out = d.outside.display();
+    let program =
+        |file: &str| format!("printf '#!/bin/sh\\ntouch {out}/ran\\n' > {file} && chmod +x {file}");
+    let results = run_calls(
+        &daemon,
+        &d.project,
+        &path_env(&d, &path),
+        &[
+            bash(&program(".venv/bin/git")),
+            bash(&program("$HOME/.cargo/bin/ls")),
+            bash(&format!(
+                "printf '[alias]\\nb = \"!touch {out}/cargo\"\\n' > $HOME/.cargo/config.toml"
+            )),
+            bash("mkdir -p $HOME/.cargo/registry && echo cached > $HOME/.cargo/registry/x"),
+        ],
+    )
+    .await;
+    assert!(
+        !d.project.join(".venv/bin/git").exists(),
+        "{}",
+        results[0].2
+    );
+    assert!(!cargo.join("bin/ls").exists(), "{}", results[1].2);
+    assert!(!cargo.join("config.toml").exists(), "{}", results[2].2);
+    assert!(
+        cargo.join("registry/x").exists(),
+        "the rest of ~/.cargo stays writable: {}",
+        results[3].2
+    );
+}
+
+#[tokio::test]
+async fn keys_credentials_and_other_sessions_are_hidden_from_commands_and_tools() {
+    let d = dirs();
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let paths = daemon.paths();
+    let env_file = paths.config_dir.join("env");
+    std::fs::write(&env_file, "ANTHROPIC_API_KEY=sk-SECRET-ONE\n").unwrap();
+    let ssh = d.home.join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_ed25519"), "SECRET-TWO private key\n").unwrap();
+    // Another session's conversation.
+    let other = d.project.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let model = ModelServer::start(vec![anthropic::text("SECRET-THREE reply")]).await;
+    let (client, id, mut incoming) = tests::session_with_mode(&daemon, &other, Mode::Auto).await;
+    start_run(
+        &client,
+        &id,
+        "SECRET-THREE prompt",
+        tests::run_options(&model),
+    )
+    .await;
+    until_finished(&mut incoming).await;
+
+    let data = paths.data_dir.display().to_string();
+    let config = paths.config_dir.display().to_string();
+    let key = ssh.join("id_ed25519").display().to_string();
+    let results = run_calls(
+        &daemon,
+        &d.project,
+        &path_env(&d, &system_path()),
+        &[
+            bash(&format!("cat {}", env_file.display())),
+            bash(&format!("grep -r 'SECRET-''THREE' {data} {config}")),
+            bash("cat ~/.ssh/id_ed25519"),
+            ("read", json!({ "path": env_file.display().to_string() })),
+            ("read", json!({ "path": key })),
+            ("grep", json!({ "pattern": "SECRET", "path": d.home.display().to_string() })),
+            ("grep", json!({ "pattern": "SECRET", "path": data })),
+            ("glob", json!({ "pattern": "**/*", "path": ssh.display().to_string() })),
+            ("grep", json!({ "pattern": "SECRET-T[W]O", "path": d.project.parent().unwrap().display().to_string() })),
+        ],
+    )
+    .await;
+    for (i, (name, _, output)) in results.iter().enumerate() {
+        assert!(
+            !output.contains("SECRET-ONE")
+                && !output.contains("SECRET-TWO")
+                && !output.contains("SECRET-THREE"),
+            "call {i} ({name}) leaked: {output}"
+        );
+    }
+    assert!(
+        results[2].1 && results[2].2.contains(".ssh") && results[2].2.contains("hidden"),
+        "a command stopped by a hidden path says so: {}",
+        results[2].2
+    );
+    for i in [3, 4, 6, 7] {
+        assert!(
+            results[i].1 && results[i].2.contains("hidden from the agent"),
+            "{}",
+            results[i].2
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_call_is_bounded_in_processes_and_tmp_and_the_limit_is_named() {
+    let d = dirs();
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    // Another session's run goes on meanwhile.
+    let other = d.project.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let calm = ModelServer::start(vec![
+        anthropic::tool("bash", json!({"command": "echo calm"})),
+        anthropic::text("done"),
+    ])
+    .await;
+    let env = path_env(&d, &system_path());
+    let (mut calm_client, calm_id) = auto_session(&daemon, &other, &env).await;
+    let mut calm_events = calm_client.take_incoming().unwrap();
+    let calm_run = async {
+        start_run(&calm_client, &calm_id, "calm", tests::run_options(&calm)).await;
+        until_finished(&mut calm_events).await
+    };
+    let calls = [
+        bash("for i in $(seq 1000); do sleep 100 & done; wait; echo all-started"),
+        bash("fallocate -l 2G /tmp/big"),
+    ];
+    let heavy = run_calls(&daemon, &d.project, &env, &calls);
+    let (results, calm_run) = tokio::join!(heavy, calm_run);
+    assert!(
+        results[0].1 && results[0].2.contains("limit of 512 processes"),
+        "{}",
+        results[0].2
+    );
+    assert!(!results[0].2.contains("all-started"), "{}", results[0].2);
+    assert!(
+        results[1].1 && results[1].2.contains("tmp_size_mb"),
+        "{}",
+        results[1].2
+    );
+    let calm_results = tool_results(&calm_run);
+    assert!(calm_results[0].2.starts_with("calm\n"), "{calm_results:?}");
+}
+
+#[tokio::test]
+async fn memory_and_free_space_limits_are_named() {
+    let d = dirs();
+    let daemon = Daemon::start_in(Home::with_config(
+        "[sandbox]\nmax_memory_mb = 256\nmin_free_mb = 0\n",
+    ));
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let env = path_env(&d, &system_path());
+    let results = run_calls(
+        &daemon,
+        &d.project,
+        &env,
+        &[bash(
+            "python3 -c 'x = bytearray(2 * 1024 ** 3); print(len(x))' 2>&1 || perl -e '$x = \"a\" x (2 * 1024 ** 3); print length $x'",
+        )],
+    )
+    .await;
+    assert!(
+        results[0].1 && results[0].2.contains("max_memory_mb"),
+        "{}",
+        results[0].2
+    );
+    drop(daemon);
+    let full = Daemon::start_in(Home::with_config("[sandbox]\nmin_free_mb = 999999999\n"));
+    let results = run_calls(&full, &d.project, &env, &[bash("echo ran")]).await;
+    assert!(
+        results[0].1 && results[0].2.contains("min_free_mb") && !results[0].2.contains("ran\n"),
+        "{}",
+        results[0].2
+    );
+}
