@@ -75,6 +75,10 @@ pub enum Command {
         /// daemon (the config's `resume_interrupted` otherwise).
         #[arg(long)]
         no_resume: bool,
+        /// Run even though the daemon has no usable configuration (it started with a broken
+        /// config.toml, so runs are refused): with the defaults, none of the file's rules.
+        #[arg(long)]
+        ignore_config: bool,
     },
     /// Talk to the agent interactively in a new session here (or --session ID).
     ///
@@ -99,6 +103,10 @@ pub enum Command {
         /// `agentd/<id>` from HEAD.
         #[arg(long, conflicts_with = "session")]
         worktree: bool,
+        /// Run even though the daemon has no usable configuration (it started with a broken
+        /// config.toml, so runs are refused): with the defaults, none of the file's rules.
+        #[arg(long)]
+        ignore_config: bool,
     },
     /// Join a session from this terminal: its history so far, then live.
     ///
@@ -115,6 +123,10 @@ pub enum Command {
         id: String,
         /// The message.
         text: String,
+        /// Run even though the daemon has no usable configuration (it started with a broken
+        /// config.toml, so runs are refused): with the defaults, none of the file's rules.
+        #[arg(long)]
+        ignore_config: bool,
     },
     /// Queue a follow-up for when the session's run would complete (starts a run when idle).
     ///
@@ -124,6 +136,10 @@ pub enum Command {
         id: String,
         /// The message.
         text: String,
+        /// Run even though the daemon has no usable configuration (it started with a broken
+        /// config.toml, so runs are refused): with the defaults, none of the file's rules.
+        #[arg(long)]
+        ignore_config: bool,
     },
     /// Summarise the session's older history now, keeping the recent part verbatim.
     ///

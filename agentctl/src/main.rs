@@ -95,6 +95,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             r#continue,
             worktree,
             no_resume,
+            ignore_config,
         } => {
             let mut grants: Vec<PermissionClass> = allow
                 .iter()
@@ -124,6 +125,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 continue_latest: r#continue,
                 worktree,
                 no_resume,
+                ignore_config,
             };
             commands::run::run(&paths, args).await
         }
@@ -134,6 +136,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             mode,
             max_turns,
             worktree,
+            ignore_config,
         } => {
             let args = commands::chat::ChatArgs {
                 session,
@@ -143,18 +146,23 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 max_turns,
                 attach: false,
                 worktree,
+                ignore_config,
             };
             commands::chat::chat(&paths, args).await
         }
         Command::Attach { id } => {
             commands::chat::chat(&paths, commands::chat::ChatArgs::attach(id)).await
         }
-        Command::Steer { id, text } => {
-            commands::oneshot::send(&paths, id, text, Delivery::Steer).await
-        }
-        Command::Queue { id, text } => {
-            commands::oneshot::send(&paths, id, text, Delivery::FollowUp).await
-        }
+        Command::Steer {
+            id,
+            text,
+            ignore_config,
+        } => commands::oneshot::send(&paths, id, text, Delivery::Steer, ignore_config).await,
+        Command::Queue {
+            id,
+            text,
+            ignore_config,
+        } => commands::oneshot::send(&paths, id, text, Delivery::FollowUp, ignore_config).await,
         Command::Cancel { id } => commands::oneshot::cancel(&paths, id).await,
         Command::Compact { id } => commands::oneshot::compact(&paths, id).await,
         Command::Approve {
@@ -240,6 +248,7 @@ async fn without_command(paths: &agentctl::client::paths::Paths) -> Result<u8, F
             max_turns: None,
             attach: false,
             worktree: false,
+            ignore_config: false,
         };
         return commands::chat::chat(paths, args).await;
     }

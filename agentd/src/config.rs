@@ -12,20 +12,25 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Duration;
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use protocol::Mode;
 use serde::{Deserialize, Serialize};
-use tokio::sync::watch;
 
 use crate::mcp::config::McpServerConfig;
 use crate::permission::PermissionRules;
 use crate::provider::retry::RetryPolicy;
 
 use crate::shell_env::ShellEnv;
+
+mod state;
+mod writable_path;
+
+pub use state::{BROKEN_FILE_NOTE, ConfigState, Standing, watch};
+pub use writable_path::writable_path_warnings;
+
+pub use crate::sandbox::config::SandboxConfig;
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -143,17 +148,6 @@ pub struct Config {
     pub hooks: crate::hooks::HookTable,
 }
 
-/// `[sandbox]`: what commands in `auto` mode may reach besides the session directory and the
-/// temporary directory.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SandboxConfig {
-    /// More paths commands may write below.
-    pub writable: Vec<PathBuf>,
-    /// Whether commands may use the network.
-    pub network: bool,
-}
-
 /// The `[mcp_servers]` entries, checked one by one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpServers {
@@ -226,52 +220,6 @@ impl Default for Config {
             subagents: crate::subagents::SubagentConfig::default(),
             hooks: crate::hooks::HookTable::default(),
             prices: BTreeMap::new(),
-        }
-    }
-}
-
-/// The configuration in force, and the error of a newer file that could not be used.
-#[derive(Debug, Clone, Default)]
-pub struct ConfigState {
-    /// The configuration in force.
-    pub config: Arc<Config>,
-    /// Why the file on disk is not the one in force, if it is not.
-    pub error: Option<ConfigError>,
-    /// How many times the file was read; goes up with every change seen.
-    pub generation: u64,
-}
-
-impl ConfigState {
-    /// Loads `path`: its configuration, or the defaults and the error.
-    pub fn load(path: &Path) -> ConfigState {
-        match Config::load(path) {
-            Ok(config) => ConfigState {
-                config: Arc::new(config),
-                error: None,
-                generation: 1,
-            },
-            Err(error) => ConfigState {
-                config: Arc::default(),
-                error: Some(error),
-                generation: 1,
-            },
-        }
-    }
-
-    /// Reads `path` again: a good file replaces the configuration in force, a broken one
-    /// leaves it and records the error.
-    pub fn reload(&mut self, path: &Path) {
-        self.generation += 1;
-        match Config::load(path) {
-            Ok(config) => {
-                tracing::info!(file = %path.display(), "configuration reloaded");
-                self.config = Arc::new(config);
-                self.error = None;
-            }
-            Err(error) => {
-                tracing::error!("configuration not used, the previous one stays in force: {error}");
-                self.error = Some(error);
-            }
         }
     }
 }
@@ -411,54 +359,6 @@ impl Config {
 fn line_of(text: &str, at: usize) -> usize {
     let before = text.as_bytes().get(..at).unwrap_or(text.as_bytes());
     1 + before.iter().filter(|&&b| b == b'\n').count()
-}
-
-/// How long the configuration file must be left alone after a change before it is read.
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Watches the configuration file and reloads it into `state` on every change. The returned
-/// watcher must be kept alive; `None` when watching is not possible (the daemon then keeps the
-/// configuration it started with).
-pub fn watch(file: PathBuf, state: watch::Sender<ConfigState>) -> Option<RecommendedWatcher> {
-    let dir = file.parent()?.to_path_buf();
-    if let Err(err) = std::fs::create_dir_all(&dir) {
-        tracing::warn!(dir = %dir.display(), "cannot create the config directory: {err}");
-        return None;
-    }
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let name = file.file_name()?.to_os_string();
-    // notify calls back on its own thread: hand the events over to the runtime.
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event
-            && !event.kind.is_access()
-            && event
-                .paths
-                .iter()
-                .any(|p| p.file_name() == Some(name.as_os_str()))
-        {
-            let _ = tx.send(());
-        }
-    })
-    .inspect_err(|err| tracing::warn!("cannot watch the configuration: {err}"))
-    .ok()?;
-    if let Err(err) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
-        tracing::warn!(dir = %dir.display(), "cannot watch the configuration: {err}");
-        return None;
-    }
-    tokio::spawn(async move {
-        while rx.recv().await.is_some() {
-            // One save often comes as several events (truncate, write, rename): wait until
-            // the file is quiet, then read it once.
-            loop {
-                tokio::select! {
-                    more = rx.recv() => if more.is_none() { return },
-                    () = tokio::time::sleep(SETTLE) => break,
-                }
-            }
-            state.send_modify(|state| state.reload(&file));
-        }
-    });
-    Some(watcher)
 }
 
 #[cfg(test)]

@@ -101,10 +101,8 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
         }
     }
     let connections_table = connection::table::Connections::new(connection::table::FRAME_BUDGET);
+    // A broken file is logged as it is read: runs are refused until it is fixed.
     let config = ConfigState::load(&paths.config_file());
-    if let Some(error) = &config.error {
-        tracing::error!("configuration not used, defaults in force: {error}");
-    }
     let (config_tx, config_rx) = tokio::sync::watch::channel(config);
     let config_for_connections = config_rx.clone();
     let _config_watcher = crate::config::watch(paths.config_file(), config_tx);

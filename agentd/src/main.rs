@@ -96,34 +96,44 @@ fn raise_open_file_limit() {
 /// `--check-config` and `--print-config`.
 fn config_command(paths: &Paths, print: bool) -> ExitCode {
     let file = paths.config_file();
-    match agentd::config::Config::load(&file) {
-        Ok(config) if print => {
-            print!("{}", config.to_toml());
-            ExitCode::SUCCESS
-        }
-        // A broken MCP server entry does not stop the rest from being used, but it is wrong.
-        Ok(config) if !config.mcp.broken.is_empty() => {
-            for (_, error) in &config.mcp.broken {
-                eprintln!("agentd: {error}");
-            }
-            ExitCode::FAILURE
-        }
-        Ok(_) if file.exists() => {
-            println!("{} is valid", file.display());
-            ExitCode::SUCCESS
-        }
-        Ok(_) => {
-            println!(
-                "{} does not exist; the defaults are in force",
-                file.display()
-            );
-            ExitCode::SUCCESS
-        }
+    let config = match agentd::config::Config::load(&file) {
+        Ok(config) => config,
         Err(err) => {
+            // The same file, line and reason a refused run is told.
             eprintln!("agentd: {err}");
-            ExitCode::FAILURE
+            eprintln!("agentd: {}", agentd::config::BROKEN_FILE_NOTE);
+            return ExitCode::FAILURE;
         }
+    };
+    if print {
+        print!("{}", config.to_toml());
+        return ExitCode::SUCCESS;
     }
+    // Warnings, not errors: the file is usable, but a setting weakens the sandbox.
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let path = std::env::var_os("PATH");
+    for warning in
+        agentd::config::writable_path_warnings(&text, &file, home.as_deref(), path.as_deref())
+    {
+        eprintln!("agentd: warning: {warning}");
+    }
+    // A broken MCP server entry does not stop the rest from being used, but it is wrong.
+    if !config.mcp.broken.is_empty() {
+        for (_, error) in &config.mcp.broken {
+            eprintln!("agentd: {error}");
+        }
+        return ExitCode::FAILURE;
+    }
+    if file.exists() {
+        println!("{} is valid", file.display());
+    } else {
+        println!(
+            "{} does not exist; the defaults are in force",
+            file.display()
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 /// Logs to `<data>/logs/agentd.log`; `AGENTD_LOG` sets the filter (default `info`).

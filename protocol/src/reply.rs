@@ -171,4 +171,8 @@ pub enum ErrorCode {
     ShuttingDown,
     /// The daemon failed; the message says how.
     Internal,
+    /// The configuration file cannot be used and the daemon has no good one to keep: runs are
+    /// refused until it is fixed, unless they ask to ignore it; the message names the file,
+    /// line and reason.
+    ConfigBroken,
 }

@@ -33,6 +33,12 @@ pub struct RunOptions {
     /// precedence over the daemon's own environment: the daemon may have been started from
     /// another shell.
     pub env: Vec<(String, String)>,
+    /// Whether the run may go on with the defaults while the daemon has no usable
+    /// configuration (it started with a broken `config.toml`); such a run is refused otherwise.
+    /// It changes nothing while a configuration read from the file is in force. (A default for
+    /// runs recorded before it existed.)
+    #[serde(default)]
+    pub ignore_config: bool,
 }
 
 /// One tool call the model asked for. `args` is the JSON object as text.

@@ -29,8 +29,11 @@ pub struct DaemonStatus {
     pub rss_bytes: Option<u64>,
     /// The daemon's data directory.
     pub data_dir: String,
-    /// The configuration error that keeps the last good configuration in force, if any.
+    /// Why the configuration file on disk is not in force (file, line and reason), if it is not.
     pub config_error: Option<String>,
+    /// With `config_error`: whether the daemon never had a good configuration, so runs are
+    /// refused (unless they ignore the file); otherwise the last good configuration is in force.
+    pub config_fail_closed: bool,
     /// How many times the configuration file was read (goes up with every change seen).
     pub config_generation: u64,
     /// The configured MCP servers and their instances.

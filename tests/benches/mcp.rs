@@ -21,11 +21,7 @@ use tokio_util::sync::CancellationToken;
 /// A hub (the daemon's MCP client side, in this process) configured with `config`.
 fn hub(config: &str) -> McpHub {
     let config = Config::parse(config, Path::new("bench.toml")).expect("a valid config");
-    let state = ConfigState {
-        config: Arc::new(config),
-        error: None,
-        generation: 1,
-    };
+    let state = ConfigState::good(config);
     let (_tx, rx) = tokio::sync::watch::channel(state);
     // The sender may go: the hub keeps the last configuration.
     McpHub::new(

@@ -150,6 +150,7 @@ pub fn run_options(server: &model_server::ModelServer) -> protocol::RunOptions {
             ("ANTHROPIC_BASE_URL".to_string(), server.url().to_string()),
             ("ANTHROPIC_API_KEY".to_string(), "test-key".to_string()),
         ],
+        ignore_config: false,
     }
 }
 

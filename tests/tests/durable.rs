@@ -535,7 +535,7 @@ async fn a_config_change_applies_to_the_next_run_and_a_broken_one_is_kept_out() 
     assert!(error.contains("config.toml:2:"), "{error}");
     let shown = String::from_utf8(daemon.home.run_agentctl(&["daemon", "status"]).stdout).unwrap();
     assert!(
-        shown.contains("config    ERROR, previous configuration kept:"),
+        shown.contains("— the last good configuration is in force"),
         "{shown}"
     );
     let check = daemon.home.run_agentctl(&["config", "check"]);

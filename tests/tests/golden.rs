@@ -86,6 +86,7 @@ fn requests() -> Vec<Request> {
                 model: None,
                 provider: Some("local".into()),
                 env: vec![("OPENAI_BASE_URL".into(), "http://127.0.0.1:8080/v1".into())],
+                ignore_config: true,
             },
         },
         Request::Cancel { session: session() },
@@ -321,7 +322,8 @@ fn replies() -> Vec<Reply> {
             clients: 2,
             rss_bytes: Some(10 << 20),
             data_dir: "/home/u/.local/share/agentd".into(),
-            config_error: None,
+            config_error: Some("/home/u/.config/agentd/config.toml:2: invalid type".into()),
+            config_fail_closed: true,
             config_generation: 1,
             mcp_servers: vec![mcp_server()],
             sandbox: "Landlock ABI 7 (writes confined), no network (a user and network namespace)"
@@ -486,6 +488,17 @@ fn frames() -> Vec<(String, Vec<u8>)> {
         frame::encode(&ServerFrame::Reply {
             id: RequestId(9),
             result: Err(ErrorInfo::new(ErrorCode::UnknownSession, "no session `x`")),
+        })
+        .unwrap(),
+    );
+    push(
+        "reply error ConfigBroken".into(),
+        frame::encode(&ServerFrame::Reply {
+            id: RequestId(9),
+            result: Err(ErrorInfo::new(
+                ErrorCode::ConfigBroken,
+                "config.toml:2: invalid type — runs are refused",
+            )),
         })
         .unwrap(),
     );

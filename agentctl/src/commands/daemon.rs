@@ -157,8 +157,13 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
         Some(rss) => println!("memory    {} resident", format::bytes(rss)),
         None => println!("memory    unknown"),
     }
-    if let Some(error) = status.config_error {
-        println!("config    ERROR, previous configuration kept: {error}");
+    // Which of the two a broken file means: runs refused, or the last good one in force.
+    match status.config_error {
+        Some(error) if status.config_fail_closed => println!(
+            "config    {error} — runs are refused until it is fixed (or run with --ignore-config)"
+        ),
+        Some(error) => println!("config    {error} — the last good configuration is in force"),
+        None => {}
     }
     println!("sandbox   {}", status.sandbox);
     if status.mcp_servers.is_empty() {

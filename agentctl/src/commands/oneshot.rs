@@ -13,16 +13,18 @@ use super::{request, unexpected};
 use crate::{Failure, connect};
 
 /// Sends a message to steer the running run, or to follow it; on an idle session either starts
-/// a run.
+/// a run (`ignore_config`: with the defaults if the daemon has no usable configuration).
 pub async fn send(
     paths: &Paths,
     id: String,
     text: String,
     delivery: Delivery,
+    ignore_config: bool,
 ) -> Result<u8, Failure> {
     let client = connect::connect(paths, delivery.as_str()).await?;
     let options = RunOptions {
         env: provider_env(),
+        ignore_config,
         ..RunOptions::default()
     };
     let reply = request(

@@ -44,6 +44,8 @@ pub struct RunArgs {
     pub worktree: bool,
     /// Do not resume the session's runs after the daemon stopped during one.
     pub no_resume: bool,
+    /// Run with the defaults when the daemon has no usable configuration.
+    pub ignore_config: bool,
 }
 
 /// Runs the prompt and returns the exit code of the run's stop reason.
@@ -70,6 +72,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
         model: args.model.clone(),
         provider: args.provider.clone(),
         env: provider_env(),
+        ignore_config: args.ignore_config,
     };
     if args.no_resume {
         let off = Request::SetResume {

@@ -22,7 +22,7 @@ use protocol::{
     SessionState,
 };
 
-use crate::config::ConfigState;
+use crate::config::{ConfigState, Standing};
 use crate::resident_memory;
 use crate::session::listing::Listing;
 use crate::session::{SessionActor, SessionEnv};
@@ -303,6 +303,14 @@ impl Message<Status> for Supervisor {
     type Reply = Result<DaemonStatus, ErrorInfo>;
 
     async fn handle(&mut self, msg: Status, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let (config_error, config_fail_closed, config_generation) = {
+            let config = self.env.config.borrow();
+            (
+                config.error.as_ref().map(|e| e.to_string()),
+                matches!(config.standing(), Standing::FailClosed(_)),
+                config.generation,
+            )
+        };
         Ok(DaemonStatus {
             loaded: self
                 .sessions
@@ -324,17 +332,15 @@ impl Message<Status> for Supervisor {
             clients: 0,
             rss_bytes: resident_memory(),
             data_dir: self.paths.data_dir.to_string_lossy().into_owned(),
-            config_error: self
-                .env
-                .config
-                .borrow()
-                .error
-                .as_ref()
-                .map(|e| e.to_string()),
-            config_generation: self.env.config.borrow().generation,
+            config_error,
+            config_fail_closed,
+            config_generation,
             mcp_servers: self.env.mcp.list(),
             sandbox: match crate::sandbox::support() {
-                crate::sandbox::Support::Available(how) => how,
+                crate::sandbox::Support::Available(how) => format!(
+                    "{how}; {}",
+                    crate::sandbox::cgroup::describe(&self.env.config().sandbox.limits())
+                ),
                 crate::sandbox::Support::Unavailable(why) => format!("unavailable: {why}"),
             },
         })

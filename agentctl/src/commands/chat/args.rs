@@ -18,6 +18,8 @@ pub struct ChatArgs {
     pub attach: bool,
     /// Give a new session its own git worktree.
     pub worktree: bool,
+    /// Run with the defaults when the daemon has no usable configuration.
+    pub ignore_config: bool,
 }
 
 impl ChatArgs {
@@ -31,6 +33,7 @@ impl ChatArgs {
             max_turns: None,
             attach: true,
             worktree: false,
+            ignore_config: false,
         }
     }
 }

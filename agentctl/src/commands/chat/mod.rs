@@ -102,6 +102,7 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
         // Interactive sessions run without a turn limit unless asked for one.
         max_turns: Some(args.max_turns.unwrap_or(0)),
         env: provider_env(),
+        ignore_config: args.ignore_config,
         ..RunOptions::default()
     };
     let status = Arc::new(Mutex::new(Status {

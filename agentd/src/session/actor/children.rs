@@ -460,7 +460,14 @@ impl SessionActor {
         } else {
             let me = ctx.actor_ref().clone();
             let options = self.last_options.clone();
-            self.start_run(text, Delivery::FollowUp, options, me);
+            if let Err(refused) = self.start_run(text.clone(), Delivery::FollowUp, options, me) {
+                // Kept for the next run, which the next message starts.
+                self.emit(Event::Error {
+                    message: refused.message,
+                });
+                self.queues.push(text, Delivery::FollowUp);
+                self.emit_queues();
+            }
         }
     }
 }

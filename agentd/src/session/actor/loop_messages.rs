@@ -1,5 +1,6 @@
-//! The run's life in the session: starting the loop's task, the messages the loop sends while
-//! it works (events, history, turn input, queued messages, compaction), and its end.
+//! The run's life in the session: starting the loop's task (when the configuration as it stands
+//! lets it), the messages the loop sends while it works (events, history, turn input, queued
+//! messages; compaction is in [`super::compaction`]), and its end.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -7,8 +8,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use kameo::prelude::*;
 use protocol::{
-    Decision, Delivery, ErrorCode, ErrorInfo, Event, RunId, RunOptions, SessionState, StopReason,
-    TokenUsage,
+    Decision, Delivery, ErrorInfo, Event, RunId, RunOptions, SessionState, StopReason, TokenUsage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -18,14 +18,16 @@ use crate::session::run::{self, RunOutcome, RunSetup};
 use crate::store::Record;
 
 impl SessionActor {
-    /// Starts a run whose first message is `text`.
+    /// Starts a run whose first message is `text`, unless the configuration file is broken and
+    /// the daemon has no good one: then nothing is stored and the refusal says why.
     pub(super) fn start_run(
         &mut self,
         text: String,
         delivery: Delivery,
         options: RunOptions,
         me: ActorRef<Self>,
-    ) -> RunId {
+    ) -> Result<RunId, ErrorInfo> {
+        let warning = self.env.config.borrow().admit_run(options.ignore_config)?;
         self.runs += 1;
         let id = RunId(self.runs);
         let config = self.env.config();
@@ -59,18 +61,30 @@ impl SessionActor {
                 ),
             });
         }
+        if let Some(message) = warning {
+            self.emit(Event::Error { message });
+        }
         self.launch(id, options, max_turns, None, Some(text_for_hooks), me);
-        id
+        Ok(id)
     }
 
     /// Goes on with a run the daemon did not live to finish: same number, turn count and
-    /// limits; the calls the stop left without a result are answered first.
+    /// limits; the calls the stop left without a result are answered first. (Recovery closed
+    /// it instead if the configuration as it stands refuses it.)
     pub(super) fn resume_run(&mut self, resume: super::recovery::Resume, me: ActorRef<Self>) {
         self.runs = self.runs.max(resume.run.0);
         self.emit(Event::RunResumed {
             run: resume.run,
             reason: resume.reason,
         });
+        let admitted = self
+            .env
+            .config
+            .borrow()
+            .admit_run(resume.options.ignore_config);
+        if let Ok(Some(message)) = admitted {
+            self.emit(Event::Error { message });
+        }
         let resumed = Some(resume.resumed);
         self.launch(
             resume.run,
@@ -213,172 +227,12 @@ pub struct TurnInput {
     pub system: String,
     /// The history, queued steering included, shared with the session.
     pub messages: Arc<Vec<HistoryMessage>>,
-    /// The history's generation (see [`ApplyCompaction`]).
+    /// The history's generation (see [`super::ApplyCompaction`]).
     pub generation: u64,
     /// Whether a user asked for compaction.
     pub compact: bool,
     /// The prompt tokens of the last reply, for the compaction threshold.
     pub last_input: u64,
-}
-
-/// Replace the older history by a summary (compaction): the first `cut` messages of the
-/// history of `generation` give way to `summary`. Messages added since are all kept; a summary
-/// of a history that was compacted meanwhile is refused.
-pub struct ApplyCompaction {
-    /// Whether the model's window is small: the compact system prompt.
-    pub compact_prompt: bool,
-    /// The run that compacted.
-    pub run: RunId,
-    /// The summary.
-    pub summary: String,
-    /// How many messages it summarises, from the start.
-    pub cut: usize,
-    /// The generation of the history it summarises.
-    pub generation: u64,
-}
-
-impl Message<ApplyCompaction> for SessionActor {
-    /// The next model call's input after compaction.
-    type Reply = Result<TurnInput, ErrorInfo>;
-
-    async fn handle(
-        &mut self,
-        msg: ApplyCompaction,
-        _: &mut Context<Self, Self::Reply>,
-    ) -> Self::Reply {
-        self.active(msg.run)?;
-        self.apply_compaction(msg.summary, msg.cut, msg.generation)?;
-        Ok(self.turn_input(msg.compact_prompt))
-    }
-}
-
-impl SessionActor {
-    /// Replaces the first `cut` messages of the history by `summary`, if the history is still
-    /// of `generation`.
-    fn apply_compaction(
-        &mut self,
-        summary: String,
-        cut: usize,
-        generation: u64,
-    ) -> Result<(), ErrorInfo> {
-        if generation != self.history_generation || cut > self.history.len() {
-            return Err(ErrorInfo::new(
-                ErrorCode::Busy,
-                "the history was compacted meanwhile, so this summary is out of date and was dropped",
-            ));
-        }
-        let before_tokens = crate::compact::estimate_all(&self.history);
-        let summary = self.with_running_children(summary);
-        let keep_last = self.history.len() - cut;
-        self.record(&Record::Compaction {
-            summary: summary.clone(),
-            keep_last,
-        });
-        self.replace_history(summary, keep_last);
-        self.compact_requested = false;
-        let after_tokens = crate::compact::estimate_all(&self.history);
-        self.emit(Event::Compacted {
-            before_tokens,
-            after_tokens,
-        });
-        Ok(())
-    }
-}
-
-/// Compact the history now (or, while a run is going, before its next model call). The reply
-/// comes at once; the summary is made in the background, cancellable by any client, and ends
-/// with `Compacted` or an `Error` event.
-pub struct CompactNow;
-
-impl Message<CompactNow> for SessionActor {
-    type Reply = Result<(), ErrorInfo>;
-
-    async fn handle(&mut self, _: CompactNow, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if self.run.is_some() {
-            self.compact_requested = true;
-            return Ok(());
-        }
-        if self.compaction.is_some() {
-            return Err(ErrorInfo::new(
-                ErrorCode::Busy,
-                "a compaction is already under way",
-            ));
-        }
-        let input = self.turn_input(false);
-        let Some(cut) =
-            crate::compact::cut_point(&input.messages, crate::compact::KEEP_RECENT_TOKENS)
-        else {
-            return Err(ErrorInfo::new(
-                ErrorCode::InvalidRequest,
-                "the history is short enough; there is nothing to compact",
-            ));
-        };
-        let config = self.env.config();
-        let (provider, model) = config
-            .provider(
-                &self.env.http,
-                self.last_options
-                    .provider
-                    .as_deref()
-                    .or(self.info.provider.as_deref()),
-                self.last_options
-                    .model
-                    .as_deref()
-                    .or(self.info.model.as_deref()),
-                &self.last_options.env,
-            )
-            .map_err(|e| ErrorInfo::new(ErrorCode::InvalidRequest, e.to_string()))?;
-        let cancel = CancellationToken::new();
-        self.compaction = Some(cancel.clone());
-        let me = ctx.actor_ref().clone();
-        tokio::spawn(async move {
-            let specs = crate::tools::specs();
-            let summary = crate::compact::summarize(
-                &provider,
-                &model,
-                &input.system,
-                &specs,
-                input.messages.get(..cut).unwrap_or_default(),
-                &cancel,
-            )
-            .await;
-            let done = CompactionDone {
-                summary,
-                cut,
-                generation: input.generation,
-            };
-            let _ = me.tell(done).await;
-        });
-        Ok(())
-    }
-}
-
-/// A compaction a client asked for came to an end.
-pub struct CompactionDone {
-    summary: Result<String, crate::provider::ProviderError>,
-    cut: usize,
-    generation: u64,
-}
-
-impl Message<CompactionDone> for SessionActor {
-    type Reply = ();
-
-    async fn handle(&mut self, msg: CompactionDone, _: &mut Context<Self, Self::Reply>) {
-        self.compaction = None;
-        let failed = match msg.summary {
-            Ok(summary) => self
-                .apply_compaction(summary, msg.cut, msg.generation)
-                .err()
-                .map(|e| e.message),
-            Err(crate::provider::ProviderError::Cancelled) => {
-                Some("the compaction was cancelled".to_string())
-            }
-            Err(err) => Some(format!("compaction failed: {err}")),
-        };
-        if let Some(message) = failed {
-            self.emit(Event::Error { message });
-        }
-    }
 }
 
 /// Deliver queued steering and hand out the next model call's input.
@@ -489,11 +343,26 @@ impl Message<RunDone> for SessionActor {
         self.save_meta();
         let duration_ms = finished.started.elapsed().as_millis() as u64;
         self.hand_out_run_end(msg.run, &outcome_end, duration_ms);
+        if self.queues.is_empty() {
+            return;
+        }
+        // The next run goes on with the same options (grants, provider settings); refused, it
+        // leaves the queue for the next message to deliver.
+        let admitted = self
+            .env
+            .config
+            .borrow()
+            .admit_run(finished.options.ignore_config);
+        if let Err(refused) = admitted {
+            self.emit(Event::Error {
+                message: refused.message,
+            });
+            return;
+        }
         if let Some((text, delivery)) = self.queues.take_next() {
             self.emit_queues();
             let me = ctx.actor_ref().clone();
-            // The next run goes on with the same options (grants, provider settings).
-            self.start_run(text, delivery, finished.options, me);
+            let _ = self.start_run(text, delivery, finished.options, me);
         }
     }
 }

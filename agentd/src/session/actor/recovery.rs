@@ -242,7 +242,18 @@ impl SessionActor {
         // A crash soon after a resume is a crash loop; a restart on purpose is not.
         let again = !stopped
             && resumed_ms.is_some_and(|at| crate::now_ms().saturating_sub(at) < AGAIN_WITHIN_MS);
-        if resume && !again {
+        let options = open_options
+            .filter(|(r, _)| *r == run)
+            .map(|(_, options)| options)
+            .unwrap_or_default();
+        // A broken configuration file keeps a resumed run out as it keeps out a new one.
+        let refused = if resume && !again {
+            let admitted = self.env.config.borrow().admit_run(options.ignore_config);
+            admitted.err()
+        } else {
+            None
+        };
+        if resume && !again && refused.is_none() {
             // A request left open is asked again when its call runs again.
             self.withdraw(asks, "the daemon restart (it is asked again)");
             let calls: Vec<ToolCall> = match self.history.last() {
@@ -272,10 +283,6 @@ impl SessionActor {
                 })
                 .map(|c| c.id.clone())
                 .collect();
-            let options = open_options
-                .filter(|(r, _)| *r == run)
-                .map(|(_, options)| options)
-                .unwrap_or_default();
             tracing::info!(session = %self.info.id, run = run.0, "resuming a run interrupted by a stop");
             self.to_resume = Some(Resume {
                 run,
@@ -297,11 +304,16 @@ impl SessionActor {
             return;
         }
         let reason = if restarted {
-            "the session restarted after an internal error during this run"
+            "the session restarted after an internal error during this run".to_string()
         } else if again {
-            "the run was interrupted twice within a minute; it was not resumed again"
+            "the run was interrupted twice within a minute; it was not resumed again".to_string()
+        } else if let Some(refused) = refused {
+            format!(
+                "the daemon stopped during this run, and it was not resumed: {}",
+                refused.message
+            )
         } else {
-            "the daemon stopped during this run"
+            "the daemon stopped during this run".to_string()
         };
         // Every tool call of the last reply gets its result: the ones that finished before the
         // stop, and "(interrupted: the daemon stopped)" for the rest.
@@ -351,7 +363,7 @@ impl SessionActor {
             usage: TokenUsage::default(),
             // The queues are kept: the next message delivers them.
             returned_messages: Vec::new(),
-            error: Some(reason.to_string()),
+            error: Some(reason),
         });
         self.save_meta();
     }

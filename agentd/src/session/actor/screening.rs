@@ -75,20 +75,20 @@ impl SessionActor {
     }
 
     /// Stores a message that may be stored: it steers or follows the running run, or starts a
-    /// run.
+    /// run (refused while the configuration file is broken and the daemon has no good one).
     pub(super) fn accept(
         &mut self,
         text: String,
         delivery: Delivery,
         options: RunOptions,
         me: ActorRef<Self>,
-    ) -> Option<RunId> {
+    ) -> Result<Option<RunId>, ErrorInfo> {
         if self.run.is_some() {
             self.queues.push(text, delivery);
             self.emit_queues();
-            return None;
+            return Ok(None);
         }
-        Some(self.start_run(text, delivery, options, me))
+        self.start_run(text, delivery, options, me).map(Some)
     }
 }
 
@@ -120,6 +120,6 @@ impl Message<Screened> for SessionActor {
             text.push_str(&format!("\n\n<hook-context>\n{context}\n</hook-context>"));
         }
         let me = ctx.actor_ref().clone();
-        Ok(self.accept(text, msg.delivery, msg.options, me))
+        self.accept(text, msg.delivery, msg.options, me)
     }
 }

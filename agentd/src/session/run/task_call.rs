@@ -364,6 +364,7 @@ fn child_options(parent: &RunOptions, agent: &AgentDef) -> RunOptions {
         model: agent.model.clone().or(parent.model.clone()),
         provider: parent.provider.clone(),
         env: parent.env.clone(),
+        ignore_config: parent.ignore_config,
     }
 }
 
