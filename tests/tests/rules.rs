@@ -236,6 +236,35 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
     ("cp /bin/r? del2; ./del2 d94", Asks),
     ("cp /bin/r? del3", Runs),
     ("./del3 d95", Asks),
+    // A script or program a command may have written, anywhere: outside the session directory,
+    // under the temporary directory, first on `PATH` (by an earlier call too).
+    ("printf 'r\\x6d d96\\n' > ../s96; bash ../s96", Asks),
+    (
+        "printf 'r\\x6d d97\\n' > {outside}/s97.sh; bash {outside}/s97.sh",
+        Asks,
+    ),
+    ("printf 'r\\x6d d104\\n' > {outside}/s104.sh", Runs),
+    ("bash {outside}/s104.sh", Asks),
+    ("bash /dev/stdin <<< 'rm d98'", Asks),
+    ("cp /bin/r? {outside}/bin/lsq", Runs),
+    ("lsq d99", Asks),
+    // `PATH` changed for the commands after it.
+    (
+        "mkdir -p {outside}/pp && cp /bin/r? {outside}/pp/ls && export PATH={outside}/pp:$PATH; ls d100",
+        Asks,
+    ),
+    (
+        "mkdir -p {outside}/pq && cp /bin/r? {outside}/pq/ls; PATH={outside}/pq:$PATH; ls d101",
+        Asks,
+    ),
+    (
+        "mkdir -p {outside}/pe && cp /bin/r? {outside}/pe/ls; env PATH={outside}/pe ls d102",
+        Asks,
+    ),
+    (
+        "mkdir -p {outside}/pf && cp /bin/r? {outside}/pf/ls; for PATH in {outside}/pf; do ls d103; done",
+        Asks,
+    ),
     // The plain cases still run.
     ("ls d1", Runs),
     ("echo ok", Runs),
@@ -243,7 +272,7 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
 ];
 
 /// The victims of [`DENIED_PROGRAM_TABLE`].
-const VICTIMS: usize = 95;
+const VICTIMS: usize = 104;
 
 fn install_fakes(bin: &Path) {
     std::fs::create_dir_all(bin).unwrap();
@@ -444,4 +473,73 @@ async fn rules_hold_against_chains_substitutions_redirections_and_spellings() {
         !dir.join("single.txt").exists(),
         "an allowed command did not run"
     );
+}
+
+/// Waits for the next permission request, checks that its question holds `says`, answers it
+/// with `decision`, and returns the events seen meanwhile.
+async fn answer(
+    client: &agentctl::client::Client,
+    session: &protocol::SessionId,
+    incoming: &mut tokio::sync::mpsc::UnboundedReceiver<agentctl::client::Incoming>,
+    says: &str,
+    decision: protocol::Decision,
+) -> Vec<protocol::SessionEvent> {
+    let events = tests::events_until(incoming, |e| {
+        matches!(e, protocol::Event::PermissionRequested { .. })
+    })
+    .await;
+    let Some(protocol::Event::PermissionRequested {
+        request, summary, ..
+    }) = events.last().map(|e| e.event.clone())
+    else {
+        unreachable!("events_until ends with the request")
+    };
+    assert!(summary.contains(says), "{summary}");
+    client
+        .request(Request::Answer {
+            session: session.clone(),
+            request,
+            decision,
+        })
+        .await
+        .unwrap();
+    events
+}
+
+#[tokio::test]
+async fn once_a_change_of_path_was_allowed_every_program_on_path_asks() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("project");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("victim"), "keep").unwrap();
+    let shadow = root.path().join("pp");
+    let change = format!(
+        "mkdir -p {0} && cp /bin/r? {0}/ls && export PATH={0}:$PATH",
+        shadow.display()
+    );
+    let server = ModelServer::start(vec![
+        anthropic::tool("bash", json!({ "command": change })),
+        anthropic::tool("bash", json!({ "command": "ls victim" })),
+        anthropic::text("done"),
+    ])
+    .await;
+    let daemon = Daemon::start_in(Home::with_config(DENY_CONFIG));
+    let (client, id, mut incoming) = tests::session_with_mode(&daemon, &dir, Mode::Default).await;
+    // Every command granted, and someone there to answer what the deny rules cannot check.
+    let mut options = tests::asking_options(&server);
+    options.grants = vec![protocol::PermissionClass::Command];
+    start_run(&client, &id, "change PATH, then list", options).await;
+    // The line that changes `PATH` asks; the user lets it run.
+    let allow = protocol::Decision::Allow;
+    let mut events = answer(&client, &id, &mut incoming, "changes `PATH`", allow).await;
+    // From then on a name found through `PATH` asks, though each call's shell starts afresh.
+    let deny = protocol::Decision::Deny;
+    events.extend(answer(&client, &id, &mut incoming, "an earlier command", deny).await);
+    events.extend(until_finished(&mut incoming).await);
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(!results[0].1, "the change of PATH ran: {results:?}");
+    assert!(results[1].1, "the later `ls` was refused: {results:?}");
+    assert!(shadow.join("ls").exists());
+    assert!(dir.join("victim").exists(), "the victim survives");
 }

@@ -4,14 +4,18 @@
 
 mod code_args;
 pub mod command_rule;
+pub mod lookup;
 pub mod opaque;
 pub mod programs;
+mod real_path;
 pub mod rules;
 pub mod shell;
 pub mod wrapper_options;
 pub mod wrappers;
+pub mod written;
 
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use protocol::{Mode, PermissionClass};
 use serde_json::Value;
@@ -19,10 +23,13 @@ use serde_json::Value;
 pub use crate::sandbox::protected::ProtectedPaths;
 use crate::tools::{Tool, display, resolve};
 use command_rule::{DenyCheck, written};
+pub use lookup::changes_lookup;
 use programs::Programs;
+pub use real_path::real_path;
 pub use rules::PermissionRules;
 use rules::Subject;
 use shell::{CommandLine, SimpleCommand, Unparsable, Word};
+pub use written::unchanged_since;
 
 /// What to do with a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +147,11 @@ pub struct Call<'a> {
     pub path_var: Option<&'a str>,
     /// Where writes are never allowed without asking (SPEC §12).
     pub protected: &'a ProtectedPaths,
+    /// Files changed after this may have been written by a command ([`unchanged_since`]).
+    pub since: SystemTime,
+    /// Whether an earlier call of the session changed which program a name runs
+    /// ([`changes_lookup`]).
+    pub lookup_changed_before: bool,
 }
 
 impl<'a> Call<'a> {
@@ -158,6 +170,7 @@ impl<'a> Call<'a> {
         Programs {
             cwd: self.cwd,
             path: self.path_var,
+            since: self.since,
         }
     }
 
@@ -215,10 +228,15 @@ pub fn check(
         DenyCheck::Unknown(why) => return cannot_check(&why),
         DenyCheck::Clear => {}
     }
+    // What the deny rules cannot follow: code a command may have written, and changes to what
+    // names run for the commands after it (or made by an earlier call).
+    let unseen = |line: &CommandLine| {
+        written::written_code(line, call.programs())
+            .or_else(|| lookup::later_change(line, call.path_var).map(|change| change.why))
+            .or_else(|| lookup::after_earlier_change(line, call.lookup_changed_before))
+    };
     if rules.has_deny(call.tool)
-        && let Some(why) = opaque
-            .clone()
-            .or_else(|| line.and_then(|line| programs::local_code(line, call.programs())))
+        && let Some(why) = opaque.clone().or_else(|| line.and_then(unseen))
     {
         return cannot_check(&why);
     }
@@ -452,45 +470,7 @@ pub fn unattended_denial(class: PermissionClass) -> String {
     }
 }
 
-/// `path` resolved as the kernel would to write it: every symlink followed, a dangling one
-/// too (writing through it creates its target), `..` taken after the link it follows, so a
-/// link inside the session directory pointing outside of it does not count as inside.
-pub fn real_path(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut resolved = PathBuf::from("/");
-    let mut pending: Vec<std::ffi::OsString> = path
-        .components()
-        .rev()
-        .filter_map(|c| match c {
-            Component::Normal(p) => Some(p.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect();
-    let mut hops = 0;
-    while let Some(part) = pending.pop() {
-        if part == ".." {
-            resolved.pop();
-            continue;
-        }
-        let next = resolved.join(&part);
-        match std::fs::read_link(&next) {
-            Ok(link) if hops < 40 => {
-                hops += 1;
-                if link.is_absolute() {
-                    resolved = PathBuf::from("/");
-                }
-                pending.extend(link.components().rev().filter_map(|c| match c {
-                    Component::Normal(p) => Some(p.to_os_string()),
-                    Component::ParentDir => Some("..".into()),
-                    _ => None,
-                }));
-            }
-            _ => resolved = next,
-        }
-    }
-    resolved
-}
-
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unseen_tests;

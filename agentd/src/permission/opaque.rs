@@ -4,8 +4,9 @@
 //! `eval`, `source` of what is not a plain file, aliases and functions defined on the line,
 //! arithmetic and array subscripts that may hold code, programs that run other programs from
 //! their arguments unless the rules see through them ([`super::wrappers`]), `find -delete`,
-//! `git -c` overrides of commands, dangerous prefix assignments (`LD_PRELOAD=…`), and a
-//! program reached through a path whose resolved name is not the one written (`./del` → `rm`).
+//! `git -c` overrides of commands, dangerous prefix assignments (`LD_PRELOAD=…`, also through
+//! `env` or in the script a wrapper runs), and a program reached through a path whose resolved
+//! name is not the one written (`./del` → `rm`).
 
 use super::code_args::{git_overrides, sed_runs_or_writes};
 use super::programs::{Programs, disguised};
@@ -23,12 +24,18 @@ pub fn opaque(line: &CommandLine, programs: Programs<'_>) -> Option<String> {
 }
 
 fn opaque_command(command: &SimpleCommand, programs: Programs<'_>) -> Option<String> {
-    if let Some(assignment) = command.assignments.iter().find(|a| dangerous_assignment(a)) {
+    let expansion = expand(command);
+    // Prefix assignments, and those made for a wrapped program (`env PATH=/x ls`).
+    if let Some(assignment) = command
+        .assignments
+        .iter()
+        .chain(&expansion.assignments)
+        .find(|a| dangerous_assignment(a))
+    {
         return Some(format!(
             "`{assignment}` changes what the command runs or loads"
         ));
     }
-    let expansion = expand(command);
     if let Some(why) = expansion.opaque.into_iter().next() {
         return Some(why);
     }
@@ -43,8 +50,8 @@ fn opaque_command(command: &SimpleCommand, programs: Programs<'_>) -> Option<Str
         })
 }
 
-/// Prefix assignments that make the command run or load other code.
-fn dangerous_assignment(assignment: &str) -> bool {
+/// Assignments (`NAME=value`, or a bare `NAME`) that make a command run or load other code.
+pub(super) fn dangerous_assignment(assignment: &str) -> bool {
     let name = assignment.split(['=', '[', '+']).next().unwrap_or_default();
     name.contains('[')
         || assignment.contains('[')

@@ -1,7 +1,7 @@
 //! What a program name runs: a path resolved against the session directory, a name looked up
 //! in the session's `PATH`, a shell builtin. A program reached through a link whose file has
-//! another name is disguised (`./del` → `rm`); one inside the session directory may have been
-//! written by an earlier command.
+//! another name is disguised (`./del` → `rm`). Whether a command may have written the program
+//! is [`super::written`]'s to tell.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,8 @@ pub struct Programs<'a> {
     pub cwd: &'a Path,
     /// The `PATH` commands run with.
     pub path: Option<&'a str>,
+    /// Files changed after this may have been written by a command (see [`super::written`]).
+    pub since: std::time::SystemTime,
 }
 
 /// Shell builtins and keywords: bash runs these itself, whatever `PATH` holds.
@@ -81,9 +83,7 @@ const BUILTINS: [&str; 58] = [
 /// Why `program` is not what its name says: a path or `PATH` entry whose resolved file has
 /// another name (a symlink `./del` to `rm`), or a program that cannot be found to tell.
 pub(super) fn disguised(program: &str, programs: Programs<'_>) -> Option<String> {
-    if !program.contains('/')
-        && (BUILTINS.contains(&program) || matches!(program, "." | ":" | "[" | "time"))
-    {
+    if is_builtin(program) {
         return None;
     }
     let found = if program.contains('/') {
@@ -111,10 +111,18 @@ pub(super) fn disguised(program: &str, programs: Programs<'_>) -> Option<String>
     (!same).then(|| format!("`{program}` is really `{}`", real.display()))
 }
 
+/// Whether bash runs `program` itself (a builtin or keyword), whatever `PATH` holds.
+pub(super) fn is_builtin(program: &str) -> bool {
+    !program.contains('/')
+        && (BUILTINS.contains(&program) || matches!(program, "." | ":" | "[" | "time"))
+}
+
 /// Programs that do what the name they are called by says (`cargo` is a link to `rustup`).
 const MULTICALL: [&str; 4] = ["rustup", "busybox", "toybox", "coreutils"];
 
-fn find_in_path(name: &str, programs: Programs<'_>) -> Option<PathBuf> {
+/// The file a program name runs: the first executable file of that name in the `PATH`
+/// directories (a relative one taken from the session directory).
+pub(super) fn find_in_path(name: &str, programs: Programs<'_>) -> Option<PathBuf> {
     let path = programs.path?;
     std::env::split_paths(path)
         .map(|dir| {
@@ -131,56 +139,4 @@ fn find_in_path(name: &str, programs: Programs<'_>) -> Option<PathBuf> {
                 m.is_file() && m.permissions().mode() & 0o111 != 0
             })
         })
-}
-
-/// Interpreters that run the script file given as their first operand.
-const SCRIPT_RUNNERS: [&str; 22] = [
-    "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "python", "python2",
-    "python3", "pypy", "pypy3", "perl", "ruby", "node", "nodejs", "php", "lua", "Rscript", "tclsh",
-];
-
-/// Why `line` runs code a command may have written: a program, or the script of an
-/// interpreter or of `source`, found inside the session directory. Deny rules cannot see into
-/// such code (`printf 'r\x6dm v' > s; bash s`), so where any exists it asks.
-pub fn local_code(line: &super::shell::CommandLine, programs: Programs<'_>) -> Option<String> {
-    use super::wrappers::{Invocation, expand};
-    let cwd = programs.cwd.canonicalize().ok()?;
-    let inside = |path: PathBuf| path.canonicalize().unwrap_or(path).starts_with(&cwd);
-    for command in &line.commands {
-        for invocation in expand(command).invocations {
-            let Invocation::Run { program, args } = invocation else {
-                continue;
-            };
-            let name = basename(&program);
-            let found = if program.contains('/') {
-                Some(crate::tools::resolve(programs.cwd, &program))
-            } else {
-                find_in_path(&program, programs)
-            };
-            if found.is_some_and(inside) {
-                return Some(format!(
-                    "it runs `{program}` from the session directory, which a command may have written"
-                ));
-            }
-            let runs_script = SCRIPT_RUNNERS.contains(&name)
-                || name.starts_with("python")
-                || matches!(name, "source" | ".");
-            let script = args
-                .iter()
-                .map(super::shell::Word::text)
-                .find(|a| !a.starts_with('-'));
-            let by_module = args.iter().any(|a| a.text() == "-m");
-            // A script that is not there yet is made by this line: local all the same.
-            if runs_script
-                && !by_module
-                && let Some(script) = script
-                && inside(crate::tools::resolve(programs.cwd, script))
-            {
-                return Some(format!(
-                    "`{name}` runs `{script}` from the session directory, which a command may have written"
-                ));
-            }
-        }
-    }
-    None
 }

@@ -66,6 +66,8 @@ pub struct CommandLine {
     pub redirects: Vec<Redirect>,
     /// Assignments that stand alone (`PATH=...; cmd`): they change what later commands do.
     pub assignments: Vec<String>,
+    /// The variables of `for` and `select` loops: each is set, like an assignment, for the body.
+    pub loop_variables: Vec<String>,
     /// Constructs whose effect the rules cannot see (SPEC §6: arithmetic that may hold code,
     /// functions defined on the line): why each is opaque.
     pub opaque: Vec<String>,
@@ -111,6 +113,12 @@ pub fn parse(line: &str) -> Result<CommandLine, Unparsable> {
             }
             "variable_assignment" if !is_prefix_assignment(node) => {
                 found.assignments.push(text(node, source).to_string());
+            }
+            "for_statement" => {
+                let variable = node.child_by_field_name("variable");
+                found
+                    .loop_variables
+                    .extend(variable.map(|v| text(v, source).to_string()));
             }
             _ => {}
         }

@@ -3,8 +3,15 @@
 use super::*;
 use serde_json::json;
 
+/// When the tests started: what they write afterwards counts as written by a command.
+pub(super) fn test_start() -> std::time::SystemTime {
+    static START: std::sync::LazyLock<std::time::SystemTime> =
+        std::sync::LazyLock::new(std::time::SystemTime::now);
+    *START
+}
+
 /// The test process's own `PATH`, for telling what program names run.
-fn path_var() -> &'static str {
+pub(super) fn path_var() -> &'static str {
     static PATH: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| std::env::var("PATH").unwrap_or_default());
     &PATH
@@ -28,6 +35,8 @@ fn verdict(
             sandbox: false,
             path_var: Some(path_var()),
             protected: &ProtectedPaths::default(),
+            since: test_start(),
+            lookup_changed_before: false,
         },
         mode,
         grants,
@@ -138,6 +147,8 @@ fn an_always_rule_for_a_command_prefix_does_not_cover_chained_commands() {
         sandbox: false,
         path_var: Some(path_var()),
         protected: &ProtectedPaths::default(),
+        since: test_start(),
+        lookup_changed_before: false,
     };
     let rule = rule_for(call).unwrap();
     assert_eq!(rule, AlwaysRule::CommandPrefix("cargo test".into()));
@@ -196,6 +207,8 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
                 sandbox: false,
                 path_var: Some(path_var()),
                 protected: &ProtectedPaths::default(),
+                since: test_start(),
+                lookup_changed_before: false,
             },
             mode,
             grants,
@@ -234,6 +247,8 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
         sandbox: false,
         path_var: Some(path_var()),
         protected: &ProtectedPaths::default(),
+        since: test_start(),
+        lookup_changed_before: false,
     };
     assert_eq!(
         rule_for(call),
@@ -259,6 +274,8 @@ fn config_rules_deny_before_anything_and_allow_without_asking() {
                 sandbox: false,
                 path_var: Some(path_var()),
                 protected: &ProtectedPaths::default(),
+                since: test_start(),
+                lookup_changed_before: false,
             },
             mode,
             &[],
@@ -330,6 +347,8 @@ fn path_rules_match_the_resolved_path() {
                 sandbox: false,
                 path_var: Some(path_var()),
                 protected: &ProtectedPaths::default(),
+                since: test_start(),
+                lookup_changed_before: false,
             },
             Mode::Default,
             &[],
@@ -356,6 +375,8 @@ fn auto_mode_runs_sandboxed_commands_and_inside_edits_and_asks_for_the_rest() {
                 sandbox,
                 path_var: Some(path_var()),
                 protected: &ProtectedPaths::default(),
+                since: test_start(),
+                lookup_changed_before: false,
             },
             Mode::Auto,
             &[],

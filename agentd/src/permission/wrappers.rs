@@ -32,6 +32,10 @@ pub struct Expansion {
     pub invocations: Vec<Invocation>,
     /// Why what it runs cannot all be seen, if it cannot.
     pub opaque: Vec<String>,
+    /// Variables set for the programs reached, as `NAME=value`: the operands of `env`, and the
+    /// assignments of the scripts it runs (prefix or standalone). `env PATH=/x ls` runs the
+    /// `ls` of `/x`.
+    pub assignments: Vec<String>,
 }
 
 /// What `command` runs.
@@ -59,6 +63,16 @@ fn expand_into(words: &[Word], depth: usize, found: &mut Expansion) {
         };
         let name = basename(&program).to_string();
         let args = &words[1..];
+        if name == "env" {
+            // Every `NAME=value` word, wherever it is: one after an option's value is missed
+            // otherwise, and an argument of the command that looks like one only asks more.
+            found.assignments.extend(
+                args.iter()
+                    .map(Word::text)
+                    .filter(|t| !t.starts_with('-') && t.contains('='))
+                    .map(str::to_string),
+            );
+        }
         found.invocations.push(Invocation::Run {
             program: program.clone(),
             args: args.to_vec(),
@@ -143,7 +157,14 @@ fn nested(script: &Word, name: &str, depth: usize, found: &mut Expansion) {
     match shell::parse(script) {
         Ok(line) => {
             found.opaque.extend(line.opaque);
+            found.assignments.extend(line.assignments);
+            // A loop variable is set for the loop's body like an assignment.
+            let loops = line.loop_variables.iter().map(|name| format!("{name}="));
+            found.assignments.extend(loops);
             for command in &line.commands {
+                found
+                    .assignments
+                    .extend(command.assignments.iter().cloned());
                 expand_into(&command.words, depth + 1, found);
             }
         }

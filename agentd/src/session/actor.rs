@@ -28,6 +28,8 @@ use crate::store::{Meta, Record, SessionStore};
 mod asks;
 mod changes;
 mod children;
+mod compaction;
+mod confinement;
 mod durable;
 mod follow;
 mod lifecycle;
@@ -52,10 +54,9 @@ use asks::PendingAsk;
 pub use asks::{Answer, Authorization, Authorize, Expire};
 pub use changes::{Diff, Rewind};
 pub use children::{AdoptChild, AwaitRun};
+pub use compaction::{ApplyCompaction, CompactNow};
 pub use durable::Flush;
-pub use loop_messages::{
-    ApplyCompaction, BeginTurn, CompactNow, Emit, NextQueued, Push, RunDone, TurnInput,
-};
+pub use loop_messages::{BeginTurn, Emit, NextQueued, Push, RunDone, TurnInput};
 pub use parent_link::{ChildNote, FromChild, ParentLink};
 
 /// With this variable set, the message [`FAULT_MESSAGE`] makes the session actor panic; the
@@ -107,6 +108,10 @@ pub struct SessionActor {
     decided: HashMap<PermissionRequestId, String>,
     requests: u64,
     always: Vec<AlwaysRule>,
+    /// A `bash` call that changes which program a name runs (`export PATH=…`, `hash -p`, an
+    /// alias) was let run: where deny rules exist, every program found through `PATH` asks
+    /// from then on.
+    lookup_changed: bool,
     store: SessionStore,
     meta: Meta,
     files: Arc<FileTracker>,
@@ -194,6 +199,7 @@ impl Actor for SessionActor {
             decided: HashMap::new(),
             requests: 0,
             always: Vec::new(),
+            lookup_changed: false,
             store,
             meta: args.meta,
             files: Arc::new(tracker(&env_files, watch_owner, &me)),
@@ -461,7 +467,7 @@ impl Message<SendMessage> for SessionActor {
             });
         }
         let started = self.accept(text, msg.delivery, msg.options, me);
-        ctx.reply(Ok(started))
+        ctx.reply(started)
     }
 }
 

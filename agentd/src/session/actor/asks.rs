@@ -4,7 +4,6 @@
 use protocol::{
     Decision, ErrorCode, ErrorInfo, Event, PermissionRequestId, RunId, SessionState, ToolCallInfo,
 };
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -55,6 +54,8 @@ impl SessionActor {
                 sandbox: false,
                 path_var: None,
                 protected: &protected,
+                since: permission::unchanged_since(self.info.created_ms),
+                lookup_changed_before: self.lookup_changed,
             };
             if let Some(rule) = permission::rule_for(call) {
                 self.record(&Record::Rule { rule: rule.clone() });
@@ -123,8 +124,9 @@ pub struct Authorize {
 pub struct Authorized {
     /// Whether it may run.
     pub authorization: Authorization,
-    /// The sandbox of a `bash` call in auto mode (not asked to leave it).
-    pub sandbox: Option<Box<crate::sandbox::Sandbox>>,
+    /// The sandbox of a `bash` call in auto mode (not asked to leave it), and what the call
+    /// may not look at.
+    pub confinement: crate::sandbox::Confinement,
 }
 
 /// Whether a call may run.
@@ -157,6 +159,8 @@ impl Message<Authorize> for SessionActor {
             sandbox: self.info.mode == protocol::Mode::Auto && crate::sandbox::available(),
             path_var,
             protected: &protected,
+            since: permission::unchanged_since(self.info.created_ms),
+            lookup_changed_before: self.lookup_changed,
         };
         let sandbox = (call.sandbox
             && msg.tool == crate::permission::ToolRef::Builtin(crate::tools::Tool::Bash)
@@ -165,66 +169,21 @@ impl Message<Authorize> for SessionActor {
         let authorization = self.authorize(&msg, call)?;
         Ok(Authorized {
             authorization,
-            sandbox,
+            confinement: crate::sandbox::Confinement {
+                sandbox,
+                hidden: std::sync::Arc::new(self.hidden_paths()),
+            },
         })
     }
 }
 
 impl SessionActor {
-    /// What a sandboxed command of this session may write, see and reach (SPEC §12).
-    fn sandbox_policy(&self) -> crate::sandbox::Sandbox {
-        let config = self.env.config();
-        let env = self.command_env(&config);
-        let cwd = self.cwd();
-        // `~/` is the home directory; a relative path is the session directory's.
-        let mut search = vec![cwd.clone()];
-        search.extend(
-            config
-                .sandbox
-                .writable
-                .iter()
-                .map(|p| crate::tools::resolve(&cwd, &p.to_string_lossy())),
-        );
-        let mut writable = search.clone();
-        let mut protected = self.protected_paths().daemon_dirs;
-        if let Some(worktree) = &self.meta.worktree {
-            writable.extend(worktree.sandbox_writable());
-            protected.extend(worktree.sandbox_protected());
-        }
-        let paths = &self.env.paths;
-        crate::sandbox::Sandbox {
-            policy: crate::sandbox::Policy {
-                writable,
-                protected,
-                hidden: paths
-                    .socket
-                    .parent()
-                    .map(Path::to_path_buf)
-                    .into_iter()
-                    .collect(),
-                tmp: Some(self.store.dir().join("tmp")),
-                network: config.sandbox.network,
-            },
-            search,
-            home: crate::sandbox::protected::home_of(&env),
-            path_var: env
-                .iter()
-                .find(|(k, _)| k == "PATH")
-                .map(|(_, v)| v.clone()),
-        }
-    }
-
-    /// Where writes are refused whatever the mode but `bypass` (SPEC §12).
-    pub(super) fn protected_paths(&self) -> crate::sandbox::protected::ProtectedPaths {
-        let paths = &self.env.paths;
-        let mut daemon_dirs = vec![paths.config_dir.clone(), paths.data_dir.clone()];
-        daemon_dirs.extend(paths.socket.parent().map(Path::to_path_buf));
-        let real = |p: PathBuf| p.canonicalize().unwrap_or(p);
-        crate::sandbox::protected::ProtectedPaths {
-            daemon_dirs: daemon_dirs.into_iter().map(real).collect(),
-            home: crate::sandbox::protected::home_of(&self.command_env(&self.env.config()))
-                .map(real),
-            session_dir: real(self.cwd()),
+    /// Marks the session when `call`, let run or asked about, changes which program a name runs
+    /// for later commands: the deny rules can no longer tell what a name runs. A call refused
+    /// outright did not run and changes nothing.
+    fn note_lookup_change(&mut self, call: permission::Call<'_>) {
+        if permission::changes_lookup(call) {
+            self.lookup_changed = true;
         }
     }
 
@@ -254,7 +213,10 @@ impl SessionActor {
             (_, verdict) => verdict,
         };
         match verdict {
-            Verdict::Allow => Ok(Authorization::Allowed),
+            Verdict::Allow => {
+                self.note_lookup_change(call);
+                Ok(Authorization::Allowed)
+            }
             Verdict::Deny(reason) => Ok(Authorization::Denied(reason)),
             Verdict::Ask(reason) if run.options.deny_unanswered => {
                 Ok(Authorization::Denied(match reason {
@@ -263,6 +225,8 @@ impl SessionActor {
                 }))
             }
             Verdict::Ask(reason) => {
+                // It runs if the user allows it: from then on names may run other programs.
+                self.note_lookup_change(call);
                 let plain = reason.is_none();
                 self.requests += 1;
                 let request = PermissionRequestId(self.requests);
