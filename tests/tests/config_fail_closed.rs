@@ -104,12 +104,7 @@ async fn daemon_status_says_runs_are_refused_while_the_daemon_never_had_a_good_c
 
     let status = wait_for_config(&daemon.client().await, 1).await;
     assert!(status.config_fail_closed);
-    let shown = daemon.home.run_agentctl(&["daemon", "status"]);
-    let shown = String::from_utf8_lossy(&shown.stdout);
-    let line = shown
-        .lines()
-        .find(|l| l.starts_with("config"))
-        .unwrap_or_else(|| panic!("no config line in:\n{shown}"));
+    let line = status_config_line(&daemon);
     assert!(line.contains("config.toml:3: "), "{line}");
     assert!(
         line.ends_with("runs are refused until it is fixed (or run with --ignore-config)"),
@@ -214,12 +209,7 @@ async fn daemon_status_says_the_last_good_configuration_is_in_force_after_a_brok
 
     std::fs::write(daemon.paths().config_file(), BROKEN).unwrap();
     wait_for_config(&client, 2).await;
-    let shown = daemon.home.run_agentctl(&["daemon", "status"]);
-    let shown = String::from_utf8_lossy(&shown.stdout);
-    let line = shown
-        .lines()
-        .find(|l| l.starts_with("config"))
-        .unwrap_or_else(|| panic!("no config line in:\n{shown}"));
+    let line = status_config_line(&daemon);
     assert!(line.contains("config.toml:3: "), "{line}");
     assert!(
         line.ends_with("the last good configuration is in force"),
@@ -306,4 +296,15 @@ fn config_check_warns_of_a_writable_directory_that_holds_a_path_entry() {
     assert!(said.contains("config.toml:2: "), "{said}");
     assert!(said.contains(&bin.display().to_string()), "{said}");
     assert!(said.contains("plant programs"), "{said}");
+}
+
+/// The `config` line of `agentctl daemon status`.
+fn status_config_line(daemon: &Daemon) -> String {
+    let shown = daemon.home.run_agentctl(&["daemon", "status"]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    shown
+        .lines()
+        .find(|l| l.starts_with("config"))
+        .unwrap_or_else(|| panic!("no config line in:\n{shown}"))
+        .to_string()
 }

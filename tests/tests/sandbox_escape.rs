@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use protocol::{CreateSession, Mode, Reply, Request};
 use serde_json::json;
 use tests::model_server::{ModelServer, anthropic};
+use tests::sandboxed::{auto_session, bash, git, run_calls};
 use tests::{Daemon, Home, start_run, tool_results, until_finished};
 
 /// A project (a git repository) and, beside it, a directory nothing may write to.
@@ -31,15 +32,6 @@ fn dirs() -> Dirs {
     dirs
 }
 
-fn git(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs")
-}
-
 /// Whether some process holds a lock on `path` (the survivors below take one).
 fn locked(path: &Path) -> bool {
     use std::os::fd::AsRawFd;
@@ -57,47 +49,24 @@ fn unattended(model: &ModelServer) -> protocol::RunOptions {
     }
 }
 
-/// Runs `commands` as sandboxed `bash` calls of one reply in an auto-mode session in `cwd`;
-/// the results, in order.
+/// Runs `commands` as sandboxed `bash` calls of one reply each in an auto-mode session in
+/// `cwd`; the results, in order.
 async fn run_sandboxed(
     daemon: &Daemon,
     cwd: &Path,
     worktree: bool,
     commands: &[String],
 ) -> Vec<(String, bool, String)> {
-    let mut script: Vec<_> = commands
-        .iter()
-        .map(|c| anthropic::tool("bash", json!({"command": c})))
-        .collect();
-    script.push(anthropic::text("done"));
-    let model = ModelServer::start(script).await;
-    let mut client = daemon.client().await;
-    let reply = client
-        .request(Request::CreateSession(CreateSession {
-            cwd: cwd.to_string_lossy().into_owned(),
-            model: None,
-            provider: None,
-            mode: Some(Mode::Auto),
-            max_turns: None,
-            title: None,
-            env: vec![
-                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
-                ("HOME".into(), std::env::var("HOME").unwrap_or_default()),
-            ],
-            worktree,
-        }))
-        .await
-        .unwrap();
-    let Reply::SessionCreated(info) = reply else {
-        panic!("{reply:?}")
+    let calls: Vec<_> = commands.iter().map(|c| bash(c)).collect();
+    let env = [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("HOME", std::env::var("HOME").unwrap_or_default()),
+    ];
+    let session = CreateSession {
+        worktree,
+        ..auto_session(cwd, &env)
     };
-    tests::subscribe(&client, &info.id, 0).await;
-    let mut incoming = client.take_incoming().unwrap();
-    start_run(&client, &info.id, "get out", unattended(&model)).await;
-    let run = until_finished(&mut incoming).await;
-    let results = tool_results(&run);
-    assert_eq!(results.len(), commands.len());
-    results
+    run_calls(daemon, session, &calls).await
 }
 
 /// `prefix` running a shell that says it is ready, then waits for ever.

@@ -3,12 +3,12 @@
 //! a tool, and calls without bounds. Each test says why it skips where the kernel lacks what
 //! the sandbox needs.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-use protocol::{CreateSession, Mode, Reply, Request, SessionId};
-use serde_json::{Value, json};
+use protocol::{Mode, Reply, Request};
+use serde_json::json;
 use tests::model_server::{ModelServer, anthropic};
+use tests::sandboxed::{auto_session, bash, git, run_calls};
 use tests::{Daemon, Home, start_run, tool_results, until_finished};
 
 /// A base directory with a project, a home directory and a place nothing may write to.
@@ -34,76 +34,12 @@ fn dirs() -> Dirs {
     dirs
 }
 
-fn git(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .output()
-        .expect("git runs")
-}
-
 fn left_outside(d: &Dirs) -> Vec<std::ffi::OsString> {
     std::fs::read_dir(&d.outside)
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
         .collect()
-}
-
-fn bash(command: &str) -> (&'static str, Value) {
-    ("bash", json!({ "command": command }))
-}
-
-/// An auto-mode session in `cwd` whose commands get `env`.
-async fn auto_session(
-    daemon: &Daemon,
-    cwd: &Path,
-    env: &[(&str, String)],
-) -> (agentctl::client::Client, SessionId) {
-    let client = daemon.client().await;
-    let reply = client
-        .request(Request::CreateSession(CreateSession {
-            mode: Some(Mode::Auto),
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-            ..CreateSession::in_dir(cwd.to_string_lossy())
-        }))
-        .await
-        .unwrap();
-    let Reply::SessionCreated(info) = reply else {
-        panic!("{reply:?}")
-    };
-    tests::subscribe(&client, &info.id, 0).await;
-    (client, info.id)
-}
-
-/// Runs `calls` (one reply each) in a new auto-mode session; their results, in order.
-async fn run_calls(
-    daemon: &Daemon,
-    cwd: &Path,
-    env: &[(&str, String)],
-    calls: &[(&str, Value)],
-) -> Vec<(String, bool, String)> {
-    let mut script: Vec<_> = calls
-        .iter()
-        .map(|(tool, args)| anthropic::tool(tool, args.clone()))
-        .collect();
-    script.push(anthropic::text("done"));
-    let model = ModelServer::start(script).await;
-    let (mut client, id) = auto_session(daemon, cwd, env).await;
-    let mut incoming = client.take_incoming().unwrap();
-    let options = protocol::RunOptions {
-        grants: Vec::new(),
-        ..tests::run_options(&model)
-    };
-    start_run(&client, &id, "get out", options).await;
-    let results = tool_results(&until_finished(&mut incoming).await);
-    assert_eq!(results.len(), calls.len(), "{results:?}");
-    results
 }
 
 fn path_env(d: &Dirs, path: &str) -> Vec<(&'static str, String)> {
@@ -133,8 +69,7 @@ async fn a_hard_link_into_a_git_directory_cannot_carry_a_command_out() {
     git(&nested, &["init", "-q"]);
     let results = run_calls(
         &daemon,
-        &nested,
-        &env,
+        auto_session(&nested, &env),
         &[
             bash("git init -q sub && ln sub/.git/config cfg && echo linked"),
             bash(&plant),
@@ -147,8 +82,7 @@ async fn a_hard_link_into_a_git_directory_cannot_carry_a_command_out() {
     std::fs::create_dir_all(&top).unwrap();
     let results = run_calls(
         &daemon,
-        &top,
-        &env,
+        auto_session(&top, &env),
         &[bash("git init -q . && ln .git/config cfg"), bash(&plant)],
     )
     .await;
@@ -158,7 +92,7 @@ async fn a_hard_link_into_a_git_directory_cannot_carry_a_command_out() {
     std::fs::create_dir_all(&before).unwrap();
     git(&before, &["init", "-q"]);
     std::fs::hard_link(before.join(".git/config"), before.join("cfg")).unwrap();
-    let results = run_calls(&daemon, &before, &env, &[bash(&plant)]).await;
+    let results = run_calls(&daemon, auto_session(&before, &env), &[bash(&plant)]).await;
     assert!(results[0].2.contains("hard link"), "{}", results[0].2);
     // The user's git, outside the sandbox, runs nothing that was planted.
     for dir in [
@@ -196,8 +130,7 @@ async fn path_directories_and_tool_configs_in_writable_places_stay_read_only() {
         |file: &str| format!("printf '#!/bin/sh\\ntouch {out}/ran\\n' > {file} && chmod +x {file}");
     let results = run_calls(
         &daemon,
-        &d.project,
-        &path_env(&d, &path),
+        auto_session(&d.project, &path_env(&d, &path)),
         &[
             bash(&program(".venv/bin/git")),
             bash(&program("$HOME/.cargo/bin/ls")),
@@ -254,8 +187,7 @@ async fn keys_credentials_and_other_sessions_are_hidden_from_commands_and_tools(
     let key = ssh.join("id_ed25519").display().to_string();
     let results = run_calls(
         &daemon,
-        &d.project,
-        &path_env(&d, &system_path()),
+        auto_session(&d.project, &path_env(&d, &system_path())),
         &[
             bash(&format!("cat {}", env_file.display())),
             bash(&format!("grep -r 'SECRET-''THREE' {data} {config}")),
@@ -301,23 +233,38 @@ async fn a_call_is_bounded_in_processes_and_tmp_and_the_limit_is_named() {
     // Another session's run goes on meanwhile.
     let other = d.project.join("other");
     std::fs::create_dir_all(&other).unwrap();
-    let calm = ModelServer::start(vec![
+    let calm_model = ModelServer::start(vec![
         anthropic::tool("bash", json!({"command": "echo calm"})),
         anthropic::text("done"),
     ])
     .await;
     let env = path_env(&d, &system_path());
-    let (mut calm_client, calm_id) = auto_session(&daemon, &other, &env).await;
+    let mut calm_client = daemon.client().await;
+    let reply = calm_client
+        .request(Request::CreateSession(auto_session(&other, &env)))
+        .await
+        .unwrap();
+    let Reply::SessionCreated(calm) = reply else {
+        panic!("{reply:?}")
+    };
+    let calm_id = calm.id;
+    tests::subscribe(&calm_client, &calm_id, 0).await;
     let mut calm_events = calm_client.take_incoming().unwrap();
     let calm_run = async {
-        start_run(&calm_client, &calm_id, "calm", tests::run_options(&calm)).await;
+        start_run(
+            &calm_client,
+            &calm_id,
+            "calm",
+            tests::run_options(&calm_model),
+        )
+        .await;
         until_finished(&mut calm_events).await
     };
     let calls = [
         bash("for i in $(seq 1000); do sleep 100 & done; wait; echo all-started"),
         bash("fallocate -l 2G /tmp/big"),
     ];
-    let heavy = run_calls(&daemon, &d.project, &env, &calls);
+    let heavy = run_calls(&daemon, auto_session(&d.project, &env), &calls);
     let (results, calm_run) = tokio::join!(heavy, calm_run);
     assert!(
         results[0].1 && results[0].2.contains("limit of 512 processes"),
@@ -344,11 +291,7 @@ async fn memory_and_free_space_limits_are_named() {
         return;
     }
     let env = path_env(&d, &system_path());
-    let results = run_calls(
-        &daemon,
-        &d.project,
-        &env,
-        &[bash(
+    let results = run_calls(&daemon, auto_session(&d.project, &env), &[bash(
             "python3 -c 'x = bytearray(2 * 1024 ** 3); print(len(x))' 2>&1 || perl -e '$x = \"a\" x (2 * 1024 ** 3); print length $x'",
         )],
     )
@@ -360,7 +303,7 @@ async fn memory_and_free_space_limits_are_named() {
     );
     drop(daemon);
     let full = Daemon::start_in(Home::with_config("[sandbox]\nmin_free_mb = 999999999\n"));
-    let results = run_calls(&full, &d.project, &env, &[bash("echo ran")]).await;
+    let results = run_calls(&full, auto_session(&d.project, &env), &[bash("echo ran")]).await;
     assert!(
         results[0].1 && results[0].2.contains("min_free_mb") && !results[0].2.contains("ran\n"),
         "{}",

@@ -80,18 +80,23 @@ const BUILTINS: [&str; 58] = [
     "wait",
 ];
 
+/// The file a program name runs: a path resolved against the session directory, a name looked
+/// up in the session's `PATH`.
+pub(super) fn locate(program: &str, programs: Programs<'_>) -> Option<PathBuf> {
+    if program.contains('/') {
+        Some(crate::tools::resolve(programs.cwd, program))
+    } else {
+        find_in_path(program, programs)
+    }
+}
+
 /// Why `program` is not what its name says: a path or `PATH` entry whose resolved file has
 /// another name (a symlink `./del` to `rm`), or a program that cannot be found to tell.
 pub(super) fn disguised(program: &str, programs: Programs<'_>) -> Option<String> {
     if is_builtin(program) {
         return None;
     }
-    let found = if program.contains('/') {
-        Some(crate::tools::resolve(programs.cwd, program))
-    } else {
-        find_in_path(program, programs)
-    };
-    let Some(real) = found.and_then(|p| p.canonicalize().ok()) else {
+    let Some(real) = locate(program, programs).and_then(|p| p.canonicalize().ok()) else {
         return Some(format!(
             "the program `{program}` cannot be found to tell what it is"
         ));

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::programs::{Programs, find_in_path, is_builtin};
+use super::programs::{Programs, is_builtin, locate};
 use super::shell::{CommandLine, Word};
 use super::wrappers::{Invocation, basename, expand};
 
@@ -99,12 +99,7 @@ fn written_program(program: &str, programs: Programs<'_>, cwd: &Path) -> Option<
     if is_builtin(program) {
         return None;
     }
-    let found = if program.contains('/') {
-        Some(crate::tools::resolve(programs.cwd, program))
-    } else {
-        find_in_path(program, programs)
-    };
-    let Some(path) = found else {
+    let Some(path) = locate(program, programs) else {
         return Some(format!(
             "it runs `{program}`, which is not on `PATH` yet, so a command of the line may write it"
         ));
