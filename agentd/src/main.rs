@@ -24,6 +24,9 @@ fn main() -> ExitCode {
     if argv.get(1).map(String::as_str) == Some("__sandbox") {
         agentd::sandbox::exec::run(argv.get(2..).unwrap_or_default());
     }
+    // Nothing the daemon inherited (a pipe of the shell that started `agentctl`) reaches the
+    // commands it runs.
+    agentd::sandbox::exec::close_inherited();
     let args = Args::parse();
     let paths = match Paths::from_env() {
         Ok(paths) => paths,

@@ -51,7 +51,11 @@ pub fn open_listed(path: &Path) -> io::Result<File> {
 /// Reads at most `max` bytes of the regular file `path`; `Ok((bytes, true))` when the file had
 /// more than that.
 pub fn read_at_most(path: &Path, max: usize) -> Result<(Vec<u8>, bool), OpenError> {
-    let file = open(path)?;
+    Ok(read_file_at_most(open(path)?, max)?)
+}
+
+/// Reads at most `max` bytes of an open file; `Ok((bytes, true))` when it had more.
+pub fn read_file_at_most(file: File, max: usize) -> io::Result<(Vec<u8>, bool)> {
     let mut bytes = Vec::new();
     file.take(max as u64 + 1).read_to_end(&mut bytes)?;
     let more = bytes.len() > max;
@@ -64,6 +68,69 @@ pub fn read_at_most(path: &Path, max: usize) -> Result<(Vec<u8>, bool), OpenErro
 pub fn read_text(path: &Path, max: usize) -> Option<String> {
     let (bytes, _) = read_at_most(path, max).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Opens the directory `dir` (an absolute path) without following a symlink on the way: each
+/// part must be a real directory, so a path resolved earlier cannot be sent elsewhere by a
+/// link swapped in since. With `create`, missing directories are made.
+pub fn open_dir_nofollow(dir: &Path, create: bool) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let open_at = |at: i32, name: &std::ffi::CStr| {
+        // SAFETY: openat with a NUL-terminated name relative to an open descriptor.
+        let fd = unsafe {
+            libc::openat(
+                at,
+                name.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            // SAFETY: a new descriptor of our own.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+    };
+    if !dir.is_absolute() {
+        return Err(io::Error::other(format!(
+            "{} is not absolute",
+            dir.display()
+        )));
+    }
+    let mut here = open_at(libc::AT_FDCWD, c"/")?;
+    for part in dir.components() {
+        let std::path::Component::Normal(name) = part else {
+            if part == std::path::Component::RootDir {
+                continue;
+            }
+            return Err(io::Error::other(format!(
+                "{} is not resolved",
+                dir.display()
+            )));
+        };
+        let name = std::ffi::CString::new(name.as_bytes())
+            .map_err(|_| io::Error::other("a path with a NUL byte"))?;
+        let next = match open_at(here.as_raw_fd(), &name) {
+            Err(err) if create && err.raw_os_error() == Some(libc::ENOENT) => {
+                // SAFETY: mkdirat with a NUL-terminated name relative to a descriptor we own.
+                let made = unsafe { libc::mkdirat(here.as_raw_fd(), name.as_ptr(), 0o755) };
+                if made != 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+                    return Err(io::Error::last_os_error());
+                }
+                open_at(here.as_raw_fd(), &name)
+            }
+            other => other,
+        };
+        here = next.map_err(|err| match err.raw_os_error() {
+            Some(libc::ELOOP | libc::ENOTDIR) => io::Error::other(format!(
+                "{} changed since the call was checked: a part of it is no longer a directory (a symlink?); nothing was written",
+                dir.display()
+            )),
+            _ => err,
+        })?;
+    }
+    Ok(here)
 }
 
 /// What kind of file `file_type` describes, with an article.

@@ -248,6 +248,16 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
     ("bash /dev/stdin <<< 'rm d98'", Asks),
     ("cp /bin/r? {outside}/bin/lsq", Runs),
     ("lsq d99", Asks),
+    // A module Python finds in the session directory, written in an earlier call or this one.
+    (
+        "printf 'import os\\nos.remove(\"d105\")\\n' > zapmod.py",
+        Runs,
+    ),
+    ("python3 -m zapmod", Asks),
+    (
+        "printf 'import os\\nos.remove(\"d106\")\\n' > zap2.py; python3 -m zap2",
+        Asks,
+    ),
     // `PATH` changed for the commands after it.
     (
         "mkdir -p {outside}/pp && cp /bin/r? {outside}/pp/ls && export PATH={outside}/pp:$PATH; ls d100",
@@ -272,7 +282,7 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
 ];
 
 /// The victims of [`DENIED_PROGRAM_TABLE`].
-const VICTIMS: usize = 104;
+const VICTIMS: usize = 106;
 
 fn install_fakes(bin: &Path) {
     std::fs::create_dir_all(bin).unwrap();

@@ -282,6 +282,45 @@ async fn a_call_is_bounded_in_processes_and_tmp_and_the_limit_is_named() {
 }
 
 #[tokio::test]
+async fn a_fork_bomb_stays_within_the_call_whoever_runs_the_daemon() {
+    let d = dirs();
+    let daemon = Daemon::start();
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let env = path_env(&d, &system_path());
+    // Bounded by `timeout` too, so that a broken limit cannot take the machine down.
+    let bomb = bash("timeout -s KILL 20 bash -c 'b() { b | b & }; b; sleep 30'; echo after");
+    let watch = std::thread::spawn(|| {
+        let mut most = 0;
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_secs(3) {
+            let now = std::fs::read_dir("/proc")
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                        .count()
+                })
+                .unwrap_or(0);
+            most = most.max(now);
+        }
+        most
+    });
+    let before = std::fs::read_dir("/proc").unwrap().count();
+    let results = run_calls(&daemon, auto_session(&d.project, &env), &[bomb]).await;
+    let most = watch.join().unwrap();
+    assert!(
+        results[0].2.contains("limit of 512 processes"),
+        "{}",
+        results[0].2
+    );
+    assert!(
+        most < before + 2_000,
+        "the machine's processes rose from about {before} to {most}"
+    );
+}
+
+#[tokio::test]
 async fn memory_and_free_space_limits_are_named() {
     let d = dirs();
     let daemon = Daemon::start_in(Home::with_config(

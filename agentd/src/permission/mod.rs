@@ -7,6 +7,7 @@ pub mod command_rule;
 pub mod lookup;
 pub mod opaque;
 pub mod programs;
+mod python_module;
 mod real_path;
 pub mod rules;
 pub mod shell;
@@ -88,6 +89,11 @@ pub enum ToolRef {
 }
 
 impl ToolRef {
+    /// Whether the call writes the file its `path` names (`write`, `edit`).
+    pub fn writes(&self) -> bool {
+        matches!(self, ToolRef::Builtin(Tool::Write | Tool::Edit))
+    }
+
     /// The borrowed form the decision takes.
     pub fn as_call(&self) -> CallTool<'_> {
         match self {
@@ -152,6 +158,10 @@ pub struct Call<'a> {
     /// Whether an earlier call of the session changed which program a name runs
     /// ([`changes_lookup`]).
     pub lookup_changed_before: bool,
+    /// The path the call writes, resolved once by the caller (symlinks followed) and handed
+    /// to the tool as it is, so that what is checked is what is written; `None` resolves
+    /// `args.path` here.
+    pub target: Option<&'a Path>,
 }
 
 impl<'a> Call<'a> {
@@ -161,6 +171,9 @@ impl<'a> Call<'a> {
     }
 
     fn target(&self) -> Option<PathBuf> {
+        if let Some(target) = self.target {
+            return Some(target.to_path_buf());
+        }
         self.args["path"]
             .as_str()
             .map(|p| real_path(&resolve(self.cwd, p)))
@@ -179,6 +192,7 @@ impl<'a> Call<'a> {
         Call {
             tool: CallTool::Builtin(Tool::Write),
             args,
+            target: None,
             ..*self
         }
     }

@@ -37,6 +37,7 @@ fn verdict(
             protected: &ProtectedPaths::default(),
             since: test_start(),
             lookup_changed_before: false,
+            target: None,
         },
         mode,
         grants,
@@ -149,6 +150,7 @@ fn an_always_rule_for_a_command_prefix_does_not_cover_chained_commands() {
         protected: &ProtectedPaths::default(),
         since: test_start(),
         lookup_changed_before: false,
+        target: None,
     };
     let rule = rule_for(call).unwrap();
     assert_eq!(rule, AlwaysRule::CommandPrefix("cargo test".into()));
@@ -209,6 +211,7 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
                 protected: &ProtectedPaths::default(),
                 since: test_start(),
                 lookup_changed_before: false,
+                target: None,
             },
             mode,
             grants,
@@ -249,6 +252,7 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
         protected: &ProtectedPaths::default(),
         since: test_start(),
         lookup_changed_before: false,
+        target: None,
     };
     assert_eq!(
         rule_for(call),
@@ -276,6 +280,7 @@ fn config_rules_deny_before_anything_and_allow_without_asking() {
                 protected: &ProtectedPaths::default(),
                 since: test_start(),
                 lookup_changed_before: false,
+                target: None,
             },
             mode,
             &[],
@@ -349,6 +354,7 @@ fn path_rules_match_the_resolved_path() {
                 protected: &ProtectedPaths::default(),
                 since: test_start(),
                 lookup_changed_before: false,
+                target: None,
             },
             Mode::Default,
             &[],
@@ -377,6 +383,7 @@ fn auto_mode_runs_sandboxed_commands_and_inside_edits_and_asks_for_the_rest() {
                 protected: &ProtectedPaths::default(),
                 since: test_start(),
                 lookup_changed_before: false,
+                target: None,
             },
             Mode::Auto,
             &[],

@@ -71,6 +71,7 @@ impl Scratch {
             protected: &PROTECTED,
             since: self.since,
             lookup_changed_before: changed_before,
+            target: None,
         }
     }
 

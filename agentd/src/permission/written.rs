@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::programs::{Programs, is_builtin, locate};
+use super::python_module::{locate_module, module_of};
 use super::shell::{CommandLine, Word};
 use super::wrappers::{Invocation, basename, expand};
 
@@ -81,6 +82,19 @@ pub fn written_code(line: &CommandLine, programs: Programs<'_>) -> Option<String
             };
             if let Some(why) = written_program(&program, programs, &cwd) {
                 return Some(why);
+            }
+            if let Some(module) = module_of(basename(&program), &args) {
+                let interpreter = locate(&program, programs);
+                let how = match locate_module(module, &cwd, interpreter.as_deref()) {
+                    Some(file) => written(&file, &cwd, programs.since),
+                    None => Some("which cannot be found to tell what it runs"),
+                };
+                if let Some(how) = how {
+                    return Some(format!(
+                        "`{}` runs the module `{module}`, {how}",
+                        basename(&program)
+                    ));
+                }
             }
             if let Some(script) = script_of(basename(&program), &args) {
                 let path = crate::tools::resolve(programs.cwd, script);

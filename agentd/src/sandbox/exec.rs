@@ -29,6 +29,9 @@ pub const CANNOT_CONFINE: i32 = 126;
 
 /// Runs the helper with its arguments (after `__sandbox`); never returns.
 pub fn run(args: &[String]) -> ! {
+    // Descriptors the helper inherited without close-on-exec (from whoever started the
+    // daemon) must not reach the command.
+    close_inherited();
     let (policy, program) = match Policy::from_helper_args(args) {
         Ok(parsed) => parsed,
         Err(err) => fail(&err),
@@ -95,6 +98,15 @@ fn init(policy: &Policy, program: &[String], status: OwnedFd, life: OwnedFd) -> 
     // Without a /proc of its own the sandbox would see the host's processes (Landlock still
     // keeps it from reading them); where the kernel refuses, the command runs all the same.
     let own_proc = super::mounts::own_proc().is_ok();
+    // The kernel's own bound on the call's processes and threads, whoever runs it: the
+    // process limit below is not enforced for root. PIDs below 300 are not reused once the
+    // namespace has counted past them, hence the margin.
+    if own_proc {
+        let _ = std::fs::write(
+            "/proc/sys/kernel/pid_max",
+            (policy.limits.max_processes.saturating_add(300)).to_string(),
+        );
+    }
     if let Err(err) = confine(policy) {
         fail(&err);
     }
@@ -254,6 +266,13 @@ fn isolate(policy: &Policy) -> Result<(), String> {
     write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
     Ok(())
+}
+
+/// Marks every descriptor above standard error close-on-exec.
+pub fn close_inherited() {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range only changes flags of this process's descriptors.
+    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) };
 }
 
 fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {

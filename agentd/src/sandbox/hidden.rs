@@ -121,6 +121,24 @@ impl HiddenPaths {
             .map(|(hidden, secret)| (hidden.as_path(), secret))
     }
 
+    /// Whether the agent may read `file`, as it was opened: its real path, read back from the
+    /// descriptor, is checked, so that a link swapped in after a path was checked reaches
+    /// nothing hidden.
+    pub fn check_opened(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
+        use std::os::fd::AsRawFd;
+        if self.is_empty() {
+            return Ok(());
+        }
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|e| format!("cannot tell where {shown} leads: {e}"))?;
+        match self.covering(&real) {
+            None => Ok(()),
+            Some(_) => Err(self
+                .refusal(&real)
+                .unwrap_or_else(|| format!("{} is hidden from the agent", real.display()))),
+        }
+    }
+
     /// Whether nothing is hidden (`bypass` mode).
     pub fn is_empty(&self) -> bool {
         self.daemon.is_empty() && self.secrets.is_empty()
@@ -209,6 +227,10 @@ mod tests {
         // The session directory holding the daemon's home lets nothing of it through.
         let inside = HiddenPaths::new(&[], &config, vec![h.join("data")], vec![h.clone()], &h);
         assert!(inside.refusal(&h.join("data/env")).is_some());
+        // A file opened through a link is judged by where it leads.
+        std::fs::write(h.join(".ssh/id_ed25519"), "key").unwrap();
+        let opened = std::fs::File::open(h.join("keys/id_ed25519")).unwrap();
+        assert!(hidden.check_opened(&opened, "keys/id_ed25519").is_err());
         let note = hidden.note("cat ~/.ssh/id_ed25519", "Permission denied");
         assert!(note.is_some_and(|n| n.contains(".ssh")));
     }

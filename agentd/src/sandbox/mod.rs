@@ -161,4 +161,6 @@ pub struct Confinement {
     pub sandbox: Option<Box<Sandbox>>,
     /// What the call may not read, search or list.
     pub hidden: std::sync::Arc<hidden::HiddenPaths>,
+    /// The file a `write` or `edit` call was allowed to write, resolved when it was checked.
+    pub target: Option<std::path::PathBuf>,
 }

@@ -5,7 +5,6 @@ use serde_json::json;
 
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput, cap, display, resolve, write_whole};
 use crate::provider::ToolSpec;
-use crate::regular_file;
 use crate::stale_files::TRACKED_BYTES;
 
 /// How long the diff of an edit may take before a coarser one is shown.
@@ -48,9 +47,9 @@ pub struct Args {
 pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let path = resolve(&ctx.cwd, &args.path);
     let shown = display(&ctx.cwd, &path);
-    let reading = path.clone();
+    let (reading, hidden) = (path.clone(), ctx.hidden.clone());
     let read = tokio::task::spawn_blocking(move || {
-        regular_file::read_at_most(&reading, TRACKED_BYTES as usize)
+        super::read_visible(&reading, &hidden, TRACKED_BYTES as usize)
     })
     .await;
     let before = match read {

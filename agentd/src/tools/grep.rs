@@ -169,6 +169,7 @@ fn search(
         // One file named by the model: it must be a regular file.
         let file =
             regular_file::open(&root).map_err(|e| format!("cannot search {shown_root}: {e}"))?;
+        hidden.check_opened(&file, &shown_root)?;
         let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         if let Some(sink) = search_one(&mut builder.build(), &root, file) {
             lock(&found).add(root.clone(), modified, sink, mode);
@@ -184,9 +185,9 @@ fn search(
                 || (!args.glob.as_deref().unwrap_or("").contains('/') && filter.is_match(name))
         }
     };
-    walk_files(&root, cancel, hidden, || {
+    walk_files(&root, cancel, hidden.clone(), || {
         let mut searcher = builder.build();
-        let (found, wanted, search_one) = (&found, &wanted, &search_one);
+        let (found, wanted, search_one, hidden) = (&found, &wanted, &search_one, &hidden);
         move |entry: &ignore::DirEntry| {
             let path = entry.path();
             if !wanted(path) {
@@ -195,6 +196,10 @@ fn search(
             let Ok(file) = regular_file::open_listed(path) else {
                 return;
             };
+            // A directory swapped for a link since it was listed leads elsewhere.
+            if hidden.check_opened(&file, "").is_err() {
+                return;
+            }
             if let Some(sink) = search_one(&mut searcher, path, file) {
                 let modified = modified(entry);
                 lock(found).add(path.to_path_buf(), modified, sink, mode);

@@ -13,12 +13,12 @@ pub mod pool;
 pub mod processes;
 pub mod progress;
 pub mod read;
+mod replace_file;
 pub mod walk;
 pub mod write;
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use protocol::PermissionClass;
@@ -30,6 +30,7 @@ use crate::provider::ToolSpec;
 use gate::EffectGate;
 pub use output::cap;
 pub use pool::{ToolOutput, ToolPool};
+pub use replace_file::{WriteError, write_whole};
 
 /// The most bytes a tool result may hold; longer output keeps its head and tail.
 pub const MAX_OUTPUT_BYTES: usize = 30_000;
@@ -167,6 +168,9 @@ pub struct ToolContext {
     pub sandbox: Option<Box<crate::sandbox::Sandbox>>,
     /// What no tool may read, search or list (agentd's own files, credential stores).
     pub hidden: Arc<crate::sandbox::hidden::HiddenPaths>,
+    /// The file a `write` or `edit` was allowed to write, resolved when it was checked; it is
+    /// written there and nowhere else (`None`: the path is resolved when written).
+    pub target: Option<PathBuf>,
     /// Where `bash` hands its output as it comes, for the views.
     pub progress: Option<progress::Progress>,
 }
@@ -187,6 +191,7 @@ impl ToolContext {
             ),
             sandbox: None,
             hidden: Arc::default(),
+            target: None,
             progress: None,
         }
     }
@@ -216,6 +221,18 @@ pub async fn execute(tool: Tool, args: Value, ctx: ToolContext) -> ToolOutput {
         output.output = cap(&output.output, tool.output_limit());
     }
     output
+}
+
+/// Reads at most `max` bytes of the regular file `path` for the agent (`Ok((bytes, true))` when
+/// it has more): refused when the file it leads to, as opened, is hidden.
+pub(crate) fn read_visible(
+    path: &Path,
+    hidden: &crate::sandbox::hidden::HiddenPaths,
+    max: usize,
+) -> Result<(Vec<u8>, bool), String> {
+    let file = crate::regular_file::open(path).map_err(|e| e.to_string())?;
+    hidden.check_opened(&file, &path.display().to_string())?;
+    crate::regular_file::read_file_at_most(file, max).map_err(|e| read::describe(&e))
 }
 
 /// The refusal of a call that would read, search or list what the agent may not see.
@@ -272,51 +289,6 @@ pub fn display(cwd: &Path, path: &Path) -> String {
         Ok(rel) => rel.display().to_string(),
         Err(_) => path.display().to_string(),
     }
-}
-
-/// Why a whole-file write did not land.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// The file system refused.
-    #[error("{}", read::describe(.0))]
-    Io(#[from] std::io::Error),
-    /// The run was cancelled before the file was replaced; nothing changed.
-    #[error("interrupted: the run was cancelled before the file was written")]
-    Interrupted,
-}
-
-/// Replaces a file's content all at once (a temporary file renamed over it), so that nobody,
-/// the file watcher included, ever sees it half written. A symlink is followed, and the old
-/// file's permissions are kept. The rename happens only if the call commits before a cancel
-/// claims it; the stale-file guard learns the new content just before.
-pub async fn write_whole(ctx: &ToolContext, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let target = tokio::fs::canonicalize(path)
-        .await
-        .unwrap_or_else(|_| path.to_path_buf());
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let unique = NEXT.fetch_add(1, Ordering::Relaxed);
-    let tmp = target.with_file_name(format!(".{name}.agentd-{}-{unique}", std::process::id()));
-    let written = async {
-        tokio::fs::write(&tmp, bytes).await?;
-        if let Ok(meta) = tokio::fs::metadata(&target).await {
-            let _ = tokio::fs::set_permissions(&tmp, meta.permissions()).await;
-        }
-        if !ctx.gate.commit() {
-            return Err(WriteError::Interrupted);
-        }
-        ctx.files.writing(path, bytes);
-        tokio::fs::rename(&tmp, &target).await?;
-        Ok(())
-    }
-    .await;
-    if written.is_err() {
-        let _ = tokio::fs::remove_file(&tmp).await;
-    }
-    written
 }
 
 /// "1 line", "3 lines".

@@ -63,7 +63,9 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     );
     let tracked = path.clone();
     let cancel = ctx.cancel.clone();
-    let result = tokio::task::spawn_blocking(move || read_lines(&path, window, &cancel)).await;
+    let hidden = ctx.hidden.clone();
+    let result =
+        tokio::task::spawn_blocking(move || read_lines(&path, window, &cancel, &hidden)).await;
     match result {
         Ok(Ok(read)) => {
             if let Some(stamp) = read.stamp {
@@ -113,13 +115,19 @@ struct Read {
 /// Reads `path` a piece at a time: the lines of the window are numbered, the rest only counted.
 /// Memory stays within the output budget and one line's cut, whatever the file says its size
 /// is; a file too large to track is read only as far as the window goes. Stops at `cancel`.
-fn read_lines(path: &Path, window: Window, cancel: &CancellationToken) -> Result<Read, String> {
+fn read_lines(
+    path: &Path,
+    window: Window,
+    cancel: &CancellationToken,
+    hidden: &crate::sandbox::hidden::HiddenPaths,
+) -> Result<Read, String> {
     let file = regular_file::open(path).map_err(|err| match err {
         OpenError::NotRegular {
             kind: "a directory",
         } => "it is a directory; use glob to list files".to_string(),
         other => other.to_string(),
     })?;
+    hidden.check_opened(&file, &path.display().to_string())?;
     let size = file.metadata().map_err(|e| describe(&e))?.len();
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
     let mut lines = Lines::new(window);
@@ -307,6 +315,7 @@ mod tests {
             path,
             Window::new(offset, limit, 100_000),
             &CancellationToken::new(),
+            &Default::default(),
         )
         .map(|r| r.text)
     }
@@ -366,6 +375,7 @@ mod tests {
             &path,
             Window::new(1, 2000, 10_000),
             &CancellationToken::new(),
+            &Default::default(),
         )
         .unwrap()
         .text;

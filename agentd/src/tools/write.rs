@@ -4,10 +4,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::edit::change_diff;
-use super::read::describe;
 use super::{ToolContext, ToolOutput, display, plural, resolve, write_whole};
 use crate::provider::ToolSpec;
-use crate::regular_file;
 use crate::stale_files::TRACKED_BYTES;
 
 /// The model's description of `write`.
@@ -48,9 +46,9 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     }
     // The text it replaces, for the diff: only a regular UTF-8 file of a readable size.
     let before = if existed {
-        let reading = path.clone();
+        let (reading, hidden) = (path.clone(), ctx.hidden.clone());
         tokio::task::spawn_blocking(move || {
-            regular_file::read_at_most(&reading, TRACKED_BYTES as usize)
+            super::read_visible(&reading, &hidden, TRACKED_BYTES as usize)
         })
         .await
         .ok()
@@ -60,14 +58,6 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     } else {
         None
     };
-    if let Some(parent) = path.parent()
-        && let Err(err) = tokio::fs::create_dir_all(parent).await
-    {
-        return ToolOutput::error(format!(
-            "cannot create the directory of {shown}: {}",
-            describe(&err)
-        ));
-    }
     if let Err(err) = write_whole(&ctx, &path, args.content.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {err}"));
     }

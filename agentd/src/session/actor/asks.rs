@@ -56,6 +56,7 @@ impl SessionActor {
                 protected: &protected,
                 since: permission::unchanged_since(self.info.created_ms),
                 lookup_changed_before: self.lookup_changed,
+                target: None,
             };
             if let Some(rule) = permission::rule_for(call) {
                 self.record(&Record::Rule { rule: rule.clone() });
@@ -151,6 +152,14 @@ impl Message<Authorize> for SessionActor {
             .iter()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.as_str());
+        // A written path is resolved once: the check and the tool see the same file, whatever
+        // a command running meanwhile does to the directories on the way.
+        let target = msg.tool.writes().then(|| {
+            msg.args["path"]
+                .as_str()
+                .map(|p| permission::real_path(&crate::tools::resolve(&cwd, p)))
+        });
+        let target = target.flatten();
         let call = permission::Call {
             tool: msg.tool.as_call(),
             args: &msg.args,
@@ -161,6 +170,7 @@ impl Message<Authorize> for SessionActor {
             protected: &protected,
             since: permission::unchanged_since(self.info.created_ms),
             lookup_changed_before: self.lookup_changed,
+            target: target.as_deref(),
         };
         let sandbox = (call.sandbox
             && msg.tool == crate::permission::ToolRef::Builtin(crate::tools::Tool::Bash)
@@ -172,6 +182,7 @@ impl Message<Authorize> for SessionActor {
             confinement: crate::sandbox::Confinement {
                 sandbox,
                 hidden: std::sync::Arc::new(self.hidden_paths()),
+                target,
             },
         })
     }

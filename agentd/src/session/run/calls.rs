@@ -125,6 +125,7 @@ impl Run {
                             env: self.setup.env.clone(),
                             sandbox: confinement.sandbox,
                             hidden: confinement.hidden,
+                            target: confinement.target,
                             progress,
                         };
                         Box::pin(tools::execute(tool, args, ctx))
