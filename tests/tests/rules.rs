@@ -258,6 +258,26 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
         "printf 'import os\\nos.remove(\"d106\")\\n' > zap2.py; python3 -m zap2",
         Asks,
     ),
+    // Code other programs load from files by convention.
+    ("printf 'all:\\n\\t\\x72m -f d107\\n' > Makefile", Runs),
+    ("make", Asks),
+    (
+        "printf 'x:\\n\\t\\x72m -f d108\\n' > inc.mk; make -f inc.mk x",
+        Asks,
+    ),
+    (
+        "mkdir -p lib && printf 'import os\\nos.remove(\"../d109\")\\n' > lib/calendar.py",
+        Runs,
+    ),
+    ("cd lib && python3 -m calendar", Asks),
+    ("PYENV_HOOK_PATH=hk ls d110", Asks),
+    (
+        "printf 'import os\\nos.remove(\"d111\")\\n' > c111.py && python3 -m py_compile c111.py && mv __pycache__/c111.*.pyc calendar.pyc",
+        Runs,
+    ),
+    ("python3 -m calendar", Asks),
+    ("printf 'unlink \"d112\"; 1;\\n' > zap.pm", Runs),
+    ("perl -I. -Mzap /usr/bin/pod2text /dev/null", Asks),
     // `PATH` changed for the commands after it.
     (
         "mkdir -p {outside}/pp && cp /bin/r? {outside}/pp/ls && export PATH={outside}/pp:$PATH; ls d100",
@@ -282,7 +302,7 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
 ];
 
 /// The victims of [`DENIED_PROGRAM_TABLE`].
-const VICTIMS: usize = 106;
+const VICTIMS: usize = 112;
 
 fn install_fakes(bin: &Path) {
     std::fs::create_dir_all(bin).unwrap();

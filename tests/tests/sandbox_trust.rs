@@ -119,6 +119,9 @@ async fn path_directories_and_tool_configs_in_writable_places_stay_read_only() {
         return;
     }
     std::fs::create_dir_all(d.project.join(".venv/bin")).unwrap();
+    let site = d.project.join(".venv/lib/python3/site-packages");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(d.project.join(".venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
     let path = format!(
         "{}:{}:{}",
         d.project.join(".venv/bin").display(),
@@ -138,6 +141,14 @@ async fn path_directories_and_tool_configs_in_writable_places_stay_read_only() {
                 "printf '[alias]\\nb = \"!touch {out}/cargo\"\\n' > $HOME/.cargo/config.toml"
             )),
             bash("mkdir -p $HOME/.cargo/registry && echo cached > $HOME/.cargo/registry/x"),
+            // The environment's libraries run outside too (a `.pth` file at every start).
+            bash(&format!(
+                "echo 'import os; open(\"{out}/pth\", \"w\")' > .venv/lib/python3/site-packages/zz.pth"
+            )),
+            (
+                "write",
+                json!({"path": ".venv/lib/python3/site-packages/yy.pth", "content": "import os\n"}),
+            ),
         ],
     )
     .await;
@@ -148,6 +159,8 @@ async fn path_directories_and_tool_configs_in_writable_places_stay_read_only() {
     );
     assert!(!cargo.join("bin/ls").exists(), "{}", results[1].2);
     assert!(!cargo.join("config.toml").exists(), "{}", results[2].2);
+    assert!(!site.join("zz.pth").exists(), "{}", results[4].2);
+    assert!(!site.join("yy.pth").exists(), "{}", results[5].2);
     assert!(
         cargo.join("registry/x").exists(),
         "the rest of ~/.cargo stays writable: {}",

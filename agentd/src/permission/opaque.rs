@@ -50,14 +50,34 @@ fn opaque_command(command: &SimpleCommand, programs: Programs<'_>) -> Option<Str
         })
 }
 
+/// Families of variables through which interpreters, package managers and build tools load
+/// or run code of their own choosing (`PYTHONUSERBASE` with a `.pth` file, `PYENV_HOOK_PATH`,
+/// `RUSTC_WRAPPER`, `MAKEFLAGS=--eval=…`).
+const LOADER_PREFIXES: [&str; 16] = [
+    "LD_",
+    "BASH_FUNC_",
+    "GIT_",
+    "PYTHON",
+    "PYENV_",
+    "PERL",
+    "RUBY",
+    "GEM_",
+    "BUNDLE_",
+    "NODE_",
+    "NPM_CONFIG_",
+    "npm_config_",
+    "RUSTC",
+    "CARGO_",
+    "MAKE",
+    "LUA_",
+];
+
 /// Assignments (`NAME=value`, or a bare `NAME`) that make a command run or load other code.
 pub(super) fn dangerous_assignment(assignment: &str) -> bool {
     let name = assignment.split(['=', '[', '+']).next().unwrap_or_default();
     name.contains('[')
         || assignment.contains('[')
-        || name.starts_with("LD_")
-        || name.starts_with("BASH_FUNC_")
-        || name.starts_with("GIT_")
+        || LOADER_PREFIXES.iter().any(|p| name.starts_with(p))
         || matches!(
             name,
             "BASH_ENV"

@@ -43,8 +43,10 @@ pub fn locate_module(module: &str, cwd: &Path, interpreter: Option<&Path>) -> Op
     dirs.push(PathBuf::from("/usr/lib/python3/dist-packages"));
     dirs.iter().find_map(|dir| {
         let package = dir.join(top);
+        // A compiled `top.pyc` beside the sources is loaded as it is.
         let candidates = [
             dir.join(format!("{top}.py")),
+            dir.join(format!("{top}.pyc")),
             package.join("__init__.py"),
             package.join("__main__.py"),
         ];

@@ -75,6 +75,13 @@ pub fn written_code(line: &CommandLine, programs: Programs<'_>) -> Option<String
         .cwd
         .canonicalize()
         .unwrap_or_else(|_| programs.cwd.to_path_buf());
+    // A relative name a program looks up (a module, a makefile) is found where the command
+    // stands, which `cd` moves.
+    let changes_dir = line.commands.iter().any(|c| {
+        c.words
+            .first()
+            .is_some_and(|w| matches!(w.text(), "cd" | "pushd" | "popd"))
+    });
     for command in &line.commands {
         for invocation in expand(command).invocations {
             let Invocation::Run { program, args } = invocation else {
@@ -83,7 +90,16 @@ pub fn written_code(line: &CommandLine, programs: Programs<'_>) -> Option<String
             if let Some(why) = written_program(&program, programs, &cwd) {
                 return Some(why);
             }
-            if let Some(module) = module_of(basename(&program), &args) {
+            let name = basename(&program);
+            if let Some(why) = loaded_code(name, &args, &cwd, programs.since, changes_dir) {
+                return Some(why);
+            }
+            if let Some(module) = module_of(name, &args) {
+                if changes_dir {
+                    return Some(format!(
+                        "`{name}` runs the module `{module}` after the line changes directory, so which file it is cannot be told"
+                    ));
+                }
                 let interpreter = locate(&program, programs);
                 let how = match locate_module(module, &cwd, interpreter.as_deref()) {
                     Some(file) => written(&file, &cwd, programs.since),
@@ -121,6 +137,67 @@ fn written_program(program: &str, programs: Programs<'_>, cwd: &Path) -> Option<
     written(&path, cwd, programs.since).map(|how| match program.contains('/') {
         true => format!("it runs `{program}`, {how}"),
         false => format!("it runs `{program}` (`{}`), {how}", path.display()),
+    })
+}
+
+/// Code a program loads from a file by convention rather than by an operand: a makefile
+/// (`make`, `make -f FILE`, `make -C DIR`), and a Perl module from a directory given with `-I`.
+fn loaded_code(
+    name: &str,
+    args: &[Word],
+    cwd: &Path,
+    since: SystemTime,
+    changes_dir: bool,
+) -> Option<String> {
+    let texts: Vec<&str> = args.iter().map(Word::text).collect();
+    if name.starts_with("perl") && texts.iter().any(|t| t.starts_with("-I")) {
+        return Some(format!(
+            "`{name}` loads modules from a directory given with -I, which a command may have written"
+        ));
+    }
+    if !matches!(name, "make" | "gmake" | "bmake") {
+        return None;
+    }
+    let mut dir = cwd.to_path_buf();
+    let mut files = Vec::new();
+    let mut rest = texts.iter();
+    while let Some(arg) = rest.next() {
+        let value = |flag: &str| {
+            arg.strip_prefix(flag)
+                .map(|v| v.trim_start_matches('='))
+                .filter(|v| !v.is_empty())
+        };
+        if let Some(file) = value("--file")
+            .or_else(|| value("--makefile"))
+            .or_else(|| value("-f"))
+        {
+            files.push(file.to_string());
+        } else if matches!(*arg, "-f" | "--file" | "--makefile") {
+            files.extend(rest.next().map(|f| f.to_string()));
+        } else if let Some(d) = value("--directory").or_else(|| value("-C")) {
+            dir = crate::tools::resolve(&dir, d);
+        } else if matches!(*arg, "-C" | "--directory")
+            && let Some(d) = rest.next()
+        {
+            dir = crate::tools::resolve(&dir, d);
+        }
+    }
+    if changes_dir && files.iter().all(|f| !f.starts_with('/')) {
+        return Some(format!(
+            "`{name}` runs a makefile after the line changes directory, so which file it is cannot be told"
+        ));
+    }
+    if files.is_empty() {
+        files = ["GNUmakefile", "makefile", "Makefile"]
+            .iter()
+            .map(|f| f.to_string())
+            .filter(|f| dir.join(f).exists())
+            .take(1)
+            .collect();
+    }
+    files.iter().find_map(|file| {
+        let how = written(&crate::tools::resolve(&dir, file), cwd, since)?;
+        Some(format!("`{name}` runs the makefile `{file}`, {how}"))
     })
 }
 

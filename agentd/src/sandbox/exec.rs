@@ -351,3 +351,20 @@ fn end_as(status: i32) -> ! {
     }
     std::process::exit(libc::WEXITSTATUS(status))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inherited_descriptors_are_closed_at_exec() {
+        let (read, _write) = std::io::pipe().unwrap();
+        let fd = read.as_raw_fd();
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        close_inherited();
+        // SAFETY: fcntl on a descriptor we own.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert_ne!(flags & libc::FD_CLOEXEC, 0);
+    }
+}

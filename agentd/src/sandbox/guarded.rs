@@ -65,7 +65,7 @@ pub fn find(
         if roots.contains(&real(&dir)) {
             guarded.roots_on_path.push(dir);
         } else {
-            candidates.push(dir);
+            candidates.push(environment_root(&dir).unwrap_or(dir));
         }
     }
     if let Some(home) = home {
@@ -89,6 +89,17 @@ pub fn find(
         list.dedup();
     }
     guarded
+}
+
+/// The environment a `PATH` directory belongs to, whose libraries its programs load as they
+/// start (a virtual environment's `site-packages` with its `.pth` files, a conda environment,
+/// `node_modules`): the whole of it runs outside, not only `bin`.
+fn environment_root(dir: &Path) -> Option<PathBuf> {
+    let parent = dir.parent()?;
+    let is_env = parent.join("pyvenv.cfg").is_file()
+        || parent.join("conda-meta").is_dir()
+        || (dir.file_name()? == ".bin" && parent.file_name()? == "node_modules");
+    is_env.then(|| parent.to_path_buf())
 }
 
 /// The executable files directly in a directory, by name, with what they are on disk.
@@ -158,6 +169,7 @@ mod tests {
         let home = dir.path().canonicalize().unwrap();
         let project = home.join("project");
         std::fs::create_dir_all(project.join(".venv/bin")).unwrap();
+        std::fs::write(project.join(".venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
         std::fs::create_dir_all(home.join(".cargo/bin")).unwrap();
         std::fs::write(home.join(".cargo/config.toml"), "").unwrap();
         let path_var = format!(
@@ -173,7 +185,7 @@ mod tests {
             [
                 home.join(".cargo/bin"),
                 home.join(".cargo/config.toml"),
-                project.join(".venv/bin")
+                project.join(".venv")
             ]
         );
         assert_eq!(guarded.missing, [home.join(".cargo/config")]);

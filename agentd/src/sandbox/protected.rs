@@ -16,6 +16,9 @@ pub struct ProtectedPaths {
     /// The session directory: a worktree session's own worktree lives under the daemon's data
     /// directory and stays writable.
     pub session_dir: PathBuf,
+    /// `PATH` directories (with their environments) and tools' configuration inside the
+    /// session directory or `[sandbox] writable` ([`super::guarded`]).
+    pub guarded: Vec<PathBuf>,
 }
 
 impl ProtectedPaths {
@@ -35,6 +38,13 @@ impl ProtectedPaths {
                 "{} is inside the git directory {} that the session's .git file points at",
                 path.display(),
                 target.display()
+            ));
+        }
+        if let Some(guarded) = self.guarded.iter().find(|g| path.starts_with(g)) {
+            return Some(format!(
+                "{} is inside {}, a directory on PATH or a tool's configuration: what is written there runs outside the sandbox",
+                path.display(),
+                guarded.display()
             ));
         }
         let own = !self.session_dir.as_os_str().is_empty() && path.starts_with(&self.session_dir);
@@ -118,6 +128,7 @@ mod tests {
             daemon_dirs: vec!["/h/data".into(), "/h/config".into()],
             home: Some("/home/u".into()),
             session_dir: "/h/data/worktrees/s1".into(),
+            guarded: vec!["/h/data/worktrees/s1/.venv".into()],
         };
         let refused = |p: &str| paths.refusal(Path::new(p)).is_some();
         assert!(refused("/p/.git/config"));
@@ -130,6 +141,9 @@ mod tests {
         assert!(refused("/home/u/.local/bin/git"));
         assert!(refused("/home/u/bin/ls"));
         assert!(!refused("/h/data/worktrees/s1/src/main.rs"));
+        assert!(refused(
+            "/h/data/worktrees/s1/.venv/lib/site-packages/x.pth"
+        ));
         assert!(!refused("/home/u/project/.bashrc"));
         assert!(!refused("/p/.gitignore"));
         assert!(!refused("/p/src/git/x"));

@@ -85,11 +85,34 @@ impl SessionActor {
         let mut daemon_dirs = vec![paths.config_dir.clone(), paths.data_dir.clone()];
         daemon_dirs.extend(paths.socket.parent().map(Path::to_path_buf));
         let real = |p: PathBuf| p.canonicalize().unwrap_or(p);
+        let config = self.env.config();
+        let env = self.command_env(&config);
+        let home = crate::sandbox::protected::home_of(&env);
+        let cwd = self.cwd();
+        let writable: Vec<PathBuf> = std::iter::once(cwd.clone())
+            .chain(
+                config
+                    .sandbox
+                    .writable
+                    .iter()
+                    .map(|p| crate::tools::resolve(&cwd, &p.to_string_lossy())),
+            )
+            .collect();
+        let path_var = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str());
+        let guarded = crate::sandbox::guarded::find(&writable, &cwd, home.as_deref(), path_var);
         crate::sandbox::protected::ProtectedPaths {
             daemon_dirs: daemon_dirs.into_iter().map(real).collect(),
-            home: crate::sandbox::protected::home_of(&self.command_env(&self.env.config()))
-                .map(real),
-            session_dir: real(self.cwd()),
+            home: home.map(real),
+            session_dir: real(cwd),
+            guarded: guarded
+                .existing
+                .into_iter()
+                .chain(guarded.missing)
+                .map(real)
+                .collect(),
         }
     }
 }
