@@ -146,8 +146,13 @@ impl Message<Authorize> for SessionActor {
 
     async fn handle(&mut self, msg: Authorize, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         let (cwd, plan) = (self.cwd(), self.plan_file());
-        let protected = self.protected_paths();
-        let env = self.command_env(&self.env.config());
+        // Only a call that writes (a tool's path, a command's redirections) meets the
+        // guarded paths: a read is not made to look for them.
+        let writes = msg.tool.writes()
+            || msg.tool == crate::permission::ToolRef::Builtin(crate::tools::Tool::Bash);
+        let config = self.env.config();
+        let env = self.command_env(&config);
+        let protected = self.protected_paths(&config, &env, writes);
         let path_var = env
             .iter()
             .find(|(k, _)| k == "PATH")
@@ -181,7 +186,7 @@ impl Message<Authorize> for SessionActor {
             authorization,
             confinement: crate::sandbox::Confinement {
                 sandbox,
-                hidden: std::sync::Arc::new(self.hidden_paths()),
+                hidden: std::sync::Arc::new(self.hidden_paths(&config, &env)),
                 target,
             },
         })

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::SessionActor;
+use crate::config::Config;
 use crate::sandbox::hidden::HiddenPaths;
 
 impl SessionActor {
@@ -22,12 +23,12 @@ impl SessionActor {
                 .map(|p| crate::tools::resolve(&cwd, &p.to_string_lossy())),
         );
         let mut writable = search.clone();
-        let mut protected = self.protected_paths().daemon_dirs;
+        let mut protected = self.protected_paths(&config, &env, false).daemon_dirs;
         if let Some(worktree) = &self.meta.worktree {
             writable.extend(worktree.sandbox_writable());
             protected.extend(worktree.sandbox_protected());
         }
-        let hidden = self.hidden_paths();
+        let hidden = self.hidden_paths(&config, &env);
         crate::sandbox::Sandbox {
             policy: crate::sandbox::Policy {
                 writable,
@@ -50,14 +51,12 @@ impl SessionActor {
     }
 
     /// What no call of this session may look at; nothing in `bypass` mode.
-    pub(super) fn hidden_paths(&self) -> HiddenPaths {
+    pub(super) fn hidden_paths(&self, config: &Config, env: &[(String, String)]) -> HiddenPaths {
         if self.info.mode == protocol::Mode::Bypass {
             return HiddenPaths::default();
         }
-        let config = self.env.config();
-        let env = self.command_env(&config);
         let paths = &self.env.paths;
-        let mut homes: Vec<PathBuf> = crate::sandbox::protected::home_of(&env)
+        let mut homes: Vec<PathBuf> = crate::sandbox::protected::home_of(env)
             .into_iter()
             .chain(directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf()))
             .collect();
@@ -79,15 +78,20 @@ impl SessionActor {
         )
     }
 
-    /// Where writes are refused whatever the mode but `bypass`.
-    pub(super) fn protected_paths(&self) -> crate::sandbox::protected::ProtectedPaths {
+    /// Where writes are refused whatever the mode but `bypass`; the guarded paths (`PATH`
+    /// directories, tools' configuration) only `with_guarded`, as finding them takes a look
+    /// at the file system.
+    pub(super) fn protected_paths(
+        &self,
+        config: &Config,
+        env: &[(String, String)],
+        with_guarded: bool,
+    ) -> crate::sandbox::protected::ProtectedPaths {
         let paths = &self.env.paths;
         let mut daemon_dirs = vec![paths.config_dir.clone(), paths.data_dir.clone()];
         daemon_dirs.extend(paths.socket.parent().map(Path::to_path_buf));
         let real = |p: PathBuf| p.canonicalize().unwrap_or(p);
-        let config = self.env.config();
-        let env = self.command_env(&config);
-        let home = crate::sandbox::protected::home_of(&env);
+        let home = crate::sandbox::protected::home_of(env);
         let cwd = self.cwd();
         let writable: Vec<PathBuf> = std::iter::once(cwd.clone())
             .chain(
@@ -102,7 +106,10 @@ impl SessionActor {
             .iter()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.as_str());
-        let guarded = crate::sandbox::guarded::find(&writable, &cwd, home.as_deref(), path_var);
+        let guarded = match with_guarded {
+            true => crate::sandbox::guarded::find(&writable, &cwd, home.as_deref(), path_var),
+            false => crate::sandbox::guarded::Guarded::default(),
+        };
         crate::sandbox::protected::ProtectedPaths {
             daemon_dirs: daemon_dirs.into_iter().map(real).collect(),
             home: home.map(real),
