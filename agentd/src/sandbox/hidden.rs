@@ -54,28 +54,37 @@ impl HiddenPaths {
                 Err(_) => vec![cwd.join(entry)],
             }
         };
+        // Every call builds this list: directories shared by its entries are resolved once.
+        let mut resolver = Resolver::default();
         let visible: Vec<PathBuf> = config
             .visible
             .iter()
             .flat_map(|v| place(v))
-            .flat_map(both_forms)
+            .flat_map(|p| resolver.forms(p))
             .collect();
-        let mut secrets: Vec<PathBuf> = homes
+        let mut secrets: Vec<PathBuf> = Vec::new();
+        let candidates = homes
             .iter()
             .flat_map(|home| CREDENTIALS.iter().map(move |c| home.join(c)))
-            .chain(config.hidden.iter().flat_map(|h| place(h)))
-            .filter(|p| !both_forms(p.clone()).iter().any(|f| visible.contains(f)))
-            .flat_map(both_forms)
-            .collect();
+            .chain(config.hidden.iter().flat_map(|h| place(h)));
+        for candidate in candidates {
+            let forms = resolver.forms(candidate);
+            if !forms.iter().any(|f| visible.contains(f)) {
+                secrets.extend(forms);
+            }
+        }
         secrets.sort();
         secrets.dedup();
-        let mut daemon: Vec<PathBuf> = daemon.into_iter().flat_map(both_forms).collect();
+        let mut daemon: Vec<PathBuf> = daemon.into_iter().flat_map(|d| resolver.forms(d)).collect();
         daemon.sort();
         daemon.dedup();
         HiddenPaths {
             daemon,
             secrets,
-            exceptions: exceptions.into_iter().flat_map(both_forms).collect(),
+            exceptions: exceptions
+                .into_iter()
+                .flat_map(|e| resolver.forms(e))
+                .collect(),
         }
     }
 
@@ -178,6 +187,44 @@ fn both_forms(path: PathBuf) -> Vec<PathBuf> {
         vec![path]
     } else {
         vec![path, real]
+    }
+}
+
+/// Resolves paths as the kernel would, remembering the directories it resolved: a directory
+/// is looked at once however many entries lie in it.
+#[derive(Default)]
+struct Resolver {
+    memo: std::collections::HashMap<PathBuf, PathBuf>,
+}
+
+impl Resolver {
+    /// The path as given, and resolved when that differs.
+    fn forms(&mut self, path: PathBuf) -> Vec<PathBuf> {
+        let real = self.real(&path);
+        if real == path {
+            vec![path]
+        } else {
+            vec![path, real]
+        }
+    }
+
+    fn real(&mut self, path: &Path) -> PathBuf {
+        if let Some(known) = self.memo.get(path) {
+            return known.clone();
+        }
+        let plain = path.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::RootDir | std::path::Component::Normal(_)
+            )
+        });
+        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        let resolved = match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) if plain && !link => self.real(parent).join(name),
+            _ => real(path),
+        };
+        self.memo.insert(path.to_path_buf(), resolved.clone());
+        resolved
     }
 }
 
