@@ -2,6 +2,14 @@
 
 use protocol::TokenUsage;
 
+/// "1 turn", "3 turns".
+pub fn count(n: impl Into<u64>, word: &str) -> String {
+    match n.into() {
+        1 => format!("1 {word}"),
+        n => format!("{n} {word}s"),
+    }
+}
+
 /// "5s ago", "3m ago", "2h ago", "4d ago" for a time `then_ms` before `now_ms`.
 pub fn ago(then_ms: u64, now_ms: u64) -> String {
     let secs = now_ms.saturating_sub(then_ms) / 1000;
@@ -122,6 +130,13 @@ pub fn with_children_cost(cost: Option<u64>, children: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_of_a_thing_is_singular() {
+        assert_eq!(count(1u32, "turn"), "1 turn");
+        assert_eq!(count(0u32, "turn"), "0 turns");
+        assert_eq!(count(3u64, "turn"), "3 turns");
+    }
 
     #[test]
     fn ages_and_sizes_read_naturally() {

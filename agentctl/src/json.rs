@@ -10,7 +10,7 @@ pub struct JsonLines;
 
 impl View for JsonLines {
     fn event(&mut self, event: &SessionEvent, _replay: bool) -> Flow {
-        println!("{}", event_json(event));
+        outln!("{}", event_json(event));
         Flow::Go
     }
 }

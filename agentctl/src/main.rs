@@ -1,6 +1,8 @@
 //! `agentctl`: the thin client of the agentd daemon. Every command talks to the daemon over its
 //! local socket and starts it first when none is running.
 
+#[macro_use]
+mod stdout;
 mod acp;
 mod cli;
 mod colored_diff;
@@ -47,6 +49,10 @@ impl<E: std::fmt::Display> From<E> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // An editor closing the ACP pipes is how a session there ends, not an error.
+    if !matches!(cli.command, Some(Command::Acp)) {
+        stdout::end_when_closed();
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -182,7 +188,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Config { action } => match action {
             ConfigAction::Path => {
-                println!("{}", paths.config_file().display());
+                outln!("{}", paths.config_file().display());
                 Ok(0)
             }
             ConfigAction::Show => connect::daemon_config(&["--print-config"]),
@@ -230,7 +236,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         } => commands::extensions::list(&paths, Which::Commands, json).await,
         Command::Completions { shell } => {
             let mut cli = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cli, "agentctl", &mut std::io::stdout());
+            // Written whole, then sent: a closed pipe (`| head`) ends it quietly.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cli, "agentctl", &mut script);
+            stdout::write(&String::from_utf8_lossy(&script));
             Ok(0)
         }
     }

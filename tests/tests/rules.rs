@@ -304,13 +304,32 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
 /// The victims of [`DENIED_PROGRAM_TABLE`].
 const VICTIMS: usize = 112;
 
+/// The user's own programs on `PATH`, made before the session: older than it by more than the
+/// daemon's allowance for coarse file times, so that they count as unchanged.
 fn install_fakes(bin: &Path) {
+    use std::os::unix::fs::MetadataExt;
     std::fs::create_dir_all(bin).unwrap();
+    let mut newest = 0;
     for name in ["cargo", "git"] {
         let path = bin.join(name);
         std::fs::write(&path, format!("#!/bin/sh\necho fake {name} \"$@\"\n")).unwrap();
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        newest = newest.max(meta.ctime() as u128 * 1_000_000_000 + meta.ctime_nsec() as u128);
+    }
+    // The condition is the clock itself: it must pass the files' change time by the margin.
+    let ready = newest + 200_000_000;
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    };
+    if now() < ready {
+        std::thread::sleep(std::time::Duration::from_nanos(
+            ready.saturating_sub(now()) as u64
+        ));
     }
 }
 

@@ -167,17 +167,17 @@ pub async fn rewind(
             return Err(unexpected(reply));
         };
         for line in rewind_lines(&plan, style) {
-            println!("{line}");
+            outln!("{line}");
         }
         if plan.restored.is_empty() && plan.removed.is_empty() {
             return Ok(0);
         }
-        print!("rewind the directory to before run {}? [y/N] ", plan.run);
+        out!("rewind the directory to before run {}? [y/N] ", plan.run);
         std::io::stdout().flush()?;
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            println!("nothing changed");
+            outln!("nothing changed");
             return Ok(1);
         }
         run = Some(plan.run);
@@ -187,7 +187,7 @@ pub async fn rewind(
         return Err(unexpected(reply));
     };
     for line in rewind_lines(&report, style) {
-        println!("{line}");
+        outln!("{line}");
     }
     Ok(if report.failed.is_empty() { 0 } else { 1 })
 }
@@ -206,10 +206,11 @@ pub async fn fork(paths: &Paths, id: String, turn: Option<u64>) -> Result<u8, Fa
     let Reply::SessionCreated(info) = reply else {
         return Err(unexpected(reply));
     };
-    println!("{}", info.id);
+    outln!("{}", info.id);
     eprintln!(
-        "forked {id} with {} turns; `agentctl chat --session {}` goes on from there",
-        info.turns, info.id
+        "forked {id} with {}; `agentctl chat --session {}` goes on from there",
+        crate::format::count(info.turns, "turn"),
+        info.id
     );
     Ok(0)
 }

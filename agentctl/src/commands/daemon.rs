@@ -13,7 +13,7 @@ use crate::{Failure, format};
 pub async fn start(paths: &Paths) -> Result<u8, Failure> {
     match connect::connect_running(paths, "daemon start").await {
         Ok(client) => {
-            println!(
+            outln!(
                 "agentd is already running (pid {}) on {}",
                 client.welcome().pid,
                 paths.socket.display()
@@ -22,7 +22,7 @@ pub async fn start(paths: &Paths) -> Result<u8, Failure> {
         }
         Err(ConnectError::NotRunning(_)) => {
             let pid = connect::start(paths).await?;
-            println!("agentd started (pid {pid}) on {}", paths.socket.display());
+            outln!("agentd started (pid {pid}) on {}", paths.socket.display());
             Ok(0)
         }
         Err(err) => Err(Failure::new(err)),
@@ -34,13 +34,13 @@ pub async fn stop(paths: &Paths) -> Result<u8, Failure> {
     let client = match connect::connect_running(paths, "daemon stop").await {
         Ok(client) => client,
         Err(ConnectError::NotRunning(_)) => {
-            println!("agentd is not running");
+            outln!("agentd is not running");
             return Ok(0);
         }
         Err(err) => return Err(Failure::new(err)),
     };
     let pid = shut_down(paths, client).await?;
-    println!("agentd stopped (pid {pid})");
+    outln!("agentd stopped (pid {pid})");
     Ok(0)
 }
 
@@ -54,7 +54,7 @@ pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
                 other => return Err(unexpected(other)),
             };
             if status.running > 0 {
-                println!(
+                outln!(
                     "{} run(s) going: they go on in the new daemon",
                     status.running
                 );
@@ -73,11 +73,11 @@ pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
     };
     let pid = connect::start(paths).await?;
     match old {
-        Some(old) => println!(
+        Some(old) => outln!(
             "agentd restarted (pid {old} → {pid}, agentd {})",
             env!("CARGO_PKG_VERSION")
         ),
-        None => println!("agentd was not running; started (pid {pid})"),
+        None => outln!("agentd was not running; started (pid {pid})"),
     }
     Ok(0)
 }
@@ -134,7 +134,7 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
     let client = match connect::connect_running(paths, "daemon status").await {
         Ok(client) => client,
         Err(ConnectError::NotRunning(socket)) => {
-            println!("agentd is not running (socket {})", socket.display());
+            outln!("agentd is not running (socket {})", socket.display());
             return Ok(1);
         }
         Err(err) => return Err(Failure::new(err)),
@@ -143,35 +143,36 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
         Reply::Status(status) => status,
         other => return Err(unexpected(other)),
     };
-    println!(
+    outln!(
         "agentd {} (protocol {})",
-        status.daemon_version, status.protocol_version
+        status.daemon_version,
+        status.protocol_version
     );
-    println!("pid       {}", status.pid);
-    println!("uptime    {}", format::duration(status.uptime_ms));
-    println!("socket    {}", status.socket);
-    println!("data      {}", status.data_dir);
-    println!("sessions  {} ({} running)", status.sessions, status.running);
-    println!("clients   {}", status.clients);
+    outln!("pid       {}", status.pid);
+    outln!("uptime    {}", format::duration(status.uptime_ms));
+    outln!("socket    {}", status.socket);
+    outln!("data      {}", status.data_dir);
+    outln!("sessions  {} ({} running)", status.sessions, status.running);
+    outln!("clients   {}", status.clients);
     match status.rss_bytes {
-        Some(rss) => println!("memory    {} resident", format::bytes(rss)),
-        None => println!("memory    unknown"),
+        Some(rss) => outln!("memory    {} resident", format::bytes(rss)),
+        None => outln!("memory    unknown"),
     }
     // Which of the two a broken file means: runs refused, or the last good one in force.
     match status.config_error {
-        Some(error) if status.config_fail_closed => println!(
+        Some(error) if status.config_fail_closed => outln!(
             "config    {error} — runs are refused until it is fixed (or run with --ignore-config)"
         ),
-        Some(error) => println!("config    {error} — the last good configuration is in force"),
+        Some(error) => outln!("config    {error} — the last good configuration is in force"),
         None => {}
     }
-    println!("sandbox   {}", status.sandbox);
+    outln!("sandbox   {}", status.sandbox);
     if status.mcp_servers.is_empty() {
-        println!("mcp       no servers configured");
+        outln!("mcp       no servers configured");
     } else {
-        println!("mcp servers:");
+        outln!("mcp servers:");
         for line in super::mcp::table(&status.mcp_servers).lines() {
-            println!("  {line}");
+            outln!("  {line}");
         }
     }
     Ok(0)

@@ -38,11 +38,11 @@ pub async fn list(paths: &Paths, which: Which, json: bool) -> Result<u8, Failure
     let (header, rows, none, values): (&[&str], Vec<Vec<String>>, &str, serde_json::Value) =
         table(&found, which);
     if json {
-        println!("{}", serde_json::to_string_pretty(&values)?);
+        outln!("{}", serde_json::to_string_pretty(&values)?);
     } else if rows.is_empty() {
-        println!("{none}");
+        outln!("{none}");
     } else {
-        print!("{}", format::table(header, &rows));
+        out!("{}", format::table(header, &rows));
     }
     Ok(0)
 }

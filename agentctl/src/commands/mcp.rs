@@ -15,13 +15,13 @@ pub async fn list(paths: &Paths, json: bool) -> Result<u8, Failure> {
     };
     if json {
         let rows: Vec<serde_json::Value> = servers.iter().map(server_json).collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else if servers.is_empty() {
-        println!(
+        outln!(
             "no MCP servers; add a [mcp_servers.NAME] entry to config.toml (`agentctl config path`)"
         );
     } else {
-        print!("{}", table(&servers));
+        out!("{}", table(&servers));
     }
     Ok(0)
 }

@@ -38,10 +38,10 @@ pub async fn send(
     )
     .await?;
     match reply {
-        Reply::Sent { started: Some(run) } => println!("started run {run} in session {id}"),
+        Reply::Sent { started: Some(run) } => outln!("started run {run} in session {id}"),
         Reply::Sent { started: None } => match delivery {
-            Delivery::Steer => println!("queued to steer the running run at its next turn"),
-            Delivery::FollowUp => println!("queued as a follow-up of the running run"),
+            Delivery::Steer => outln!("queued to steer the running run at its next turn"),
+            Delivery::FollowUp => outln!("queued as a follow-up of the running run"),
         },
         other => return Err(unexpected(other)),
     }
@@ -58,7 +58,7 @@ pub async fn cancel(paths: &Paths, id: String) -> Result<u8, Failure> {
         },
     )
     .await?;
-    println!("cancel sent to session {id}");
+    outln!("cancel sent to session {id}");
     Ok(0)
 }
 
@@ -81,7 +81,7 @@ pub async fn compact(paths: &Paths, id: String) -> Result<u8, Failure> {
     )
     .await?;
     if info.state != protocol::SessionState::Idle {
-        println!(
+        outln!(
             "session {} is running: it compacts before its next model call",
             info.id
         );
@@ -92,7 +92,7 @@ pub async fn compact(paths: &Paths, id: String) -> Result<u8, Failure> {
     match feed.drive(&mut outcome).await {
         Ok(()) => match outcome.0 {
             Some(Ok((before, after))) => {
-                println!(
+                outln!(
                     "compacted session {}: about {before} tokens of history are now {after}",
                     info.id
                 );
@@ -147,6 +147,6 @@ pub async fn answer(
         Decision::AllowAlways => "allowed for the rest of the session",
         Decision::Deny => "denied",
     };
-    println!("request {request_id} {verb}");
+    outln!("request {request_id} {verb}");
     Ok(0)
 }

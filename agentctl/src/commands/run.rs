@@ -92,7 +92,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
         .map_err(Failure::new)?;
     let session = info.id;
     if args.detach {
-        println!("{session}");
+        outln!("{session}");
         return Ok(0);
     }
     let client = follower.client();

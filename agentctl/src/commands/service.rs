@@ -49,13 +49,13 @@ pub fn install(paths: &Paths) -> Result<u8, Failure> {
     }
     std::fs::write(&file, text)
         .map_err(|e| Failure::new(format!("cannot write {}: {e}", file.display())))?;
-    println!("wrote {}", file.display());
-    println!(
+    outln!("wrote {}", file.display());
+    outln!(
         "provider keys for the service go in {} (one NAME=value per line)",
         paths.config_dir.join("env").display()
     );
     run_all(&enable)?;
-    println!("the daemon now starts with your session and resumes what was going");
+    outln!("the daemon now starts with your session and resumes what was going");
     Ok(0)
 }
 
@@ -80,7 +80,7 @@ pub fn uninstall() -> Result<u8, Failure> {
         (file, vec![disable])
     };
     if !file.exists() {
-        println!(
+        outln!(
             "no user service is installed ({} does not exist)",
             file.display()
         );
@@ -94,7 +94,7 @@ pub fn uninstall() -> Result<u8, Failure> {
             .map(String::from)
             .to_vec()])?;
     }
-    println!(
+    outln!(
         "removed {}; the daemon starts on demand again",
         file.display()
     );

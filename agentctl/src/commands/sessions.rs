@@ -18,15 +18,13 @@ pub async fn list(paths: &Paths, json: bool, all: bool) -> Result<u8, Failure> {
     let (rows, hidden) = arrange(&listing.sessions, all);
     if json {
         let rows: Vec<serde_json::Value> = rows.iter().map(|(_, s)| session_json(s)).collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else if rows.is_empty() {
-        println!("no sessions; `agentctl run \"...\"` or `agentctl new` creates one");
+        outln!("no sessions; `agentctl run \"...\"` or `agentctl new` creates one");
     } else {
         print_table(&rows);
         if hidden > 0 {
-            println!(
-                "({hidden} finished subagents not shown; `agentctl sessions --all` shows them)"
-            );
+            outln!("({hidden} finished subagents not shown; `agentctl sessions --all` shows them)");
         }
     }
     Ok(0)
@@ -126,7 +124,7 @@ fn print_table(sessions: &[(usize, &SessionInfo)]) {
         "BRANCH",
         "DIRECTORY / TITLE",
     ];
-    print!("{}", format::table(&header, &rows));
+    out!("{}", format::table(&header, &rows));
 }
 
 /// Creates a session in the current directory and prints its id.
@@ -156,7 +154,7 @@ pub async fn new(
     .await?;
     match reply {
         Reply::SessionCreated(info) => {
-            println!("{}", info.id);
+            outln!("{}", info.id);
             Ok(0)
         }
         other => Err(unexpected(other)),
@@ -174,10 +172,10 @@ pub async fn remove(paths: &Paths, id: String, force: bool) -> Result<u8, Failur
         },
     )
     .await?;
-    println!("deleted {id}");
+    outln!("deleted {id}");
     if let Reply::Deleted { notes } = reply {
         for note in notes.iter().map(|n| crate::style::printable(n)) {
-            println!("{note}");
+            outln!("{note}");
         }
     }
     Ok(0)

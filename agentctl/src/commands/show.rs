@@ -30,14 +30,14 @@ pub async fn show(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> 
             other => return Err(unexpected(other)),
         };
         if from_seq == 0 && !json {
-            println!(
+            outln!(
                 "{}",
                 style.dim(&format!(
-                    "session {} · {} · {} · {} turns · created {}",
+                    "session {} · {} · {} · {} · created {}",
                     info.id,
                     info.cwd,
                     info.state,
-                    info.turns,
+                    format::count(info.turns, "turn"),
                     format::ago(info.created_ms, format::now_ms())
                 ))
             );
@@ -45,7 +45,7 @@ pub async fn show(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> 
         session = info.id;
         for event in &events {
             if json {
-                println!("{}", event_json(event));
+                outln!("{}", event_json(event));
             } else {
                 view.show(event);
             }

@@ -25,22 +25,22 @@ pub async fn watch(paths: &Paths, json: bool) -> Result<u8, Failure> {
                 continue;
             }
             if json {
-                println!("{value}");
+                outln!("{value}");
             } else {
-                println!("{}", line(summary));
+                outln!("{}", line(summary));
             }
             last.insert(summary.info.id.clone(), value);
         }
         for id in &changes.removed {
             last.remove(id);
             if json {
-                println!("{}", json!({"session": id.as_str(), "removed": true}));
+                outln!("{}", json!({"session": id.as_str(), "removed": true}));
             } else {
-                println!("{id} deleted");
+                outln!("{id} deleted");
             }
         }
         if changes.ready && json {
-            println!("{}", json!({"ready": true, "sessions": last.len()}));
+            outln!("{}", json!({"ready": true, "sessions": last.len()}));
         }
         if let Some(reason) = changes.closed {
             return Err(Failure::new(format!(

@@ -68,8 +68,9 @@ impl Children {
         self.running.retain(|c| &c.id != id);
         let tokens = thousands(usage.total_input() + usage.output);
         let text = format!(
-            "⧉ subagent {id} {} · {turns} turns · {tokens} tokens · {}",
+            "⧉ subagent {id} {} · {} · {tokens} tokens · {}",
             stop.as_str(),
+            crate::format::count(turns, "turn"),
             super::tools::duration(duration_ms)
         );
         if stop == StopReason::Completed {

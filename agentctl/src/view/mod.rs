@@ -2,7 +2,7 @@
 //! while it runs, on a terminal), a summary at the end. One function per event kind is in
 //! [`events`]; the JSON view is `crate::json`.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use agentctl::client::{Flow, View};
 use protocol::{SessionEvent, TokenUsage};
@@ -136,9 +136,7 @@ impl HumanView {
     }
 
     fn write_raw(&mut self, text: &str) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(text.as_bytes());
-        let _ = stdout.flush();
+        crate::stdout::write(text);
     }
 
     fn write(&mut self, text: &str, reply: bool) {
@@ -159,9 +157,7 @@ impl HumanView {
                 } else {
                     text.to_string()
                 };
-                let mut stdout = std::io::stdout().lock();
-                let _ = stdout.write_all(out.as_bytes());
-                let _ = stdout.flush();
+                crate::stdout::write(&out);
             }
             Output::Lines { printer, partial } => {
                 let mut partial = partial.lock().unwrap_or_else(|e| e.into_inner());

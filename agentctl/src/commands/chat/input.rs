@@ -285,7 +285,7 @@ impl InputLine for StdinLine {
     fn refresh(&self) {}
 
     fn restore(&self, text: String) {
-        println!("(not sent: {text})");
+        outln!("(not sent: {text})");
     }
 
     fn stop(&self) {}

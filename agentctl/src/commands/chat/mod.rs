@@ -148,7 +148,7 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     let code = chat.run(&mut feed, input_rx).await;
     chat.line.stop();
     if let Some(farewell) = chat.farewell.take() {
-        println!("{farewell}");
+        outln!("{farewell}");
     }
     code
 }
