@@ -1,4 +1,4 @@
-//! Changes a command line makes for the commands after it (SPEC §6). The deny rules tell what a
+//! Changes a command line makes for the commands after it. The deny rules tell what a
 //! name runs from the session's `PATH`; a line that changes `PATH` (`PATH=…;`,
 //! `export PATH=…`, `read PATH`, `for PATH in …`, `unset PATH`), the hash table (`hash -p`),
 //! aliases, builtins (`enable`), or the directory while `PATH` holds a relative entry, may make

@@ -1,4 +1,4 @@
-//! What the deny rules cannot follow (SPEC §6): code a command may have written, and changes to
+//! What the deny rules cannot follow: code a command may have written, and changes to
 //! what names run for later commands, in the same line or an earlier call. Where deny rules
 //! exist these ask; without them nothing changes.
 

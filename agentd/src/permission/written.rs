@@ -1,4 +1,4 @@
-//! Code a command may have written (SPEC §6). Deny rules see the words of a line, not what a
+//! Code a command may have written. Deny rules see the words of a line, not what a
 //! program or script does: `printf 'r\x6dm v' > ../s; bash ../s` runs `rm` unseen, and so does a
 //! copy of `rm` named `ls` found first on `PATH`. So where deny rules exist, a line asks when a
 //! program it runs (by path or through `PATH`), or the script it gives an interpreter or

@@ -17,6 +17,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::limits::Limits;
+
 /// `[sandbox]`: the reach and the bounds of commands in `auto` mode.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -42,14 +44,15 @@ pub struct SandboxConfig {
 
 impl Default for SandboxConfig {
     fn default() -> Self {
+        let limits = Limits::default();
         SandboxConfig {
             writable: Vec::new(),
             network: false,
             hidden: Vec::new(),
             visible: Vec::new(),
-            max_processes: 512,
-            max_memory_mb: 8192,
-            tmp_size_mb: 1024,
+            max_processes: limits.max_processes,
+            max_memory_mb: limits.max_memory_mb,
+            tmp_size_mb: limits.tmp_size_mb,
             min_free_mb: 1024,
         }
     }
@@ -57,8 +60,8 @@ impl Default for SandboxConfig {
 
 impl SandboxConfig {
     /// The bounds of one call.
-    pub fn limits(&self) -> super::limits::Limits {
-        super::limits::Limits {
+    pub fn limits(&self) -> Limits {
+        Limits {
             max_processes: self.max_processes.max(1),
             max_memory_mb: self.max_memory_mb.max(1),
             tmp_size_mb: self.tmp_size_mb.max(1),

@@ -8,6 +8,10 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+/// The most directory entries looked at under the writable roots before a call; past it the
+/// call is refused rather than run with `.git` directories left unprotected.
+pub const MAX_ENTRIES: usize = 500_000;
+
 /// A git directory found, and what it is on disk (device and inode), so that one put in the
 /// place of another is told apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -154,7 +158,7 @@ pub fn unsafe_reason(dir: &GitDir) -> Option<&'static str> {
             {
                 return Some("has a file with another name elsewhere (a hard link)");
             }
-            if seen > super::guard::MAX_ENTRIES {
+            if seen > MAX_ENTRIES {
                 return Some("is too large to check");
             }
         }

@@ -17,9 +17,7 @@ use super::links;
 use super::policy::Policy;
 use super::protected::{common_dir_of, git_file_target};
 
-/// The most directory entries looked at under the writable roots before a call; past it the
-/// call is refused rather than run with `.git` directories left unprotected.
-pub const MAX_ENTRIES: usize = 500_000;
+pub use super::git_dirs::MAX_ENTRIES;
 
 /// What a sandboxed command of a session may do, before the `.git` entries of its directories
 /// are known.

@@ -18,7 +18,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        crate::sandbox::config::SandboxConfig::default().limits()
+        Limits {
+            max_processes: 512,
+            max_memory_mb: 8192,
+            tmp_size_mb: 1024,
+        }
     }
 }
 
