@@ -177,16 +177,17 @@ impl Message<Authorize> for SessionActor {
             lookup_changed_before: self.lookup_changed,
             target: target.as_deref(),
         };
+        let hidden = self.hidden_paths(&config, &env);
         let sandbox = (call.sandbox
             && msg.tool == crate::permission::ToolRef::Builtin(crate::tools::Tool::Bash)
             && !call.unsandboxed())
-        .then(|| Box::new(self.sandbox_policy()));
+        .then(|| Box::new(self.sandbox_policy(&config, &env, &hidden)));
         let authorization = self.authorize(&msg, call)?;
         Ok(Authorized {
             authorization,
             confinement: crate::sandbox::Confinement {
                 sandbox,
-                hidden: std::sync::Arc::new(self.hidden_paths(&config, &env)),
+                hidden: std::sync::Arc::new(hidden),
                 target,
             },
         })

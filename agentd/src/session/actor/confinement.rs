@@ -1,4 +1,4 @@
-//! What the session's calls may reach (SPEC §12): the sandbox of its commands in auto mode,
+//! What the session's calls may reach: the sandbox of its commands in auto mode,
 //! the paths no tool may look at, and the paths no tool may write without asking.
 
 use std::path::{Path, PathBuf};
@@ -8,10 +8,14 @@ use crate::config::Config;
 use crate::sandbox::hidden::HiddenPaths;
 
 impl SessionActor {
-    /// What a sandboxed command of this session may write, see and reach.
-    pub(super) fn sandbox_policy(&self) -> crate::sandbox::Sandbox {
-        let config = self.env.config();
-        let env = self.command_env(&config);
+    /// What a sandboxed command of this session may write, see and reach, for the
+    /// configuration, command environment and hidden paths its check already has.
+    pub(super) fn sandbox_policy(
+        &self,
+        config: &Config,
+        env: &[(String, String)],
+        hidden: &HiddenPaths,
+    ) -> crate::sandbox::Sandbox {
         let cwd = self.cwd();
         // `~/` is the home directory; a relative path is the session directory's.
         let mut search = vec![cwd.clone()];
@@ -23,25 +27,24 @@ impl SessionActor {
                 .map(|p| crate::tools::resolve(&cwd, &p.to_string_lossy())),
         );
         let mut writable = search.clone();
-        let mut protected = self.protected_paths(&config, &env, false).daemon_dirs;
+        let mut protected = self.protected_paths(config, env, false).daemon_dirs;
         if let Some(worktree) = &self.meta.worktree {
             writable.extend(worktree.sandbox_writable());
             protected.extend(worktree.sandbox_protected());
         }
-        let hidden = self.hidden_paths(&config, &env);
         crate::sandbox::Sandbox {
             policy: crate::sandbox::Policy {
                 writable,
                 protected,
-                hidden: hidden.daemon,
-                secrets: hidden.secrets,
+                hidden: hidden.daemon.clone(),
+                secrets: hidden.secrets.clone(),
                 tmp: true,
                 network: config.sandbox.network,
                 limits: config.sandbox.limits(),
             },
             search,
             session_dir: cwd,
-            home: crate::sandbox::protected::home_of(&env),
+            home: crate::sandbox::protected::home_of(env),
             path_var: env
                 .iter()
                 .find(|(k, _)| k == "PATH")
