@@ -5,11 +5,14 @@ use protocol::Mode;
 
 use crate::style::ColorChoice;
 
-/// Drive the agentd coding agent from any terminal.
+/// Drive the agentd coding agent from any terminal: give it a task, watch it work, answer its
+/// questions, and come back to it later.
 ///
-/// Without a command on a terminal, `agentctl` opens `chat` in the current directory.
+/// Without a command on a terminal, `agentctl` opens `chat` in the current directory; `agentctl
+/// resume` (or `attach -`) gets back to a session started here before. Sessions and their runs
+/// live in the agentd daemon, which starts on demand and keeps working when you leave.
 #[derive(Parser)]
-#[command(version, about, propagate_version = true)]
+#[command(version, propagate_version = true)]
 pub struct Cli {
     /// Colors: auto (on a terminal without NO_COLOR), always or never.
     #[arg(long, global = true, value_enum, default_value = "auto")]
@@ -36,10 +39,11 @@ pub enum Command {
     Run {
         /// The prompt; read from stdin when absent or `-`.
         prompt: Option<String>,
-        /// Run in this existing session instead of a new one.
-        #[arg(long)]
+        /// Run in this existing session instead of a new one (`-`: the latest one of this
+        /// directory).
+        #[arg(long, value_name = "ID")]
         session: Option<String>,
-        /// The model.
+        /// The model of this run (`agentctl model` lists those the provider serves).
         #[arg(long)]
         model: Option<String>,
         /// The provider: anthropic, openai, or a profile from config.toml.
@@ -67,8 +71,8 @@ pub enum Command {
         /// Run in the latest session of this directory.
         #[arg(long, short = 'c', conflicts_with = "session")]
         r#continue: bool,
-        /// Work in a git worktree of this repository of the session's own, on a new branch
-        /// `agentd/<id>` from HEAD.
+        /// Give the session its own git worktree of this repository, on a new branch
+        /// `agentd/<id>` from HEAD, so that its changes stay apart from yours.
         #[arg(long, conflicts_with_all = ["session", "continue"])]
         worktree: bool,
         /// If the daemon stops during a run of this session, do not resume the run in the next
@@ -84,9 +88,13 @@ pub enum Command {
     ///
     /// Example: `agentctl chat --mode accept-edits`
     Chat {
-        /// Join this existing session instead of creating one.
-        #[arg(long)]
+        /// Join this existing session instead of creating one (`-`: the latest one of this
+        /// directory).
+        #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Join the latest session of this directory (as `--session -`).
+        #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "worktree"])]
+        continue_latest: bool,
         /// The model of a new session.
         #[arg(long)]
         model: Option<String>,
@@ -99,8 +107,8 @@ pub enum Command {
         /// Turn limit of runs started here (default: none).
         #[arg(long)]
         max_turns: Option<u32>,
-        /// Work in a git worktree of this repository of the session's own, on a new branch
-        /// `agentd/<id>` from HEAD.
+        /// Give the session its own git worktree of this repository, on a new branch
+        /// `agentd/<id>` from HEAD, so that its changes stay apart from yours.
         #[arg(long, conflicts_with = "session")]
         worktree: bool,
         /// Run even though the daemon has no usable configuration (it started with a broken
@@ -110,17 +118,27 @@ pub enum Command {
     },
     /// Join a session from this terminal: its history so far, then live.
     ///
-    /// Example: `agentctl attach 3f2a`
+    /// Example: `agentctl attach 3f2a` (or `agentctl attach -` for the latest one here)
     Attach {
-        /// The session id (or an unambiguous prefix).
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
+    },
+    /// Pick a session of this directory and join it: on a terminal, a list to choose from
+    /// (newest first; ↑↓ and Enter, Esc leaves); otherwise the list is printed.
+    ///
+    /// Example: `agentctl resume`
+    Resume {
+        /// Offer the sessions of every directory, not only this one's.
+        #[arg(long)]
+        all: bool,
     },
     /// Steer the session's running run at its next turn (starts a run when idle).
     ///
     /// Example: `agentctl steer 3f2a "use the existing helper instead"`
+    #[command(allow_missing_positional = true)]
     Steer {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// The message.
         text: String,
         /// Run even though the daemon has no usable configuration (it started with a broken
@@ -130,10 +148,11 @@ pub enum Command {
     },
     /// Queue a follow-up for when the session's run would complete (starts a run when idle).
     ///
-    /// Example: `agentctl queue 3f2a "then update the changelog"`
+    /// Example: `agentctl queue --last "then update the changelog"`
+    #[command(allow_missing_positional = true)]
     Queue {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// The message.
         text: String,
         /// Run even though the daemon has no usable configuration (it started with a broken
@@ -145,22 +164,23 @@ pub enum Command {
     ///
     /// Example: `agentctl compact 3f2a`
     Compact {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
     },
     /// Cancel the session's run.
     ///
     /// Example: `agentctl cancel 3f2a`
     Cancel {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
     },
     /// Allow a pending permission request.
     ///
-    /// Example: `agentctl approve 3f2a 2 --always`
+    /// Example: `agentctl approve 3f2a 2 --always` (`agentctl sessions` shows the numbers)
+    #[command(allow_missing_positional = true)]
     Approve {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// The request number.
         request: u64,
         /// Also allow the same tool on the same file or command prefix for the session.
@@ -170,9 +190,10 @@ pub enum Command {
     /// Deny a pending permission request.
     ///
     /// Example: `agentctl deny 3f2a 2`
+    #[command(allow_missing_positional = true)]
     Deny {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// The request number.
         request: u64,
     },
@@ -180,8 +201,8 @@ pub enum Command {
     ///
     /// Example: `agentctl show 3f2a --json | jq .type`
     Show {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// Print one JSON event per line.
         #[arg(long)]
         json: bool,
@@ -232,8 +253,8 @@ pub enum Command {
         /// A short title.
         #[arg(long)]
         title: Option<String>,
-        /// Work in a git worktree of this repository of the session's own, on a new branch
-        /// `agentd/<id>` from HEAD.
+        /// Give the session its own git worktree of this repository, on a new branch
+        /// `agentd/<id>` from HEAD, so that its changes stay apart from yours.
         #[arg(long)]
         worktree: bool,
     },
@@ -241,8 +262,8 @@ pub enum Command {
     ///
     /// Example: `agentctl diff 3f2a --stat`
     Diff {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// The run (default: the last run that changed files).
         #[arg(long)]
         run: Option<u64>,
@@ -255,8 +276,8 @@ pub enum Command {
     ///
     /// Example: `agentctl rewind 3f2a --run 2`
     Rewind {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// The run (default: the last run that changed files).
         #[arg(long)]
         run: Option<u64>,
@@ -272,14 +293,41 @@ pub enum Command {
     ///
     /// Example: `agentctl fork 3f2a --turn 4`
     Fork {
-        /// The session.
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// The last turn (model reply, counted from 1 over the session) to keep.
         #[arg(long)]
         turn: Option<u64>,
     },
-    /// Speak the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
-    /// Neovim, Emacs): they open the daemon's sessions, also ones started in a terminal.
+    /// Show a session's model and the models its provider serves, or choose the model of its
+    /// next runs.
+    ///
+    /// Example: `agentctl model claude-haiku-4-5` (the latest session here), `agentctl model --session 3f2a`
+    Model {
+        /// The model for the session's next runs; without it, the models are listed.
+        name: Option<String>,
+        /// The session: an id, an unambiguous prefix, or `-`; the latest one of this directory
+        /// when absent.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the tokens a session used and what they cost, per model: its last run and all
+    /// its runs.
+    ///
+    /// Example: `agentctl cost -`
+    Cost {
+        #[command(flatten)]
+        session: SessionArg,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Use agentd from an editor (Zed, JetBrains, Neovim, Emacs): the editor starts this command
+    /// and talks to it on stdin and stdout (the Agent Client Protocol); sessions started in a
+    /// terminal can be opened there too.
     ///
     /// Example (Zed's settings.json): "agent_servers": { "agentd": { "command": "agentctl", "args": ["acp"] } }
     Acp,
@@ -315,8 +363,8 @@ pub enum Command {
     ///
     /// Example: `agentctl rm 3f2a --force`
     Rm {
-        /// The session id (or an unambiguous prefix).
-        id: String,
+        #[command(flatten)]
+        session: SessionArg,
         /// Cancel a running run first instead of refusing.
         #[arg(long)]
         force: bool,
@@ -328,6 +376,18 @@ pub enum Command {
         /// The shell: bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+}
+
+/// A session named on the command line: its id, or the latest session of this directory.
+#[derive(clap::Args, Clone)]
+pub struct SessionArg {
+    /// The session: its id or an unambiguous prefix; `-` for the latest session of this
+    /// directory.
+    #[arg(value_name = "ID", required_unless_present = "last")]
+    pub id: Option<String>,
+    /// Use the latest session of this directory (by last activity), as `-` does.
+    #[arg(long, conflicts_with = "id")]
+    pub last: bool,
 }
 
 /// What `--allow` grants.
@@ -355,7 +415,7 @@ pub enum McpAction {
 
 #[derive(Subcommand)]
 pub enum ListAction {
-    /// Print them as a table.
+    /// List them (a table, or JSON with --json).
     ///
     /// Example: `agentctl hooks list --json`
     List {
@@ -387,18 +447,26 @@ pub enum DaemonAction {
     ///
     /// Example: `agentctl daemon start`
     Start,
-    /// Stop the daemon.
+    /// Stop the daemon; tool calls already running finish first (up to `[daemon]
+    /// stop_grace_secs`, 30 s by default), and the next daemon resumes the runs.
     ///
     /// Example: `agentctl daemon stop`
-    Stop,
-    /// Stop the daemon and start it again (after an upgrade); sessions are kept and runs in
-    /// progress go on in the new daemon.
+    Stop {
+        /// Do not wait for running tool calls: they are interrupted.
+        #[arg(long)]
+        now: bool,
+    },
+    /// Stop the daemon and start it again (after an upgrade); sessions are kept, tool calls
+    /// already running finish first, and runs in progress go on in the new daemon.
     ///
     /// Example: `agentctl daemon restart`
     Restart {
         /// Stop a daemon of another protocol version by its pid file (it cannot be asked).
         #[arg(long)]
         force: bool,
+        /// Do not wait for running tool calls: they are interrupted.
+        #[arg(long)]
+        now: bool,
     },
     /// Run the daemon as a user service (systemd, or launchd on macOS), so that it comes back
     /// after a reboot and resumes what was going; starting on demand stays the default.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use agentctl::client::frames::FrameError;
 use agentctl::client::paths::Paths;
-use agentctl::client::{Client, ClientError};
+use agentctl::client::{Client, ClientError, Reconnect, Unreachable};
 use protocol::ErrorCode;
 
 /// How long a freshly started daemon may take to accept connections.
@@ -99,6 +99,33 @@ pub async fn connect(paths: &Paths, command: &str) -> Result<Client, ConnectErro
     }
 }
 
+/// How a front end reaches the daemon again after it went away (see
+/// [`agentctl::client::reconnect`]): the running daemon, or, when the library says it may
+/// start one, the daemon as [`connect`] starts it.
+pub fn reconnect(paths: &Paths, command: &str) -> Reconnect {
+    let (paths, command) = (paths.clone(), command.to_string());
+    Reconnect::new(move |start| {
+        let (paths, command) = (paths.clone(), command.clone());
+        async move {
+            let connected = if start {
+                connect(&paths, &command).await
+            } else {
+                connect_running(&paths, &command).await
+            };
+            connected.map_err(|err| match err {
+                // An upgrade brought a daemon this client cannot speak to: the new agentctl can.
+                ConnectError::VersionMismatch(message) => Unreachable::Refused(format!(
+                    "the daemon came back as another version, which this agentctl cannot follow ({message}); use the agentctl of that version"
+                )),
+                ConnectError::Client(ClientError::Untrusted(_)) => {
+                    Unreachable::Refused(err.to_string())
+                }
+                err => Unreachable::Away(err.to_string()),
+            })
+        }
+    })
+}
+
 /// How long to wait before trying again a connection that was dropped.
 const RETRY_WAIT: Duration = Duration::from_millis(20);
 
@@ -173,8 +200,11 @@ async fn wait_until_accepting(
             Err(err) if dropped_in_handshake(&err) => {}
             Err(err) => return Err(ConnectError::Client(err)),
         }
-        if let Ok(Some(status)) = child.try_wait() {
-            // Another client may have started a daemon at the same moment; use that one.
+        // Another client (or a `daemon restart`) may have started a daemon at the same moment:
+        // ours then exits, and the one holding the pid file's lock is used once it accepts.
+        if let Ok(Some(status)) = child.try_wait()
+            && !another_daemon_holds_the_lock(paths)
+        {
             if let Ok(client) = Client::connect(&paths.socket, &client_name("start")).await {
                 return Ok(client.welcome().pid);
             }
@@ -192,6 +222,12 @@ async fn wait_until_accepting(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Whether a daemon holds the pid file's lock: one runs, or is starting.
+fn another_daemon_holds_the_lock(paths: &Paths) -> bool {
+    std::fs::File::open(paths.pid_file())
+        .is_ok_and(|file| matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 /// What the daemon wrote to its log since `offset`, for an error message.

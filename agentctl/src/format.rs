@@ -83,15 +83,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// "1,234".
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    protocol::text::thousands(n)
 }
 
 /// Millionths of a dollar as dollars: `$0.0123`, `$1.25`.

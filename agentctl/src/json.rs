@@ -36,9 +36,15 @@ pub fn event_json(event: &SessionEvent) -> Value {
             run,
             trigger,
             max_turns,
-        } => {
-            json!({"run": run.0, "trigger": trigger.as_str(), "max_turns": max_turns})
-        }
+            model,
+            provider,
+        } => json!({
+            "run": run.0,
+            "trigger": trigger.as_str(),
+            "max_turns": max_turns,
+            "model": model,
+            "provider": provider,
+        }),
         Event::UserMessage { text, delivery } => {
             json!({"text": text, "delivery": delivery.as_str()})
         }
@@ -118,6 +124,7 @@ pub fn event_json(event: &SessionEvent) -> Value {
         Event::FileChanged { path } => json!({"path": path}),
         Event::Notice { text } => json!({"text": text}),
         Event::ModeChanged { mode } => json!({"mode": mode.as_str()}),
+        Event::ModelChanged { model } => json!({"model": model}),
         Event::Rewound {
             run,
             restored,

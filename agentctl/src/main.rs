@@ -11,7 +11,9 @@ mod connect;
 mod format;
 mod json;
 mod markdown;
+mod mentions;
 mod reply_text;
+mod screen;
 mod style;
 mod tool_progress;
 mod view;
@@ -81,8 +83,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     match command {
         Command::Daemon { action } => match action {
             DaemonAction::Start => commands::daemon::start(&paths).await,
-            DaemonAction::Stop => commands::daemon::stop(&paths).await,
-            DaemonAction::Restart { force } => commands::daemon::restart(&paths, force).await,
+            DaemonAction::Stop { now } => commands::daemon::stop(&paths, now).await,
+            DaemonAction::Restart { force, now } => {
+                commands::daemon::restart(&paths, force, now).await
+            }
             DaemonAction::Status => commands::daemon::status(&paths).await,
             DaemonAction::Install => commands::service::install(&paths),
             DaemonAction::Uninstall => commands::service::uninstall(),
@@ -137,6 +141,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Chat {
             session,
+            continue_latest,
             model,
             provider,
             mode,
@@ -144,6 +149,13 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             worktree,
             ignore_config,
         } => {
+            let session = match session {
+                Some(id) => Some(commands::here::id_named(&paths, &id).await?),
+                None if continue_latest => {
+                    Some(commands::here::id_named(&paths, commands::here::LATEST).await?)
+                }
+                None => None,
+            };
             let args = commands::chat::ChatArgs {
                 session,
                 model,
@@ -156,23 +168,37 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             };
             commands::chat::chat(&paths, args).await
         }
-        Command::Attach { id } => {
+        Command::Attach { session } => {
+            let id = commands::here::chosen(&paths, &session).await?;
             commands::chat::chat(&paths, commands::chat::ChatArgs::attach(id)).await
         }
+        Command::Resume { all } => commands::resume::resume(&paths, all).await,
         Command::Steer {
-            id,
+            session,
             text,
             ignore_config,
-        } => commands::oneshot::send(&paths, id, text, Delivery::Steer, ignore_config).await,
+        } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::oneshot::send(&paths, id, text, Delivery::Steer, ignore_config).await
+        }
         Command::Queue {
-            id,
+            session,
             text,
             ignore_config,
-        } => commands::oneshot::send(&paths, id, text, Delivery::FollowUp, ignore_config).await,
-        Command::Cancel { id } => commands::oneshot::cancel(&paths, id).await,
-        Command::Compact { id } => commands::oneshot::compact(&paths, id).await,
+        } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::oneshot::send(&paths, id, text, Delivery::FollowUp, ignore_config).await
+        }
+        Command::Cancel { session } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::oneshot::cancel(&paths, id).await
+        }
+        Command::Compact { session } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::oneshot::compact(&paths, id).await
+        }
         Command::Approve {
-            id,
+            session,
             request,
             always,
         } => {
@@ -181,9 +207,11 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             } else {
                 Decision::Allow
             };
+            let id = commands::here::chosen(&paths, &session).await?;
             commands::oneshot::answer(&paths, id, request, decision).await
         }
-        Command::Deny { id, request } => {
+        Command::Deny { session, request } => {
+            let id = commands::here::chosen(&paths, &session).await?;
             commands::oneshot::answer(&paths, id, request, Decision::Deny).await
         }
         Command::Config { action } => match action {
@@ -194,7 +222,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             ConfigAction::Show => connect::daemon_config(&["--print-config"]),
             ConfigAction::Check => connect::daemon_config(&["--check-config"]),
         },
-        Command::Show { id, json } => commands::show::show(&paths, id, json).await,
+        Command::Show { session, json } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::show::show(&paths, id, json).await
+        }
         Command::Sessions {
             json,
             all: _,
@@ -212,15 +243,36 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             title,
             worktree,
         } => commands::sessions::new(&paths, mode, model, title, worktree).await,
-        Command::Diff { id, run, stat } => commands::changes::diff(&paths, id, run, stat).await,
+        Command::Diff { session, run, stat } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::changes::diff(&paths, id, run, stat).await
+        }
         Command::Rewind {
-            id,
+            session,
             run,
             yes,
             force,
-        } => commands::changes::rewind(&paths, id, run, force, yes).await,
-        Command::Fork { id, turn } => commands::changes::fork(&paths, id, turn).await,
-        Command::Rm { id, force } => commands::sessions::remove(&paths, id, force).await,
+        } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::changes::rewind(&paths, id, run, force, yes).await
+        }
+        Command::Fork { session, turn } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::changes::fork(&paths, id, turn).await
+        }
+        Command::Rm { session, force } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::sessions::remove(&paths, id, force).await
+        }
+        Command::Cost { session, json } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::usage::cost(&paths, id, json).await
+        }
+        Command::Model {
+            name,
+            session,
+            json,
+        } => commands::models::model(&paths, session, name, json).await,
         Command::Mcp {
             action: McpAction::List { json },
         } => commands::mcp::list(&paths, json).await,

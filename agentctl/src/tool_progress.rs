@@ -48,8 +48,6 @@ pub struct Running {
     started: std::time::Instant,
     /// The end of its output: the last complete line and what came after it.
     tail: String,
-    /// Whether its line was drawn in place (and must be replaced by the call's line).
-    pub drawn: bool,
 }
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -61,7 +59,6 @@ impl Running {
             summary: summary.to_string(),
             started: std::time::Instant::now(),
             tail: String::new(),
-            drawn: false,
         }
     }
 
@@ -88,7 +85,16 @@ impl Running {
             .map(|l| l.trim_end_matches('\r').trim())
             .find(|l| !l.is_empty())
             .unwrap_or_default();
-        let head = format!("● {} {frame} {:.1}s", self.summary, elapsed.as_secs_f64());
+        // The summary gives way first: the spinner and the clock always show.
+        let clock = format!("{frame} {:.1}s", elapsed.as_secs_f64());
+        let room = width.saturating_sub(clock.chars().count() + 3).max(10);
+        let summary = if self.summary.chars().count() > room {
+            let cut: String = self.summary.chars().take(room - 1).collect();
+            format!("{cut}…")
+        } else {
+            self.summary.clone()
+        };
+        let head = format!("● {summary} {clock}");
         let room = width.saturating_sub(head.chars().count() + 3);
         let last: String = last
             .chars()

@@ -22,23 +22,28 @@ messages. Do not call any tools; answer with the summary only.";
 
 /// The context window of a model family, for models the configuration does not describe.
 pub fn default_context_window(model: &str) -> u64 {
+    // Local models: a common window; set `context_window` in the config for others.
+    known_context_window(model).unwrap_or(32_768)
+}
+
+/// The context window of a known hosted model family; `None` for others (local models).
+pub fn known_context_window(model: &str) -> Option<u64> {
     let model = model.to_ascii_lowercase();
     if model.contains("claude") {
-        200_000
+        Some(200_000)
     } else if model.starts_with("gpt-4.1") {
-        1_047_576
+        Some(1_047_576)
     } else if model.starts_with("gpt-5") {
-        400_000
+        Some(400_000)
     } else if model.starts_with("gpt-4o") || model.starts_with("gpt-4-turbo") {
-        128_000
+        Some(128_000)
     } else if model
         .strip_prefix('o')
         .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
     {
-        200_000
+        Some(200_000)
     } else {
-        // Local models: a common window; set `context_window` in the config for others.
-        32_768
+        None
     }
 }
 

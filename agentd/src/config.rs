@@ -146,6 +146,8 @@ pub struct Config {
     pub subagents: crate::subagents::SubagentConfig,
     /// Commands run at points of a session's life (SPEC §15), by event, in order.
     pub hooks: crate::hooks::HookTable,
+    /// The daemon's own settings (how long a planned stop waits for running tool calls).
+    pub daemon: crate::stop::DaemonConfig,
 }
 
 /// The `[mcp_servers]` entries, checked one by one.
@@ -220,6 +222,7 @@ impl Default for Config {
             subagents: crate::subagents::SubagentConfig::default(),
             hooks: crate::hooks::HookTable::default(),
             prices: BTreeMap::new(),
+            daemon: crate::stop::DaemonConfig::default(),
         }
     }
 }

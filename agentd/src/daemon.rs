@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ConnectionId;
 use crate::config::ConfigState;
 use crate::connection::{self, Shared};
+use crate::stop::PlannedStop;
 use crate::supervisor::{StopAll, Supervisor, SupervisorArgs};
 
 /// Why the daemon could not start.
@@ -61,10 +62,13 @@ pub enum StartError {
     },
 }
 
-/// Runs the daemon until `Shutdown`, SIGTERM or SIGINT.
+/// Runs the daemon until `Shutdown`, SIGTERM or SIGINT, then stops as planned: tool calls
+/// already running finish first (see [`crate::stop`]).
 pub async fn run(paths: Paths) -> Result<(), StartError> {
+    let stop = PlannedStop::new();
+    watch_signals(stop.clone());
+    // Cancelled once the planned stop is ready: connections close.
     let shutdown = CancellationToken::new();
-    watch_signals(shutdown.clone());
     let pid_file = PidFile::claim(&paths)?;
     // No other daemon runs now: commands a crashed one left behind are ours to stop.
     let reaped = crate::tools::processes::ProcessRecords::in_dir(paths.commands_dir()).reap();
@@ -124,12 +128,14 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
             config: config_rx,
             http,
             mcp: mcp.clone(),
+            stop: stop.clone(),
         },
         kameo::mailbox::unbounded(),
     );
     let shared = Arc::new(Shared {
         supervisor: supervisor.clone(),
         shutdown: shutdown.clone(),
+        stop: stop.clone(),
         connections: connections_table,
         socket: paths.socket.to_string_lossy().into_owned(),
         config: config_for_connections,
@@ -139,6 +145,9 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
 
     let mut connections = JoinSet::new();
     let mut next_conn = 0u64;
+    // Connections are served until the stop is asked for and while running calls finish.
+    let ready_to_stop = drain(&stop, &shared.config);
+    tokio::pin!(ready_to_stop);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -163,11 +172,12 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
                 }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            () = shutdown.cancelled() => break,
+            () = &mut ready_to_stop => break,
         }
     }
 
     tracing::info!("shutting down");
+    shutdown.cancel();
     drop(listener);
     if let Ok((sessions, tools)) = supervisor.ask(StopAll).await {
         for session in &sessions {
@@ -194,9 +204,32 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     Ok(())
 }
 
-/// Cancels `shutdown` on SIGTERM or SIGINT. The handlers are installed before this returns,
-/// so a signal sent right after the ready line is never missed.
-fn watch_signals(shutdown: CancellationToken) {
+/// Waits until a stop is asked for, then until the tool calls running have finished (at most
+/// the configured grace, none when the stop is to happen now).
+async fn drain(stop: &PlannedStop, config: &tokio::sync::watch::Receiver<ConfigState>) {
+    stop.asked().await;
+    let grace = config.borrow().config.daemon.stop_grace();
+    let calls = stop.calls();
+    if calls > 0 {
+        tracing::info!(
+            calls,
+            grace_secs = grace.as_secs(),
+            "stopping: waiting for running tool calls to finish"
+        );
+    }
+    let left = stop.drained(grace).await;
+    if left > 0 {
+        tracing::warn!(
+            calls = left,
+            "stopping: tool calls still running are interrupted"
+        );
+    }
+}
+
+/// Asks for a planned stop on SIGTERM or SIGINT, and for a stop now on a second one. The
+/// handlers are installed before this returns, so a signal sent right after the ready line is
+/// never missed.
+fn watch_signals(stop: PlannedStop) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -206,11 +239,14 @@ fn watch_signals(shutdown: CancellationToken) {
         ) {
             (Ok(mut term), Ok(mut int)) => {
                 tokio::spawn(async move {
-                    tokio::select! {
-                        _ = term.recv() => tracing::info!("SIGTERM received"),
-                        _ = int.recv() => tracing::info!("SIGINT received"),
+                    loop {
+                        tokio::select! {
+                            _ = term.recv() => tracing::info!("SIGTERM received"),
+                            _ = int.recv() => tracing::info!("SIGINT received"),
+                        }
+                        // A second signal does not wait for running tool calls.
+                        stop.ask(stop.is_asked());
                     }
-                    shutdown.cancel();
                 });
             }
             _ => tracing::error!("cannot watch signals"),
@@ -218,8 +254,8 @@ fn watch_signals(shutdown: CancellationToken) {
     }
     #[cfg(not(unix))]
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            shutdown.cancel();
+        while tokio::signal::ctrl_c().await.is_ok() {
+            stop.ask(stop.is_asked());
         }
     });
 }

@@ -26,6 +26,7 @@ pub mod session;
 pub mod shell_env;
 pub mod skills;
 pub mod stale_files;
+pub mod stop;
 pub mod store;
 pub mod subagents;
 pub mod summaries;

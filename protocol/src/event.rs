@@ -32,6 +32,12 @@ pub enum Event {
         trigger: Delivery,
         /// The run's turn limit; 0 for unlimited.
         max_turns: u32,
+        /// The model the run uses; empty when a local server is asked which one it serves.
+        #[serde(default)]
+        model: String,
+        /// The provider profile the run uses.
+        #[serde(default)]
+        provider: String,
     },
     /// A user message entered the history.
     UserMessage {
@@ -177,6 +183,11 @@ pub enum Event {
         /// The new mode.
         mode: Mode,
     },
+    /// The session's model changed: its next runs use this one.
+    ModelChanged {
+        /// The new model.
+        model: String,
+    },
     /// The session directory was put back as it was before `run` (SPEC §13).
     Rewound {
         /// The run.
@@ -294,6 +305,7 @@ impl Event {
             Event::Notice { .. } => "notice",
             Event::FileChanged { .. } => "file_changed",
             Event::ModeChanged { .. } => "mode_changed",
+            Event::ModelChanged { .. } => "model_changed",
             Event::Rewound { .. } => "rewound",
             Event::RunFinished { .. } => "run_finished",
             Event::Error { .. } => "error",

@@ -18,6 +18,8 @@ pub mod run;
 pub mod session;
 pub mod status;
 pub mod summary;
+pub mod text;
+pub mod usage;
 
 pub use changes::{ChangeKind, FileChange, RewindReport, RunDiff};
 pub use event::{Event, SessionEvent};
@@ -31,6 +33,7 @@ pub use status::*;
 pub use summary::{
     Activity, Group, PendingSummary, RunEnd, RunSummary, SessionSummary, summary_text,
 };
+pub use usage::{ModelUsage, UsageReport, UsageTotals};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 13;
+pub const PROTOCOL_VERSION: u32 = 14;

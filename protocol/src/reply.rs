@@ -124,6 +124,25 @@ pub enum Reply {
         /// The run the message started, or `None` when it was queued for the running run.
         started: Option<RunId>,
     },
+    /// The models the session's provider serves, as it lists them.
+    Models {
+        /// The provider profile asked.
+        provider: String,
+        /// The model the session uses now, if it is known before a run.
+        current: Option<String>,
+        /// The model ids.
+        models: Vec<String>,
+    },
+    /// A session's tokens and cost per model.
+    Usage(crate::usage::UsageReport),
+    /// The daemon is stopping (`Shutdown`): it exits once the tool calls still running have
+    /// finished, or after `grace_ms`.
+    Stopping {
+        /// Tool calls running when the stop was asked for.
+        calls: u64,
+        /// The longest the daemon waits for them, in milliseconds (0 when it does not wait).
+        grace_ms: u64,
+    },
 }
 
 /// Why a request or connection failed.
@@ -175,4 +194,6 @@ pub enum ErrorCode {
     /// refused until it is fixed, unless they ask to ignore it; the message names the file,
     /// line and reason.
     ConfigBroken,
+    /// The model provider could not be reached or refused the request; the message says how.
+    ProviderFailed,
 }

@@ -157,8 +157,14 @@ pub enum Request {
         /// The last turn (model reply, counted over the whole session from 1) to copy.
         turn: Option<u64>,
     },
-    /// Stop the daemon cleanly; replies `Done` before it goes.
-    Shutdown,
+    /// Stop the daemon cleanly: from now on no model turn and no tool call starts; the tool
+    /// calls already running finish and their results are stored (for at most the daemon's
+    /// `[daemon] stop_grace_secs`, unless `now`), then the daemon exits and the next one
+    /// resumes its runs. Replies `Stopping` before it goes.
+    Shutdown {
+        /// Do not wait for running tool calls: they are interrupted, as a crash would.
+        now: bool,
+    },
     /// Subscribe to the session's live events (no replay), then send a user message, in one
     /// exchange: nothing that follows the message is missed; replies `SentSubscribed`, then
     /// `ReplayDone` comes and the run's events follow.
@@ -187,6 +193,29 @@ pub enum Request {
     SubscribeSummaries,
     /// Stop following the summaries; replies `Done`.
     UnsubscribeSummaries,
+    /// The models the session's provider serves, as its `GET /v1/models` lists them; replies
+    /// `Models`.
+    ListModels {
+        /// The session.
+        session: SessionId,
+        /// Provider settings from the client's environment (`*_API_KEY`, `*_BASE_URL`), which
+        /// take precedence over the daemon's own, as for a run.
+        env: Vec<(String, String)>,
+    },
+    /// Use `model` for the session's next runs (a running run keeps its own); replies `Done`
+    /// after a `ModelChanged` event.
+    SetModel {
+        /// The session.
+        session: SessionId,
+        /// The model, as the provider names it.
+        model: String,
+    },
+    /// The session's tokens and cost per model, for its last run and over all runs; replies
+    /// `Usage`.
+    Usage {
+        /// The session.
+        session: SessionId,
+    },
 }
 
 /// The settings of a new session.

@@ -102,9 +102,11 @@ pub struct SessionInfo {
     pub cwd: String,
     /// A short title, if one was given or derived.
     pub title: Option<String>,
-    /// The model the session uses, if not the configured default.
+    /// The model the session's runs use: its own, or the configured default; `None` when a
+    /// local server is asked which one it serves (or in a session's settings as stored, when it
+    /// has none of its own).
     pub model: Option<String>,
-    /// The provider profile the session uses, if not the configured default.
+    /// The provider profile the session's runs use: its own, or the configured default.
     pub provider: Option<String>,
     /// The permission mode.
     pub mode: Mode,
@@ -135,4 +137,40 @@ pub struct ListCursor {
     pub created_ms: u64,
     /// Its id.
     pub id: SessionId,
+}
+
+/// The most characters of a title a session takes from its first message.
+pub const TITLE_CHARS: usize = 60;
+
+/// The title a session takes from its first message: the message's first line that is not
+/// blank, trimmed, cut to [`TITLE_CHARS`] characters (the last of them `…` when cut).
+pub fn title_of(message: &str) -> String {
+    let first = message
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim();
+    if first.chars().count() > TITLE_CHARS {
+        first.chars().take(TITLE_CHARS - 1).collect::<String>() + "…"
+    } else {
+        first.to_string()
+    }
+}
+
+#[cfg(test)]
+mod title_tests {
+    use super::*;
+
+    #[test]
+    fn a_title_is_the_first_line_that_is_not_blank_cut_to_sixty_characters() {
+        assert_eq!(
+            title_of("\n  \n  fix the tests  \nthen more"),
+            "fix the tests"
+        );
+        let long = "é".repeat(70);
+        let title = title_of(&long);
+        assert_eq!(title.chars().count(), TITLE_CHARS);
+        assert!(title.ends_with('…'));
+        assert_eq!(title_of(""), "");
+    }
 }

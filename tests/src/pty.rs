@@ -16,6 +16,8 @@ pub struct Pty {
     screen: Arc<(Mutex<Vec<u8>>, Condvar)>,
     mark: Mutex<usize>,
     child: Mutex<Child>,
+    /// Where in the output each resize happened, and the size it made.
+    resizes: Mutex<Vec<(usize, u16, u16)>>,
 }
 
 impl Pty {
@@ -94,6 +96,7 @@ impl Pty {
             screen,
             mark: Mutex::new(0),
             child: Mutex::new(child),
+            resizes: Mutex::new(Vec::new()),
         }
     }
 
@@ -210,6 +213,63 @@ impl Pty {
         // SAFETY: TIOCSWINSZ reads the winsize we pass for a descriptor we own.
         let rc = unsafe { libc::ioctl(writer.as_raw_fd(), libc::TIOCSWINSZ, &size) };
         assert_eq!(rc, 0, "TIOCSWINSZ on the pty");
+        let at = self.raw().len();
+        self.resizes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((at, rows, cols));
+    }
+
+    /// Everything a person could read in the terminal now, history included, as lines: the
+    /// rows the terminal wrapped are joined again, trailing blanks dropped. The terminal starts
+    /// at `rows` × `cols` and changes size where [`Pty::resize`] was called.
+    pub fn transcript(&self, rows: u16, cols: u16) -> Vec<String> {
+        let raw = self.raw();
+        let raw = raw.strip_suffix(&[EOF_MARK]).unwrap_or(&raw);
+        let size = |n: u16| std::num::NonZeroU16::new(n).expect("a terminal is at least 1 × 1");
+        let mut parser = vt100::Parser::new(size(rows), size(cols), 5000);
+        let mut done = 0;
+        for (at, rows, cols) in self
+            .resizes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            let at = (*at).min(raw.len());
+            parser.process(&raw[done..at]);
+            parser.screen_mut().set_size(size(*rows), size(*cols));
+            done = at;
+        }
+        parser.process(&raw[done..]);
+        let screen = parser.screen_mut();
+        screen.set_scrollback(usize::MAX);
+        let history = screen.scrollback();
+        let width = screen.size().1.get();
+        let mut rows: Vec<(String, bool)> = Vec::new();
+        for line in 0..history {
+            screen.set_scrollback(history - line);
+            let text = screen.rows(0, width).next().unwrap_or_default();
+            rows.push((text, screen.row_wrapped(0)));
+        }
+        screen.set_scrollback(0);
+        let visible: Vec<String> = screen.rows(0, width).collect();
+        for (row, text) in visible.into_iter().enumerate() {
+            let wrapped = screen.row_wrapped(row as u16);
+            rows.push((text, wrapped));
+        }
+        let mut lines = Vec::new();
+        let mut open = String::new();
+        for (text, wrapped) in rows {
+            open.push_str(&text);
+            if !wrapped {
+                lines.push(open.trim_end().to_string());
+                open.clear();
+            }
+        }
+        if !open.is_empty() {
+            lines.push(open.trim_end().to_string());
+        }
+        lines
     }
 
     /// Waits until the child has written more than `from` bytes; returns what came after

@@ -136,7 +136,7 @@ async fn run_on_a_terminal_takes_one_key_per_permission_request() {
     let pty = chat(&daemon, &server, project.path(), &["run", "two commands"]);
     pty.expect("allow? [y]es / [n]o / [a]lways: ");
     pty.send("q");
-    pty.expect("press y (allow), n (deny) or a (always allow): ");
+    pty.expect("press y (allow), n (deny) or a (always allow)");
     pty.send("y");
     pty.expect("first-ran");
     pty.expect("permission needed (2)");
@@ -179,9 +179,8 @@ async fn tab_completes_slash_commands_and_a_trailing_backslash_continues_the_lin
     let pty = chat(&daemon, &server, project.path(), &["chat"]);
     pty.expect("[idle");
     pty.send("/rew\t");
-    pty.expect("/rewind");
-    // The first Enter takes the completion from the menu, the second sends.
-    pty.send("\r");
+    // The only match completes at once; Enter sends it.
+    pty.expect("› /rewind");
     pty.send("\r");
     pty.expect("no run of this session has changed files yet");
     pty.send("first line\\\r");
@@ -203,14 +202,24 @@ async fn a_project_command_completes_with_tab_and_expands_in_chat() {
         "---\ndescription: Greet someone.\nargument-hint: NAME\n---\nSay hello to $1.\n",
     )
     .unwrap();
+    std::fs::write(
+        commands.join("grow.md"),
+        "---\ndescription: Grow something.\n---\nGrow it.\n",
+    )
+    .unwrap();
     let server = ModelServer::start(vec![anthropic::text("Hello, world!")]).await;
     let daemon = Daemon::start();
     let pty = chat(&daemon, &server, project.path(), &["chat"]);
     pty.expect("[idle");
-    pty.send("/gre\t");
+    // Two commands start with /g: Tab completes as far as they agree, then shows them both.
+    pty.send("/g\t");
+    pty.expect("› /gr");
+    pty.send("\t");
     pty.expect("Greet someone.");
-    // The first Enter takes the completion from the menu.
-    pty.send("\r");
+    pty.expect("Grow something.");
+    // Typing goes on; one command is left, and Tab completes it at once.
+    pty.send("e\t");
+    pty.expect("› /greet");
     pty.send("world\r");
     pty.expect("Hello, world!");
     let sent = server.received()[0].body["messages"][0]["content"].to_string();

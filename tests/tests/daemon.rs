@@ -102,8 +102,14 @@ async fn shutdown_request_stops_the_daemon_and_removes_its_files() {
     let mut daemon = Daemon::start();
     let client = daemon.client().await;
     assert_eq!(
-        client.request(Request::Shutdown).await.unwrap(),
-        Reply::Done
+        client
+            .request(Request::Shutdown { now: false })
+            .await
+            .unwrap(),
+        Reply::Stopping {
+            calls: 0,
+            grace_ms: 30_000
+        }
     );
     assert!(daemon.wait_exit().success());
     assert!(!daemon.paths().socket.exists());

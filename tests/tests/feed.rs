@@ -35,7 +35,7 @@ async fn replayed_events_come_before_the_marker_and_live_ones_after() {
                 replayed.push(event.seq);
             }
             FeedItem::ReplayDone { last_seq, .. } => break last_seq,
-            FeedItem::Closed(reason) => panic!("closed: {reason:?}"),
+            other => panic!("{other:?}"),
         }
     };
     assert!(replayed.windows(2).all(|w| w[0] < w[1]));
@@ -102,7 +102,7 @@ async fn a_dropped_subscription_is_resumed_with_nothing_twice() {
                 }
             }
             FeedItem::ReplayDone { .. } => {}
-            FeedItem::Closed(reason) => panic!("closed: {reason:?}"),
+            other => panic!("{other:?}"),
         }
     };
     assert!(told);

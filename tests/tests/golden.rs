@@ -134,7 +134,7 @@ fn requests() -> Vec<Request> {
             session: session(),
             turn: Some(4),
         },
-        Request::Shutdown,
+        Request::Shutdown { now: false },
         Request::SendSubscribed {
             session: session(),
             text: "go on".into(),
@@ -147,6 +147,15 @@ fn requests() -> Vec<Request> {
         },
         Request::SubscribeSummaries,
         Request::UnsubscribeSummaries,
+        Request::ListModels {
+            session: session(),
+            env: vec![("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:8080".into())],
+        },
+        Request::SetModel {
+            session: session(),
+            model: "claude-haiku-4-5".into(),
+        },
+        Request::Usage { session: session() },
     ]
 }
 
@@ -156,6 +165,8 @@ fn events() -> Vec<Event> {
             run: RunId(1),
             trigger: Delivery::Steer,
             max_turns: 100,
+            model: "claude-sonnet-4-5".into(),
+            provider: "anthropic".into(),
         },
         Event::UserMessage {
             text: "hi".into(),
@@ -226,6 +237,9 @@ fn events() -> Vec<Event> {
             path: "src/lib.rs".into(),
         },
         Event::ModeChanged { mode: Mode::Plan },
+        Event::ModelChanged {
+            model: "claude-haiku-4-5".into(),
+        },
         Event::ToolOutput {
             id: "toolu_1".into(),
             text: "Compiling agentd\n".into(),
@@ -378,6 +392,36 @@ fn replies() -> Vec<Reply> {
             info: info(),
             started: None,
         },
+        Reply::Stopping {
+            calls: 2,
+            grace_ms: 30_000,
+        },
+        Reply::Models {
+            provider: "anthropic".into(),
+            current: Some("claude-sonnet-4-5".into()),
+            models: vec!["claude-sonnet-4-5".into(), "claude-haiku-4-5".into()],
+        },
+        Reply::Usage(UsageReport {
+            last_run: Some(RunId(2)),
+            run: UsageTotals {
+                models: vec![ModelUsage {
+                    model: "claude-haiku-4-5".into(),
+                    provider: "anthropic".into(),
+                    usage: usage(),
+                    cost_micros: Some(900),
+                }],
+                subagents: TokenUsage::default(),
+            },
+            session: UsageTotals {
+                models: vec![ModelUsage {
+                    model: "claude-sonnet-4-5".into(),
+                    provider: "anthropic".into(),
+                    usage: usage(),
+                    cost_micros: None,
+                }],
+                subagents: usage(),
+            },
+        }),
     ]
 }
 
@@ -414,11 +458,14 @@ fn request_name(request: &Request) -> &'static str {
         Request::Diff { .. } => "Diff",
         Request::Rewind { .. } => "Rewind",
         Request::Fork { .. } => "Fork",
-        Request::Shutdown => "Shutdown",
+        Request::Shutdown { .. } => "Shutdown",
         Request::SendSubscribed { .. } => "SendSubscribed",
         Request::SetResume { .. } => "SetResume",
         Request::SubscribeSummaries => "SubscribeSummaries",
         Request::UnsubscribeSummaries => "UnsubscribeSummaries",
+        Request::ListModels { .. } => "ListModels",
+        Request::SetModel { .. } => "SetModel",
+        Request::Usage { .. } => "Usage",
     }
 }
 
@@ -437,6 +484,9 @@ fn reply_name(reply: &Reply) -> &'static str {
         Reply::Rewound(_) => "Rewound",
         Reply::Deleted { .. } => "Deleted",
         Reply::SentSubscribed { .. } => "SentSubscribed",
+        Reply::Stopping { .. } => "Stopping",
+        Reply::Models { .. } => "Models",
+        Reply::Usage(_) => "Usage",
     }
 }
 
@@ -488,6 +538,17 @@ fn frames() -> Vec<(String, Vec<u8>)> {
         frame::encode(&ServerFrame::Reply {
             id: RequestId(9),
             result: Err(ErrorInfo::new(ErrorCode::UnknownSession, "no session `x`")),
+        })
+        .unwrap(),
+    );
+    push(
+        "reply error ProviderFailed".into(),
+        frame::encode(&ServerFrame::Reply {
+            id: RequestId(9),
+            result: Err(ErrorInfo::new(
+                ErrorCode::ProviderFailed,
+                "cannot list the models of provider `anthropic`",
+            )),
         })
         .unwrap(),
     );
@@ -603,9 +664,9 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 23);
-    assert_eq!(replies.len(), 13);
-    assert_eq!(events.len(), 28);
+    assert_eq!(requests.len(), 26);
+    assert_eq!(replies.len(), 16);
+    assert_eq!(events.len(), 29);
 }
 
 #[test]

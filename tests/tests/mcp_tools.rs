@@ -348,15 +348,15 @@ async fn the_terminal_shows_server_and_tool_and_daemon_scope_servers_get_no_secr
     let out =
         tests::agentctl_output(&t.daemon, &t.model, dir, &["run", "--allow", "mcp", "env?"]).await;
     assert_eq!(out.code, Some(0), "{} {}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("t/env"), "{}", out.stdout);
+    assert!(out.stderr.contains("t/env"), "{}", out.stderr);
     let results = t.model.received()[1].body.to_string();
     assert!(results.contains("yes"), "{results}");
     assert!(!results.contains("daemon-key"), "{results}");
 
     // Without --allow mcp, and nobody to ask: refused, saying how to allow it.
     let out = tests::agentctl_output(&t.daemon, &t.model, dir, &["run", "echo?"]).await;
-    assert!(out.stdout.contains("t/echo"), "{}", out.stdout);
-    assert!(out.stdout.contains("--allow mcp"), "{}", out.stdout);
+    assert!(out.stderr.contains("t/echo"), "{}", out.stderr);
+    assert!(out.stderr.contains("--allow mcp"), "{}", out.stderr);
 
     let status = t.daemon.home.run_agentctl(&["daemon", "status"]);
     let status = String::from_utf8_lossy(&status.stdout);

@@ -289,6 +289,8 @@ fn session_killed_during_reads(home: &Home, cwd: &std::path::Path) {
                 run: RunId(1),
                 trigger: Delivery::FollowUp,
                 max_turns: 10,
+                model: "claude-sonnet-4-5".into(),
+                provider: "anthropic".into(),
             },
         ),
         Record::Message {

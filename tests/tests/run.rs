@@ -39,14 +39,11 @@ async fn a_two_turn_run_reads_a_file_and_answers() {
         out.stdout,
         out.stderr
     );
-    assert!(out.stdout.contains("Let me read it."), "{}", out.stdout);
-    assert!(out.stdout.contains("read README.md ✓"), "{}", out.stdout);
-    assert!(
-        out.stdout.contains("Start it with `npm run dev`."),
-        "{}",
-        out.stdout
-    );
-    assert!(out.stdout.contains("completed · 2 turns"), "{}", out.stdout);
+    // What the agent did goes to stderr; stdout, a pipe here, gets only the answer.
+    assert!(out.stderr.contains("Let me read it."), "{}", out.stderr);
+    assert!(out.stderr.contains("read README.md ✓"), "{}", out.stderr);
+    assert!(out.stderr.contains("completed · 2 turns"), "{}", out.stderr);
+    assert_eq!(out.stdout, "Start it with `npm run dev`.\n");
 
     let requests = server.received();
     assert_eq!(requests.len(), 2);
@@ -86,22 +83,22 @@ async fn the_exit_code_says_how_the_run_ended() {
         &["run", "--max-turns", "1", "go"],
     )
     .await;
-    assert_eq!(limited.code, Some(3), "{}", limited.stdout);
+    assert_eq!(limited.code, Some(3), "{}", limited.stderr);
     assert!(
-        limited.stdout.contains("stopped at the turn limit"),
+        limited.stderr.contains("stopped at the turn limit"),
         "{}",
-        limited.stdout
+        limited.stderr
     );
     let guarded = agentctl_output(&daemon, &server, project.path(), &["run", "go"]).await;
-    assert_eq!(guarded.code, Some(4), "{}", guarded.stdout);
+    assert_eq!(guarded.code, Some(4), "{}", guarded.stderr);
     let failed = agentctl_output(&daemon, &server, project.path(), &["run", "go"]).await;
     assert_eq!(failed.code, Some(1));
     assert!(
         failed
-            .stdout
+            .stderr
             .contains("Anthropic API error 400 (invalid_request_error): bad request"),
         "{}",
-        failed.stdout
+        failed.stderr
     );
     let usage = agentctl_output(
         &daemon,
@@ -242,10 +239,10 @@ async fn allow_flags_permit_writes_and_commands() {
     assert_eq!(denied.code, Some(0));
     assert!(
         denied
-            .stdout
+            .stderr
             .contains("denied: run with --allow write to permit file changes"),
         "{}",
-        denied.stdout
+        denied.stderr
     );
     assert!(!project.path().join("w.txt").exists());
 
@@ -259,17 +256,17 @@ async fn allow_flags_permit_writes_and_commands() {
     .await;
     assert!(
         partly
-            .stdout
+            .stderr
             .contains("denied: run with --allow bash to permit commands"),
         "{}",
-        partly.stdout
+        partly.stderr
     );
     assert!(project.path().join("w.txt").exists() && !project.path().join("b.txt").exists());
 
     server.push(script());
     let all = agentctl_output(&daemon, &server, project.path(), &["run", "--yes", "go"]).await;
     assert_eq!(all.code, Some(0));
-    assert!(project.path().join("b.txt").exists(), "{}", all.stdout);
+    assert!(project.path().join("b.txt").exists(), "{}", all.stderr);
 }
 
 #[tokio::test]
@@ -285,9 +282,10 @@ async fn a_missing_api_key_is_one_clear_line() {
         .await
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stdout.contains("✗ ANTHROPIC_API_KEY is not set. Export your API key"),
-        "{stdout}"
+        stderr.contains("✗ ANTHROPIC_API_KEY is not set. Export your API key"),
+        "{stderr}"
     );
+    assert!(out.stdout.is_empty(), "no answer, nothing on stdout");
 }

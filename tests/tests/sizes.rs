@@ -17,7 +17,9 @@ async fn a_session_over_16_mib_shows_attaches_and_continues() {
         anthropic::text("third"),
     ])
     .await;
-    let daemon = Daemon::start();
+    // A window that takes 9 MiB messages (a larger one is refused before it is sent).
+    let home = tests::Home::with_config("context_window = 100000000\n");
+    let daemon = Daemon::start_in(home);
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
     for (i, mark) in ["A", "B"].iter().enumerate() {
         let prompt = mark.repeat(PROMPT);

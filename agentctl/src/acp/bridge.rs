@@ -77,8 +77,8 @@ impl Bridge {
         }
     }
 
-    /// The daemon connection.
-    pub fn daemon(&self) -> &Daemon {
+    /// The daemon connection now (a new one after the daemon came back).
+    pub fn daemon(&self) -> Arc<Daemon> {
         self.follower.client()
     }
 
@@ -164,9 +164,28 @@ impl Bridge {
             match feed.next().await {
                 FeedItem::Event { event, replay } => self.event(&cx, event, replay),
                 FeedItem::ReplayDone { session, .. } => self.end_replay_now(&cx, &session),
+                // Prompts stay queued: the runs they joined go on in the next daemon, and end
+                // there.
+                FeedItem::Reconnecting { reason, .. } => {
+                    let reason =
+                        reason.unwrap_or_else(|| "the daemon closed the connection".into());
+                    eprintln!("agentctl acp: {reason}; waiting for the daemon to come back");
+                }
+                FeedItem::Reconnected { sessions, gone } => {
+                    eprintln!(
+                        "agentctl acp: the daemon is back; following {} session(s) again",
+                        sessions.len()
+                    );
+                    for session in gone {
+                        self.gone(&session);
+                    }
+                }
                 FeedItem::Closed(reason) => {
                     let reason =
                         reason.unwrap_or_else(|| "the daemon closed the connection".into());
+                    let reason = format!(
+                        "lost the daemon: {reason}; the sessions go on in it (session/load follows one again)"
+                    );
                     eprintln!("agentctl acp: {reason}");
                     for (_, watched) in self.sessions().drain() {
                         for prompt in watched.prompts {
@@ -180,6 +199,18 @@ impl Bridge {
                     return Err(Error::internal_error().data(reason));
                 }
             }
+        }
+    }
+
+    /// `session` was deleted while the daemon was away: its prompts fail.
+    fn gone(&self, session: &SessionId) {
+        let Some(watched) = self.sessions().remove(session) else {
+            return;
+        };
+        for prompt in watched.prompts {
+            let _ = prompt.responder.respond_with_error(
+                Error::invalid_params().data("the session was deleted while the daemon was away"),
+            );
         }
     }
 

@@ -35,7 +35,8 @@ use bridge::Bridge;
 pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
     let daemon = crate::connect::connect(paths, "acp").await?;
     let feed = Feed::new(daemon)
-        .ok_or_else(|| Failure::new("the daemon connection has no event stream"))?;
+        .ok_or_else(|| Failure::new("the daemon connection has no event stream"))?
+        .reconnecting(crate::connect::reconnect(paths, "acp"));
     let bridge = Arc::new(Bridge::new(feed.follower().clone()));
     let (output, input) = stdio();
     let transport = ByteStreams::new(output.compat_write(), input.compat());

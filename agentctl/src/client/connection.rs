@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use interprocess::local_socket::tokio::Stream;
@@ -57,6 +57,15 @@ impl ClientError {
             _ => None,
         }
     }
+
+    /// Whether the connection itself is gone (rather than the daemon refusing the request): a
+    /// new connection may succeed.
+    pub fn connection_lost(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Closed(_) | ClientError::Frame(_) | ClientError::Connect { .. }
+        )
+    }
 }
 
 /// Something the daemon sent that is not a reply.
@@ -103,6 +112,7 @@ pub struct Client {
     write_lock: tokio::sync::Mutex<()>,
     pending: Pending,
     closed: Arc<Mutex<Option<Option<String>>>>,
+    stopping: Arc<AtomicBool>,
     next_id: AtomicU64,
     incoming: Option<mpsc::UnboundedReceiver<Incoming>>,
     welcome: Welcome,
@@ -137,11 +147,15 @@ impl Client {
         let stream = Arc::new(stream);
         let pending: Pending = Arc::default();
         let closed = Arc::new(Mutex::new(None));
+        let stopping = Arc::new(AtomicBool::new(false));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let reader = tokio::spawn(read_loop(
             stream.clone(),
             pending.clone(),
-            closed.clone(),
+            Ended {
+                closed: closed.clone(),
+                stopping: stopping.clone(),
+            },
             events_tx,
         ));
         Ok(Client {
@@ -149,6 +163,7 @@ impl Client {
             write_lock: tokio::sync::Mutex::new(()),
             pending,
             closed,
+            stopping,
             next_id: AtomicU64::new(1),
             incoming: Some(events_rx),
             welcome,
@@ -159,6 +174,12 @@ impl Client {
     /// What the daemon said in its handshake.
     pub fn welcome(&self) -> &Welcome {
         &self.welcome
+    }
+
+    /// Whether the daemon ended this connection because it stops on purpose (a stop, a restart,
+    /// a service manager's stop), rather than dying: someone is then in charge of it.
+    pub fn daemon_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
     }
 
     /// Takes the receiver of events and other unsolicited frames; `None` after the first call.
@@ -276,10 +297,17 @@ impl Drop for Client {
     }
 }
 
+/// How the connection ended, written by its reader: the reason, and whether the daemon said it
+/// shuts down.
+struct Ended {
+    closed: Arc<Mutex<Option<Option<String>>>>,
+    stopping: Arc<AtomicBool>,
+}
+
 async fn read_loop(
     stream: Arc<Stream>,
     pending: Pending,
-    closed: Arc<Mutex<Option<Option<String>>>>,
+    ended: Ended,
     events: mpsc::UnboundedSender<Incoming>,
 ) {
     let reason = loop {
@@ -311,7 +339,12 @@ async fn read_loop(
             Ok(Some(ServerFrame::SummaryRemoved { session })) => {
                 let _ = events.send(Incoming::SummaryRemoved { session });
             }
-            Ok(Some(ServerFrame::Error(info))) => break Some(info.message),
+            Ok(Some(ServerFrame::Error(info))) => {
+                if info.code == ErrorCode::ShuttingDown {
+                    ended.stopping.store(true, Ordering::Relaxed);
+                }
+                break Some(info.message);
+            }
             Ok(Some(ServerFrame::Welcome(_))) => {
                 break Some("unexpected second welcome".to_string());
             }
@@ -321,7 +354,7 @@ async fn read_loop(
     };
     // Mark closed before dropping the waiters, so a caller woken by the drop sees the reason.
     let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
-    *closed.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
+    *ended.closed.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
     pending.clear();
     let _ = events.send(Incoming::Closed(reason));
 }

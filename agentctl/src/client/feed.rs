@@ -1,21 +1,22 @@
 //! The one way a front end follows sessions: subscribe from a `seq`, pass each event on once
 //! (a resubscription replays what the client already has), resubscribe when the daemon
 //! dropped a slow client, tell replayed events from live ones by the daemon's `ReplayDone`
-//! marker, and keep each session's pending permission requests.
+//! marker, keep each session's pending permission requests ([`Follower`]), and, given a
+//! [`Reconnect`], reach the daemon again when it goes away and follow the same sessions from
+//! where they were.
 //!
 //! A front end is setup, then [`Feed::next`] in its own loop (when it also reads keys or
-//! signals) or [`Feed::drive`] with a [`View`].
+//! signals) or [`Feed::drive`] with a [`View`]. `next` can be cancelled at any point (a
+//! `select!` with a timer): what it waits for goes on in tasks of the feed's own.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-use protocol::{
-    Delivery, Event, PermissionRequestId, Reply, Request, RunId, RunOptions, SessionEvent,
-    SessionId, SessionInfo,
-};
+use protocol::{SessionEvent, SessionId};
 use tokio::sync::mpsc;
 
 use super::connection::{Client, ClientError, Incoming};
+use super::follower::{Follower, Refollowed};
+use super::reconnect::{Lost, Reconnect};
 
 /// What the feed passes on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,208 +35,76 @@ pub enum FeedItem {
         /// Live events have a `seq` above this.
         last_seq: u64,
     },
-    /// The connection ended; nothing more will come.
+    /// The daemon went away (a restart, an upgrade, a crash) and the feed is reaching it
+    /// again; only a feed given a [`Reconnect`] says this. Nothing else comes until
+    /// [`FeedItem::Reconnected`] or [`FeedItem::Closed`] (it gave up). Requests sent meanwhile
+    /// fail: a front end stops asking questions and may say it waits.
+    Reconnecting {
+        /// Why the connection ended, when the daemon said.
+        reason: Option<String>,
+        /// The daemon said it stops on purpose (a stop or restart) rather than dying.
+        planned: bool,
+    },
+    /// The daemon is back: [`Follower::client`] is a new connection, and each session is
+    /// followed again from the last event passed on. The events it missed come next, as live
+    /// events (a run that went on in the new daemon starts with `RunResumed`). A front end
+    /// says so in one line and asks again what it asks (pending requests come again).
+    Reconnected {
+        /// The sessions followed again.
+        sessions: Vec<SessionId>,
+        /// Sessions deleted while the daemon was away, no longer followed.
+        gone: Vec<SessionId>,
+    },
+    /// The connection ended (and, with a [`Reconnect`], the daemon did not come back);
+    /// nothing more will come.
     Closed(Option<String>),
 }
 
-/// A permission request waiting for an answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingAsk {
-    /// The subagent session that asks, when it is not the session followed (SPEC §14).
-    pub session: Option<SessionId>,
-    /// The request, to answer with `Answer`.
-    pub request: PermissionRequestId,
-    /// The tool.
-    pub tool: String,
-    /// One line saying what would happen.
-    pub summary: String,
-}
-
-impl PendingAsk {
-    /// The session to send the answer to, for a request shown in `followed`'s events.
-    pub fn asker(&self, followed: &SessionId) -> SessionId {
-        self.session.clone().unwrap_or_else(|| followed.clone())
-    }
-}
-
-/// Where the front end is in one session's events.
-#[derive(Debug, Default)]
-struct Cursor {
-    last_seq: u64,
-    replaying: bool,
-    pending: Vec<PendingAsk>,
-}
-
-impl Cursor {
-    fn from(seq: u64) -> Cursor {
-        Cursor {
-            last_seq: seq,
-            replaying: true,
-            pending: Vec::new(),
-        }
-    }
-
-    /// Notes `event`; false when it was seen already.
-    fn take(&mut self, event: &SessionEvent) -> bool {
-        if event.seq <= self.last_seq {
-            return false;
-        }
-        self.last_seq = event.seq;
-        match &event.event {
-            Event::PermissionRequested {
-                session,
-                request,
-                tool,
-                summary,
-                ..
-            } => self.pending.push(PendingAsk {
-                session: session.clone(),
-                request: *request,
-                tool: tool.clone(),
-                summary: summary.clone(),
-            }),
-            Event::PermissionResolved {
-                session, request, ..
-            } => self
-                .pending
-                .retain(|ask| ask.request != *request || ask.session != *session),
-            // A subagent's requests outlive its parent's run only until they are answered.
-            Event::RunFinished { .. } => self.pending.retain(|ask| ask.session.is_some()),
-            _ => {}
-        }
-        true
-    }
-}
-
-/// Subscribes sessions to a feed; cheap to clone, for tasks other than the one reading it.
-#[derive(Clone)]
-pub struct Follower {
-    client: Arc<Client>,
-    cursors: Arc<Mutex<HashMap<SessionId, Cursor>>>,
-}
-
-impl Follower {
-    /// The connection, for requests of the front end's own.
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    fn cursors(&self) -> MutexGuard<'_, HashMap<SessionId, Cursor>> {
-        self.cursors.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Follows `session` after `from_seq`: its replay, then its live events.
-    pub async fn follow(
-        &self,
-        session: &SessionId,
-        from_seq: u64,
-    ) -> Result<SessionInfo, ClientError> {
-        self.cursors()
-            .insert(session.clone(), Cursor::from(from_seq));
-        let request = Request::Subscribe {
-            session: session.clone(),
-            from_seq,
-        };
-        match self.client.request(request).await {
-            Ok(Reply::Subscribed(info)) => {
-                self.rekey(session, &info.id);
-                Ok(info)
-            }
-            other => {
-                self.cursors().remove(session);
-                Err(unexpected(other))
-            }
-        }
-    }
-
-    /// Follows `session`'s live events and sends it a message in one exchange; returns its
-    /// listing and the run the message started, if any.
-    pub async fn send_following(
-        &self,
-        session: &SessionId,
-        text: String,
-        delivery: Delivery,
-        options: RunOptions,
-    ) -> Result<(SessionInfo, Option<RunId>), ClientError> {
-        self.cursors().insert(session.clone(), Cursor::from(0));
-        let request = Request::SendSubscribed {
-            session: session.clone(),
-            text,
-            delivery,
-            options,
-        };
-        match self.client.request(request).await {
-            Ok(Reply::SentSubscribed { info, started }) => {
-                self.rekey(session, &info.id);
-                Ok((info, started))
-            }
-            other => {
-                self.cursors().remove(session);
-                Err(unexpected(other))
-            }
-        }
-    }
-
-    /// Stops passing on `session`'s events (the daemon is not told).
-    pub fn forget(&self, session: &SessionId) {
-        self.cursors().remove(session);
-    }
-
-    /// The session's permission requests waiting for an answer, oldest first.
-    pub fn pending(&self, session: &SessionId) -> Vec<PendingAsk> {
-        self.cursors()
-            .get(session)
-            .map(|c| c.pending.clone())
-            .unwrap_or_default()
-    }
-
-    /// The last `seq` passed on for `session`.
-    pub fn last_seq(&self, session: &SessionId) -> Option<u64> {
-        self.cursors().get(session).map(|c| c.last_seq)
-    }
-
-    /// A session named by a prefix of its id is known by its full id from now on.
-    fn rekey(&self, given: &SessionId, full: &SessionId) {
-        if given != full {
-            let mut cursors = self.cursors();
-            if let Some(cursor) = cursors.remove(given) {
-                cursors.entry(full.clone()).or_insert(cursor);
-            }
-        }
-    }
-
-    /// The cursor of an event's session, also when it was followed by a prefix of its id.
-    fn with_cursor<R>(&self, session: &SessionId, f: impl FnOnce(&mut Cursor) -> R) -> Option<R> {
-        let mut cursors = self.cursors();
-        if !cursors.contains_key(session) {
-            let prefix = cursors
-                .keys()
-                .find(|k| session.as_str().starts_with(k.as_str()))
-                .cloned()?;
-            let cursor = cursors.remove(&prefix)?;
-            cursors.insert(session.clone(), cursor);
-        }
-        cursors.get_mut(session).map(f)
-    }
+/// What the feed's own tasks report to it.
+enum Report {
+    /// Following `session` again after a lag failed.
+    Refollow(SessionId, ClientError),
+    /// A new connection, its sessions followed again.
+    Back {
+        incoming: mpsc::UnboundedReceiver<Incoming>,
+        refollowed: Refollowed,
+    },
+    /// The daemon did not come back.
+    GaveUp(String),
 }
 
 /// The events of the sessions a front end follows, each once and in order.
 pub struct Feed {
     follower: Follower,
     incoming: mpsc::UnboundedReceiver<Incoming>,
+    reconnect: Option<Reconnect>,
+    reports: mpsc::UnboundedReceiver<Report>,
+    report: mpsc::UnboundedSender<Report>,
+    /// The connection ended and a task is reaching the daemon again.
+    away: bool,
 }
 
 impl Feed {
-    /// A feed over `client`'s events; `None` when they were taken already.
+    /// A feed over `client`'s events; `None` when they were taken already. It ends with the
+    /// connection unless given a [`Reconnect`] ([`Feed::reconnecting`]).
     pub fn new(mut client: Client) -> Option<Feed> {
         let incoming = client.take_incoming()?;
+        let (report, reports) = mpsc::unbounded_channel();
         Some(Feed {
-            follower: Follower {
-                client: Arc::new(client),
-                cursors: Arc::default(),
-            },
+            follower: Follower::new(client),
             incoming,
+            reconnect: None,
+            reports,
+            report,
+            away: false,
         })
+    }
+
+    /// The same feed, reaching the daemon again with `reconnect` when it goes away (unless its
+    /// patience is zero).
+    pub fn reconnecting(mut self, reconnect: Reconnect) -> Feed {
+        self.reconnect = Some(reconnect).filter(Reconnect::enabled);
+        self
     }
 
     /// Subscribes sessions to this feed.
@@ -243,54 +112,121 @@ impl Feed {
         &self.follower
     }
 
-    /// The connection, for requests of the front end's own.
-    pub fn client(&self) -> &Client {
-        &self.follower.client
+    /// The connection now, for requests of the front end's own (see [`Follower::client`]).
+    pub fn client(&self) -> Arc<Client> {
+        self.follower.client()
     }
 
-    /// The next thing to pass on: a new event, the end of a replay, or the end of the
-    /// connection. Events of sessions not followed are dropped; a dropped subscription is
-    /// resumed from the last event passed on.
+    /// The next thing to pass on: a new event, the end of a replay, the daemon going away and
+    /// coming back, or the end of the connection. Events of sessions not followed are dropped;
+    /// a dropped subscription is resumed from the last event passed on. Cancel-safe.
     pub async fn next(&mut self) -> FeedItem {
         loop {
-            let Some(incoming) = self.incoming.recv().await else {
-                return FeedItem::Closed(None);
+            let incoming = if self.away {
+                self.reports.recv().await.map(Err)
+            } else {
+                tokio::select! {
+                    biased;
+                    report = self.reports.recv() => report.map(Err),
+                    incoming = self.incoming.recv() => Some(Ok(incoming)),
+                }
             };
-            match incoming {
-                Incoming::Event(event) => {
-                    let fresh = self.follower.with_cursor(&event.session, |cursor| {
-                        cursor.take(&event).then_some(cursor.replaying)
-                    });
-                    if let Some(Some(replay)) = fresh {
-                        return FeedItem::Event { event, replay };
-                    }
+            let item = match incoming {
+                Some(Ok(incoming)) => self.frame(incoming),
+                Some(Err(report)) => self.report(report),
+                // The feed holds a sender: the channel never ends.
+                None => None,
+            };
+            if let Some(item) = item {
+                return item;
+            }
+        }
+    }
+
+    /// What a frame of the connection means to the front end, if anything.
+    fn frame(&mut self, incoming: Option<Incoming>) -> Option<FeedItem> {
+        match incoming.unwrap_or(Incoming::Closed(None)) {
+            Incoming::Event(event) => {
+                let fresh = self.follower.with_cursor(&event.session, |cursor| {
+                    cursor.take(&event).then_some(cursor.replaying)
+                });
+                match fresh {
+                    Some(Some(replay)) => Some(FeedItem::Event { event, replay }),
+                    _ => None,
                 }
-                Incoming::ReplayDone { session, last_seq } => {
-                    let followed = self.follower.with_cursor(&session, |cursor| {
-                        // Every replayed event came before the marker, every live one is
-                        // above it (also when the client asked from further on).
-                        cursor.replaying = false;
-                        cursor.last_seq = last_seq;
-                    });
-                    if followed.is_some() {
-                        return FeedItem::ReplayDone { session, last_seq };
+            }
+            Incoming::ReplayDone { session, last_seq } => {
+                let was_replaying = self.follower.with_cursor(&session, |cursor| {
+                    // Every replayed event came before the marker, every live one is above it
+                    // (also when the client asked from further on).
+                    cursor.last_seq = last_seq;
+                    std::mem::take(&mut cursor.replaying)
+                });
+                // A subscription taken again goes on where it was: no new boundary to tell.
+                was_replaying
+                    .filter(|was| *was)
+                    .map(|_| FeedItem::ReplayDone { session, last_seq })
+            }
+            Incoming::Lagged { session, .. } => {
+                self.follower.with_cursor(&session, |_| ())?;
+                let (follower, report) = (self.follower.clone(), self.report.clone());
+                tokio::spawn(async move {
+                    if let Err(err) = follower.refollow(&session).await {
+                        let _ = report.send(Report::Refollow(session, err));
                     }
-                }
-                Incoming::Lagged { session, .. } => {
-                    let Some(from_seq) = self.follower.with_cursor(&session, |c| c.last_seq) else {
-                        continue;
-                    };
-                    if let Err(err) = self.follower.follow(&session, from_seq).await {
-                        return FeedItem::Closed(Some(format!(
-                            "cannot follow session {session} again after falling behind: {err}"
-                        )));
-                    }
-                }
-                Incoming::Closed(reason) => return FeedItem::Closed(reason),
-                // Summaries are the board's feed (`summaries`), never asked for here.
-                Incoming::Summary(_)
-                | Incoming::SummariesReady { .. }
-                | Incoming::SummaryRemoved { .. } => {}
+                });
+                None
+            }
+            Incoming::Closed(reason) => Some(self.lost(reason)),
+            // Summaries are the board's feed (`summaries`), never asked for here.
+            Incoming::Summary(_)
+            | Incoming::SummariesReady { .. }
+            | Incoming::SummaryRemoved { .. } => None,
+        }
+    }
+
+    /// The connection ended: reach the daemon again, or end.
+    fn lost(&mut self, reason: Option<String>) -> FeedItem {
+        let Some(reconnect) = self.reconnect.clone() else {
+            return FeedItem::Closed(reason);
+        };
+        let lost = Lost::of(&self.follower.client());
+        self.away = true;
+        tokio::spawn(come_back(
+            self.follower.clone(),
+            reconnect,
+            lost,
+            self.report.clone(),
+        ));
+        FeedItem::Reconnecting {
+            reason,
+            planned: lost.stopping,
+        }
+    }
+
+    /// What a report of the feed's own tasks means to the front end, if anything.
+    fn report(&mut self, report: Report) -> Option<FeedItem> {
+        match report {
+            // The connection ended too: its end comes as a frame.
+            Report::Refollow(_, err) if err.connection_lost() => None,
+            Report::Refollow(session, err) => Some(FeedItem::Closed(Some(format!(
+                "cannot follow session {session} again after falling behind: {err}"
+            )))),
+            Report::Back {
+                incoming,
+                refollowed,
+            } => {
+                self.incoming = incoming;
+                self.away = false;
+                Some(FeedItem::Reconnected {
+                    sessions: refollowed.sessions,
+                    gone: refollowed.gone,
+                })
+            }
+            Report::GaveUp(reason) => {
+                self.away = false;
+                self.reconnect = None;
+                Some(FeedItem::Closed(Some(reason)))
             }
         }
     }
@@ -302,10 +238,52 @@ impl Feed {
             let flow = match self.next().await {
                 FeedItem::Event { event, replay } => view.event(&event, replay),
                 FeedItem::ReplayDone { session, .. } => view.replay_done(&session),
+                FeedItem::Reconnecting { reason, .. } => view.reconnecting(reason.as_deref()),
+                FeedItem::Reconnected { sessions, .. } => view.reconnected(&sessions),
                 FeedItem::Closed(reason) => return Err(reason),
             };
             if flow == Flow::Stop {
                 return Ok(());
+            }
+        }
+    }
+}
+
+/// Reaches the daemon again and follows every session again over the new connection; a
+/// connection lost while doing so is replaced within the same patience.
+async fn come_back(
+    follower: Follower,
+    reconnect: Reconnect,
+    lost: Lost,
+    report: mpsc::UnboundedSender<Report>,
+) {
+    loop {
+        let mut client = match reconnect.connect(&lost).await {
+            Ok(client) => client,
+            Err(reason) => {
+                let _ = report.send(Report::GaveUp(reason));
+                return;
+            }
+        };
+        let Some(incoming) = client.take_incoming() else {
+            let _ = report.send(Report::GaveUp("the new connection has no events".into()));
+            return;
+        };
+        follower.replace_client(Arc::new(client));
+        match follower.refollow_all().await {
+            Ok(refollowed) => {
+                let _ = report.send(Report::Back {
+                    incoming,
+                    refollowed,
+                });
+                return;
+            }
+            Err(err) if err.connection_lost() => continue,
+            Err(err) => {
+                let _ = report.send(Report::GaveUp(format!(
+                    "the daemon is back but refused to follow the sessions again: {err}"
+                )));
+                return;
             }
         }
     }
@@ -330,13 +308,22 @@ pub trait View {
         Flow::Go
     }
 
+    /// The daemon went away; the feed is reaching it again (see [`FeedItem::Reconnecting`]).
+    fn reconnecting(&mut self, _reason: Option<&str>) -> Flow {
+        Flow::Go
+    }
+
+    /// The daemon is back and `sessions` are followed again (see [`FeedItem::Reconnected`]).
+    fn reconnected(&mut self, _sessions: &[SessionId]) -> Flow {
+        Flow::Go
+    }
+
     /// Redraws what changes with time (a running tool's clock); called ten times a second.
     fn tick(&mut self) {}
-}
 
-fn unexpected(reply: Result<Reply, ClientError>) -> ClientError {
-    match reply {
-        Ok(other) => ClientError::Unexpected(format!("{other:?}")),
-        Err(err) => err,
+    /// Shows a line of the front end's own (the daemon went away, came back); on stderr
+    /// unless the view draws it itself.
+    fn note(&mut self, text: &str) {
+        eprintln!("{text}");
     }
 }

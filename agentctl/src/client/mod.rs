@@ -1,15 +1,20 @@
 //! The client side of the daemon's socket: where it is ([`paths`]), whether it and the process
 //! behind it can be trusted ([`trust`]), frames over it ([`frames`]), a connection
-//! ([`connection`]), the one event feed every front end follows ([`feed`]) and the board's
-//! feed of every session's summary ([`summaries`]).
+//! ([`connection`]), reaching the daemon again after it went away ([`reconnect`]), the sessions
+//! a front end follows ([`follower`]), the one event feed every front end follows ([`feed`])
+//! and the board's feed of every session's summary ([`summaries`]).
 
 pub mod connection;
 pub mod feed;
+pub mod follower;
 pub mod frames;
 pub mod paths;
+pub mod reconnect;
 pub mod summaries;
 pub mod trust;
 
 pub use connection::{Client, ClientError, Incoming};
-pub use feed::{Feed, FeedItem, Flow, Follower, PendingAsk, View};
+pub use feed::{Feed, FeedItem, Flow, View};
+pub use follower::{Follower, PendingAsk, Refollowed};
+pub use reconnect::{Lost, Reconnect, Unreachable};
 pub use summaries::{Changes, Summaries};

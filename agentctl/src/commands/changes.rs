@@ -100,9 +100,21 @@ pub fn rewind_lines(report: &RewindReport, style: Style) -> Vec<String> {
     for problem in report.failed.iter().map(shown) {
         lines.push(style.yellow(&format!("not restored: {problem}")));
     }
-    if report.restored.is_empty() && report.removed.is_empty() {
+    let undone = !report.restored.is_empty() || !report.removed.is_empty();
+    if !undone && report.kept.is_empty() && report.failed.is_empty() {
         lines.push(format!(
             "nothing to undo: the files run {} changed are as they were before it",
+            report.run
+        ));
+    } else if !undone {
+        // Files do differ from before the run: the lines above say which and why.
+        let (what, left) = if report.dry_run {
+            ("nothing would be undone", "would be left")
+        } else {
+            ("nothing was undone", "were left")
+        };
+        lines.push(format!(
+            "{what}: the files above differ from before run {} but {left} as they are",
             report.run
         ));
     } else if !report.dry_run {

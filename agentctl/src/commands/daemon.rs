@@ -29,8 +29,9 @@ pub async fn start(paths: &Paths) -> Result<u8, Failure> {
     }
 }
 
-/// Asks the daemon to shut down and waits until it is gone.
-pub async fn stop(paths: &Paths) -> Result<u8, Failure> {
+/// Asks the daemon to shut down and waits until it is gone; tool calls already running finish
+/// first, unless `now`.
+pub async fn stop(paths: &Paths, now: bool) -> Result<u8, Failure> {
     let client = match connect::connect_running(paths, "daemon stop").await {
         Ok(client) => client,
         Err(ConnectError::NotRunning(_)) => {
@@ -39,14 +40,15 @@ pub async fn stop(paths: &Paths) -> Result<u8, Failure> {
         }
         Err(err) => return Err(Failure::new(err)),
     };
-    let pid = shut_down(paths, client).await?;
+    let pid = shut_down(paths, client, now).await?;
     outln!("agentd stopped (pid {pid})");
     Ok(0)
 }
 
 /// Stops the daemon and starts it again (a new version, after an upgrade). Sessions are kept,
-/// and runs in progress go on in the new daemon (unless resuming is off).
-pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
+/// tool calls already running finish first (unless `now`), and runs in progress go on in the
+/// new daemon (unless resuming is off).
+pub async fn restart(paths: &Paths, force: bool, now: bool) -> Result<u8, Failure> {
     let old = match connect::connect_running(paths, "daemon restart").await {
         Ok(client) => {
             let status = match request(&client, Request::Status).await? {
@@ -59,7 +61,7 @@ pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
                     status.running
                 );
             }
-            Some(shut_down(paths, client).await?)
+            Some(shut_down(paths, client, now).await?)
         }
         Err(ConnectError::NotRunning(_)) => None,
         // A daemon of another protocol version cannot be asked; its pid file names it.
@@ -82,12 +84,29 @@ pub async fn restart(paths: &Paths, force: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// Asks the daemon behind `client` to shut down and waits until it is gone; returns its pid.
-async fn shut_down(paths: &Paths, client: agentctl::client::Client) -> Result<u32, Failure> {
+/// Asks the daemon behind `client` to shut down (at once with `now`, else once its running tool
+/// calls finished) and waits until it is gone; returns its pid.
+async fn shut_down(
+    paths: &Paths,
+    client: agentctl::client::Client,
+    now: bool,
+) -> Result<u32, Failure> {
     let pid = client.welcome().pid;
-    request(&client, Request::Shutdown).await?;
+    let grace = match request(&client, Request::Shutdown { now }).await? {
+        Reply::Stopping { calls, grace_ms } => {
+            if calls > 0 && grace_ms > 0 {
+                outln!(
+                    "waiting for {} to finish (at most {}; --now interrupts them)",
+                    format::count(calls, "running tool call"),
+                    format::duration(grace_ms)
+                );
+            }
+            Duration::from_millis(grace_ms)
+        }
+        other => return Err(unexpected(other)),
+    };
     drop(client);
-    wait_gone(paths, pid).await?;
+    wait_gone(paths, pid, grace).await?;
     Ok(pid)
 }
 
@@ -111,17 +130,21 @@ async fn terminate(paths: &Paths) -> Result<u32, Failure> {
             std::io::Error::last_os_error()
         )));
     }
-    wait_gone(paths, pid).await?;
+    // Its running tool calls may take the default grace to finish.
+    wait_gone(paths, pid, Duration::from_secs(30)).await?;
     Ok(pid)
 }
 
-/// Waits until the daemon's socket and pid file are gone.
-async fn wait_gone(paths: &Paths, pid: u32) -> Result<(), Failure> {
-    let deadline = Instant::now() + Duration::from_secs(10);
+/// Waits until the daemon's socket and pid file are gone: within 10 s after `grace`, the
+/// longest it waits for running tool calls.
+async fn wait_gone(paths: &Paths, pid: u32, grace: Duration) -> Result<(), Failure> {
+    let limit = grace + Duration::from_secs(10);
+    let deadline = Instant::now() + limit;
     while paths.socket.exists() || paths.pid_file().exists() {
         if Instant::now() >= deadline {
             return Err(Failure::new(format!(
-                "agentd (pid {pid}) did not stop within 10 s"
+                "agentd (pid {pid}) did not stop within {} s; `kill {pid}` stops it",
+                limit.as_secs()
             )));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

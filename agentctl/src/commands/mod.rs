@@ -5,13 +5,19 @@ pub mod changes;
 pub mod chat;
 pub mod daemon;
 pub mod extensions;
+pub mod here;
 pub mod mcp;
+pub mod models;
 pub mod oneshot;
+mod pick;
+pub mod resume;
 pub mod run;
+mod run_follow;
 mod run_keys;
 pub mod service;
 pub mod sessions;
 pub mod show;
+pub mod usage;
 pub mod watch;
 
 use agentctl::client::Client;
@@ -35,4 +41,23 @@ pub fn client_env() -> Vec<(String, String)> {
 /// The failure for a reply of the wrong kind.
 pub fn unexpected(reply: Reply) -> Failure {
     Failure::new(format!("unexpected reply from the daemon: {reply:?}"))
+}
+
+/// Room a message's frame needs besides its text (the request around it, the client's
+/// environment).
+const FRAME_ROOM: usize = 256 * 1024;
+
+/// Refuses a message too large to send to the daemon at all, before anything is sent, with
+/// both sizes (the daemon refuses one larger than the model's window itself).
+pub fn check_message_size(text: &str) -> Result<(), Failure> {
+    let limit = protocol::frame::MAX_FRAME_LEN - FRAME_ROOM;
+    if text.len() <= limit {
+        return Ok(());
+    }
+    Err(Failure::new(format!(
+        "the message is {}; one message can be at most {}: put the text in a file and ask the \
+         agent to read what it needs",
+        crate::format::bytes(text.len() as u64),
+        crate::format::bytes(limit as u64)
+    )))
 }

@@ -74,7 +74,7 @@ pub async fn compact(paths: &Paths, id: String) -> Result<u8, Failure> {
         .await
         .map_err(Failure::new)?;
     request(
-        feed.client(),
+        &feed.client(),
         Request::Compact {
             session: info.id.clone(),
         },

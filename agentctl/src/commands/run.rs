@@ -1,22 +1,21 @@
 //! `agentctl run`: one prompt, one run, streamed to the terminal; the exit code tells how the
-//! run ended (SPEC §1).
+//! run ended.
 
 use std::io::{IsTerminal, Read};
 
 use agentctl::client::paths::Paths;
-use agentctl::client::{Client, Feed, FeedItem, View};
+use agentctl::client::{Client, Feed, View};
 use protocol::{
-    CreateSession, Decision, Delivery, Event, Mode, PermissionClass, Reply, Request, RunOptions,
-    SessionId,
+    CreateSession, Delivery, Mode, PermissionClass, Reply, Request, RunOptions, SessionId,
 };
-use tokio::signal::unix::SignalKind;
 
-use super::run_keys::{AskKeys, Signal, next_key};
+use super::run_follow::{Ended, Following};
+use super::run_keys::AskKeys;
 use super::{request, unexpected};
 use crate::Failure;
 use crate::connect;
 use crate::json::JsonLines;
-use crate::view::{HumanView, Style};
+use crate::view::{HumanView, Output, Style};
 
 /// What `run` was asked to do.
 pub struct RunArgs {
@@ -48,17 +47,23 @@ pub struct RunArgs {
     pub ignore_config: bool,
 }
 
-/// Runs the prompt and returns the exit code of the run's stop reason.
+/// Runs the prompt and returns the exit code of the run's stop reason. Once the run is under
+/// way, its end (however it came) is followed on stderr by the session and how to attach to it.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     let prompt = read_prompt(args.prompt.as_deref())?;
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
     let client = connect::connect(paths, "run").await?;
     let session = match &args.session {
-        Some(id) => SessionId(id.clone()),
-        None if args.continue_latest => latest_here(&client, &cwd).await?,
+        Some(id) => super::here::session_named(&client, id).await?,
+        None if args.continue_latest => {
+            let here = super::here::current_dir()?;
+            let hint = "run without --continue to start one";
+            super::here::latest_in(&client, &here, hint).await?
+        }
         None => new_session(&client, &args, &cwd, &prompt).await?,
     };
+    let created = args.session.is_none() && !args.continue_latest;
 
     // On a terminal the user answers permission questions here; otherwise asks are denied
     // unless --allow granted them.
@@ -81,114 +86,100 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
         };
         request(&client, off).await?;
     }
-    let mut feed =
-        Feed::new(client).ok_or_else(|| Failure::new("the connection's events were taken"))?;
-    let follower = feed.follower().clone();
+    let mut feed = Feed::new(client)
+        .ok_or_else(|| Failure::new("the connection's events were taken"))?
+        .reconnecting(connect::reconnect(paths, "run"));
     // Subscribed and sent in one exchange; a message to a busy session joins its running run:
     // follow that run to its end.
-    let (info, mut ours) = follower
+    let sent = feed
+        .follower()
         .send_following(&session, prompt, Delivery::FollowUp, options)
-        .await
-        .map_err(Failure::new)?;
+        .await;
+    if let (Err(err), true) = (&sent, created) {
+        // Refused (too large, say): the session made for it goes too, unless the daemon went.
+        if !err.connection_lost() {
+            let delete = Request::DeleteSession {
+                session: session.clone(),
+                force: true,
+            };
+            let _ = feed.client().request(delete).await;
+        }
+    }
+    let (info, ours) = sent.map_err(|err| match err.connection_lost() {
+            // Whether the prompt arrived is not known: it is not sent twice.
+            true => Failure::new(format!(
+                "lost the daemon while sending the prompt ({err}); it may have started a run: see `agentctl attach {session}` once the daemon is back"
+            )),
+            false => Failure::new(err),
+        })?;
     let session = info.id;
     if args.detach {
         outln!("{session}");
         return Ok(0);
     }
-    let client = follower.client();
-    let mut answers = if ask_here {
-        Some(AskKeys::start())
-    } else {
-        None
-    };
-    let mut view: Box<dyn View> = if args.json {
+    let view: Box<dyn View> = if args.json {
         Box::new(JsonLines)
     } else {
-        let mut human = HumanView::new(Style::detect());
+        // Standard output that is not a terminal gets only the answer; the rest goes to
+        // standard error.
+        let mut human = if std::io::stdout().is_terminal() {
+            HumanView::new(Style::detect())
+        } else {
+            HumanView::with_output(Style::detect(), Output::Stderr)
+        };
         human.echo_user = false;
+        human.ask_here = ask_here;
         Box::new(human)
     };
-    let mut cancels = 0;
-    // SIGTERM (`timeout`, a service stopping) cancels the run as Ctrl+C does; SIGHUP (the
-    // terminal closed) leaves it going in the daemon.
-    let mut terminate = Signal::new(SignalKind::terminate());
-    let mut hangup = Signal::new(SignalKind::hangup());
-    // A running tool's line is redrawn ten times a second (on a terminal; see `tick`).
-    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    loop {
-        let next = tokio::select! {
-            next = feed.next() => next,
-            _ = ticks.tick() => {
-                view.tick();
-                continue;
+    // On a terminal the view draws the permission question; elsewhere it is written here.
+    let prompt_written = args.json || !std::io::stdout().is_terminal();
+    let mut run = Following {
+        prompt_written,
+        follower: feed.follower().clone(),
+        session,
+        ours,
+        // On a terminal the view draws the question under what is under way.
+        keys: ask_here.then(|| AskKeys::start(prompt_written)),
+        view,
+        cancels: 0,
+        away: None,
+        created,
+        asked_model: false,
+        discarded: false,
+    };
+    let ended = run.follow(&mut feed).await;
+    let session = run.session.clone();
+    let discarded = run.discarded;
+    // The terminal is given back (cooked, its cursor shown) before the last words.
+    drop(run);
+    match ended {
+        Ended::Lost(failure) => Err(failure),
+        // A session whose only run failed before the model was asked is not kept: no
+        // pointer to it.
+        Ended::Exit(code) => {
+            if !discarded {
+                farewell(&session);
             }
-            Some(key) = next_key(&mut answers) => {
-                let decision = match key.to_ascii_lowercase() {
-                    'y' => Decision::Allow,
-                    'a' => Decision::AllowAlways,
-                    'n' => Decision::Deny,
-                    // Ctrl+C while the terminal reads single keys.
-                    '\u{3}' => {
-                        if let Some(code) = interrupt(client, &session, &mut cancels).await? {
-                            return Ok(code);
-                        }
-                        continue;
-                    }
-                    _ => {
-                        eprint!("\r\npress y (allow), n (deny) or a (always allow): ");
-                        continue;
-                    }
-                };
-                if let Some(ask) = follower.pending(&session).first() {
-                    eprint!("{key}\r\n");
-                    let answer = Request::Answer { session: ask.asker(&session), request: ask.request, decision };
-                    if let Err(failure) = request(client, answer).await {
-                        eprintln!("agentctl: {}", failure.message);
-                    }
-                }
-                continue;
-            }
-            _ = tokio::signal::ctrl_c() => {
-                if let Some(code) = interrupt(client, &session, &mut cancels).await? {
-                    return Ok(code);
-                }
-                continue;
-            }
-            () = terminate.recv() => {
-                if cancels == 0 {
-                    cancels = 1;
-                    request(client, Request::Cancel { session: session.clone() }).await?;
-                }
-                continue;
-            }
-            () = hangup.recv() => {
-                eprintln!("agentctl: the terminal closed; the run goes on in session {session}");
-                return Ok(129);
-            }
-        };
-        let (event, replay) = match next {
-            FeedItem::Event { event, replay } => (event, replay),
-            FeedItem::ReplayDone { .. } => continue,
-            FeedItem::Closed(reason) => return Err(lost_daemon(reason)),
-        };
-        if let Event::RunStarted { run, .. } = &event.event
-            && ours.is_none()
-        {
-            ours = Some(*run);
+            Ok(code)
         }
-        view.event(&event, replay);
-        if let Some(keys) = &answers {
-            keys.want(!follower.pending(&session).is_empty());
-        }
-        if let Event::RunFinished {
-            run, stop_reason, ..
-        } = &event.event
-            && ours.is_none_or(|r| r == *run)
-        {
-            return Ok(stop_reason.exit_code() as u8);
+        Ended::Failed(failure) => {
+            if !discarded {
+                farewell(&session);
+            }
+            Err(failure)
         }
     }
+}
+
+/// The last line on stderr, dimmed on a terminal: the session and how to attach to it.
+fn farewell(session: &SessionId) {
+    let line = format!("session {session} · agentctl attach {session}");
+    let style = if std::io::stderr().is_terminal() {
+        Style::detect()
+    } else {
+        Style::plain()
+    };
+    eprintln!("{}", style.dim(&line));
 }
 
 /// Creates the session the run goes to, in `cwd`, titled after the prompt.
@@ -204,7 +195,7 @@ async fn new_session(
         provider: args.provider.clone(),
         mode: args.mode,
         max_turns: None,
-        title: Some(title_of(prompt)),
+        title: Some(protocol::title_of(prompt)),
         env: super::client_env(),
         worktree: args.worktree,
     });
@@ -217,50 +208,6 @@ async fn new_session(
         }
         other => Err(unexpected(other)),
     }
-}
-
-/// Ctrl+C: the first cancels the run, the second leaves at once with exit code 130.
-async fn interrupt(
-    client: &Client,
-    session: &SessionId,
-    cancels: &mut u32,
-) -> Result<Option<u8>, Failure> {
-    *cancels += 1;
-    if *cancels > 1 {
-        return Ok(Some(130));
-    }
-    eprintln!("\ncancelling… (Ctrl+C again to leave now)");
-    request(
-        client,
-        Request::Cancel {
-            session: session.clone(),
-        },
-    )
-    .await?;
-    Ok(None)
-}
-
-fn lost_daemon(reason: Option<String>) -> Failure {
-    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
-    Failure::new(format!("lost the daemon before the run ended{reason}"))
-}
-
-/// The session of this directory with the latest activity.
-async fn latest_here(client: &Client, cwd: &std::path::Path) -> Result<SessionId, Failure> {
-    let here = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    let listing = client.list_sessions().await.map_err(Failure::new)?;
-    listing
-        .sessions
-        .into_iter()
-        .filter(|s| std::path::Path::new(&s.cwd) == here)
-        .max_by_key(|s| (s.last_activity_ms, s.created_ms))
-        .map(|s| s.id)
-        .ok_or_else(|| {
-            Failure::new(format!(
-                "no session in {}; run without --continue to start one",
-                here.display()
-            ))
-        })
 }
 
 /// The prompt from the argument, or from stdin when it is `-` or absent and stdin is a pipe.
@@ -287,21 +234,8 @@ fn read_prompt(arg: Option<&str>) -> Result<String, Failure> {
     if text.trim().is_empty() {
         return Err(usage("the prompt is empty"));
     }
+    super::check_message_size(&text)?;
     Ok(text)
-}
-
-/// A session title from the prompt's first line.
-fn title_of(prompt: &str) -> String {
-    let first = prompt
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default()
-        .trim();
-    if first.chars().count() > 60 {
-        first.chars().take(59).collect::<String>() + "…"
-    } else {
-        first.to_string()
-    }
 }
 
 /// Provider keys and addresses from this shell (`*_API_KEY`, `*_BASE_URL`): the daemon may have

@@ -150,6 +150,9 @@ fn service_env() -> Vec<(&'static str, String)> {
         .collect()
 }
 
+/// The systemd user unit. `KillMode=mixed`: a stop signals the daemon alone, which lets the
+/// tool calls running finish before it exits (systemd's own wait, 90 s by default, is longer
+/// than the daemon's); whatever is left after it is killed.
 fn systemd_unit(binary: &Path, paths: &Paths) -> String {
     let env: String = service_env()
         .iter()
@@ -163,6 +166,7 @@ fn systemd_unit(binary: &Path, paths: &Paths) -> String {
          ExecStart={}\n\
          {env}EnvironmentFile=-{}\n\
          Restart=on-failure\n\
+         KillMode=mixed\n\
          \n\
          [Install]\n\
          WantedBy=default.target\n",

@@ -1,28 +1,52 @@
 //! `agentctl sessions`, `agentctl new`, `agentctl rm`.
 
-use agentctl::client::paths::Paths;
-use protocol::{CreateSession, Mode, Reply, Request, SessionId, SessionInfo};
+use std::collections::HashMap;
 
+use agentctl::client::Summaries;
+use agentctl::client::paths::Paths;
+use protocol::{
+    CreateSession, Mode, PendingSummary, Reply, Request, SessionId, SessionInfo, SessionState,
+};
+
+use super::board::describe::short_model;
 use super::{request, unexpected};
 use crate::connect;
 use crate::{Failure, format};
 
-/// Lists sessions, newest first, each subagent under its parent, as a table or a JSON array;
-/// subagents that finished are shown with `all` only.
+/// Lists sessions, newest first, each subagent under its parent, as a table or a JSON array,
+/// with the permission requests that wait for an answer; subagents that finished are shown
+/// with `all` only.
 pub async fn list(paths: &Paths, json: bool, all: bool) -> Result<u8, Failure> {
     let client = connect::connect(paths, "sessions").await?;
     let listing = client.list_sessions().await.map_err(Failure::new)?;
     for problem in &listing.unreadable {
         eprintln!("agentctl: a session cannot be read: {problem}");
     }
+    let waiting = listing
+        .sessions
+        .iter()
+        .any(|s| s.state == SessionState::AwaitingApproval);
+    let pending = if waiting {
+        pending_requests(paths).await?
+    } else {
+        HashMap::new()
+    };
     let (rows, hidden) = arrange(&listing.sessions, all);
     if json {
-        let rows: Vec<serde_json::Value> = rows.iter().map(|(_, s)| session_json(s)).collect();
+        let rows: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(_, s)| session_json(s, pending.get(&s.id).map_or(&[], Vec::as_slice)))
+            .collect();
         outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else if rows.is_empty() {
         outln!("no sessions; `agentctl run \"...\"` or `agentctl new` creates one");
     } else {
         print_table(&rows);
+        for (_, session) in &rows {
+            for ask in pending.get(&session.id).into_iter().flatten() {
+                outln!("{}", waiting_line(&session.id, ask));
+            }
+        }
         if hidden > 0 {
             outln!("({hidden} finished subagents not shown; `agentctl sessions --all` shows them)");
         }
@@ -72,7 +96,58 @@ fn arrange(sessions: &[SessionInfo], all: bool) -> (Vec<(usize, &SessionInfo)>, 
     (rows, hidden)
 }
 
-fn session_json(s: &SessionInfo) -> serde_json::Value {
+/// The permission requests each session waits on (its own, not its subagents'), from the
+/// board's summaries.
+async fn pending_requests(
+    paths: &Paths,
+) -> Result<HashMap<SessionId, Vec<PendingSummary>>, Failure> {
+    let client = connect::connect(paths, "sessions").await?;
+    let feed = Summaries::follow(client).await.map_err(Failure::new)?;
+    loop {
+        let changes = feed.take();
+        if changes.ready {
+            let pending = changes
+                .updated
+                .into_iter()
+                .map(|summary| {
+                    let own = summary.pending.into_iter().filter(|p| p.session.is_none());
+                    (summary.info.id, own.collect::<Vec<_>>())
+                })
+                .filter(|(_, own)| !own.is_empty())
+                .collect();
+            return Ok(pending);
+        }
+        if let Some(reason) = changes.closed {
+            return Err(Failure::new(format!(
+                "lost the daemon while reading the pending requests{}; try again",
+                reason.map(|r| format!(": {r}")).unwrap_or_default()
+            )));
+        }
+        feed.changed().await;
+    }
+}
+
+/// "3f2a awaiting approval #3: bash run `rm -rf build` (agentctl approve 3f2a 3)".
+fn waiting_line(id: &SessionId, ask: &PendingSummary) -> String {
+    let line = format!(
+        "{id} awaiting approval #{}: {} {} (agentctl approve {id} {})",
+        ask.request, ask.tool, ask.summary, ask.request
+    );
+    crate::style::one_line(&line).into_owned()
+}
+
+fn session_json(s: &SessionInfo, pending: &[PendingSummary]) -> serde_json::Value {
+    let pending: Vec<serde_json::Value> = pending
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "request": p.request.0,
+                "tool": p.tool,
+                "summary": p.summary,
+                "since_ms": p.since_ms,
+            })
+        })
+        .collect();
     serde_json::json!({
         "id": s.id.as_str(),
         "parent": s.parent.as_ref().map(|p| p.as_str()),
@@ -84,6 +159,8 @@ fn session_json(s: &SessionInfo) -> serde_json::Value {
         "follow_up_queued": s.follow_up_queued,
         "title": s.title,
         "model": s.model,
+        "provider": s.provider,
+        "pending": pending,
         "branch": s.branch,
         "created_ms": s.created_ms,
         "last_activity_ms": s.last_activity_ms,
@@ -105,6 +182,7 @@ fn print_table(sessions: &[(usize, &SessionInfo)]) {
                 s.turns.to_string(),
                 format!("{}/{}", s.steer_queued, s.follow_up_queued),
                 format::ago(s.last_activity_ms, now),
+                s.model.as_deref().map(short_model).unwrap_or_default(),
                 crate::style::one_line(s.branch.as_deref().unwrap_or_default()).into_owned(),
                 crate::style::one_line(&match &s.title {
                     Some(title) => format!("{}  {title}", s.cwd),
@@ -121,6 +199,7 @@ fn print_table(sessions: &[(usize, &SessionInfo)]) {
         "TURNS",
         "QUEUED",
         "ACTIVE",
+        "MODEL",
         "BRANCH",
         "DIRECTORY / TITLE",
     ];

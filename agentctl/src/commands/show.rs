@@ -30,16 +30,22 @@ pub async fn show(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> 
             other => return Err(unexpected(other)),
         };
         if from_seq == 0 && !json {
+            let model = match (&info.model, &info.provider) {
+                (Some(model), Some(provider)) => format!(" · {model} ({provider})"),
+                (Some(model), None) => format!(" · {model}"),
+                (None, Some(provider)) => format!(" · the model of provider {provider}'s server"),
+                (None, None) => String::new(),
+            };
             outln!(
                 "{}",
-                style.dim(&format!(
-                    "session {} · {} · {} · {} · created {}",
+                style.dim(&crate::style::one_line(&format!(
+                    "session {} · {} · {} · {}{model} · created {}",
                     info.id,
                     info.cwd,
                     info.state,
                     format::count(info.turns, "turn"),
                     format::ago(info.created_ms, format::now_ms())
-                ))
+                )))
             );
         }
         session = info.id;

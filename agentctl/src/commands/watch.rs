@@ -1,5 +1,10 @@
 //! `agentctl sessions --watch`: what the board shows, as lines for scripts. Every session
 //! once, then a line whenever one changes (`--json`: one JSON object per line).
+//!
+//! When the daemon goes away (a restart, an upgrade, a crash) the watch waits for it to come
+//! back (see `agentctl::client::reconnect`), says so in one line on stderr, and goes on: what
+//! changed meanwhile is printed, deleted sessions as removed, and with `--json` a line
+//! `{"reconnected": true, "sessions": N}` marks the moment every session is known again.
 
 use std::collections::HashMap;
 
@@ -11,10 +16,13 @@ use serde_json::{Value, json};
 use super::board::describe;
 use crate::{Failure, connect, format};
 
-/// Prints changes until the daemon goes away (exit code 1) or the user interrupts.
+/// Prints changes until the daemon goes away for good (exit code 1) or the user interrupts.
 pub async fn watch(paths: &Paths, json: bool) -> Result<u8, Failure> {
-    let client = connect::connect(paths, "sessions --watch").await?;
-    let feed = Summaries::follow(client).await.map_err(Failure::new)?;
+    const NAME: &str = "sessions --watch";
+    let client = connect::connect(paths, NAME).await?;
+    let feed = Summaries::follow_reconnecting(client, connect::reconnect(paths, NAME))
+        .await
+        .map_err(Failure::new)?;
     // What was last printed of each session: a change of nothing shown prints nothing.
     let mut last: HashMap<SessionId, Value> = HashMap::new();
     loop {
@@ -42,9 +50,15 @@ pub async fn watch(paths: &Paths, json: bool) -> Result<u8, Failure> {
         if changes.ready && json {
             outln!("{}", json!({"ready": true, "sessions": last.len()}));
         }
+        if changes.reconnected {
+            eprintln!("agentctl: the daemon is back; watching every session again");
+            if json {
+                outln!("{}", json!({"reconnected": true, "sessions": last.len()}));
+            }
+        }
         if let Some(reason) = changes.closed {
             return Err(Failure::new(format!(
-                "the daemon closed the connection{}",
+                "lost the daemon{}; run `agentctl sessions --watch` again once it is back",
                 reason.map(|r| format!(": {r}")).unwrap_or_default()
             )));
         }
@@ -108,6 +122,8 @@ pub fn summary_json(s: &SessionSummary) -> Value {
         "parent": s.info.parent.as_ref().map(|p| p.as_str()),
         "title": s.info.title,
         "cwd": s.info.cwd,
+        "model": s.info.model,
+        "provider": s.info.provider,
         "state": s.info.state.as_str(),
         "group": s.group().as_str(),
         "activity": activity,

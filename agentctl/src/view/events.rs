@@ -11,12 +11,39 @@ use crate::format::{dollars, thousands, usage_line};
 use crate::style::{one_line, printable};
 use crate::tool_progress::Running;
 
+/// How many lines of a failed call's output are shown (its end, where errors usually are).
+const FAILURE_LINES: usize = 12;
+
+/// The lines of a failed call's output worth showing: all of a short output, the last
+/// [`FAILURE_LINES`] of a long one after a line saying how many were left out.
+fn failure_lines(output: &str) -> Vec<String> {
+    let lines: Vec<&str> = output
+        .trim_matches('\n')
+        .lines()
+        .map(|l| l.trim_end())
+        .collect();
+    let mut shown = Vec::new();
+    if lines.len() > FAILURE_LINES {
+        let left_out = lines.len() - FAILURE_LINES;
+        shown.push(format!(
+            "… {} above",
+            crate::format::count(left_out as u64, "line")
+        ));
+    }
+    let from = lines.len().saturating_sub(FAILURE_LINES);
+    shown.extend(lines[from..].iter().map(|l| one_line(l).into_owned()));
+    shown
+}
+
 impl HumanView {
     /// Shows one event.
     pub fn show(&mut self, event: &SessionEvent) {
         let style = self.style;
         match &event.event {
             Event::RunStarted { .. } => {
+                if let Some(answer) = &mut self.answer {
+                    answer.clear();
+                }
                 self.turns.clear();
                 self.cost = None;
                 self.children_cost = 0;
@@ -70,13 +97,20 @@ impl HumanView {
                 self.line(&style.yellow(&format!(
                     "? permission needed{whose} ({request}): {summary}"
                 )));
+                self.asks.push((session.clone(), *request));
+                self.tick();
             }
             Event::PermissionResolved {
+                session,
                 request,
                 decision,
                 by_client,
-                ..
-            } => self.permission_resolved(*request, *decision, by_client),
+            } => {
+                self.asks
+                    .retain(|asked| asked != &(session.clone(), *request));
+                self.permission_resolved(*request, *decision, by_client);
+                self.tick();
+            }
             Event::SubagentStarted {
                 child,
                 description,
@@ -150,13 +184,20 @@ impl HumanView {
                 self.line(&style.dim(&text));
             }
             Event::ModeChanged { mode } => self.line(&style.dim(&format!("• mode: {mode}"))),
+            Event::ModelChanged { model } => {
+                self.line(&style.dim(&format!("• model: {}", one_line(model))))
+            }
             Event::Rewound {
                 run,
                 restored,
                 removed,
                 kept,
             } => self.rewound(*run, restored.len(), removed.len(), kept.len()),
-            Event::RunFinished { .. } => self.run_finished(&event.event),
+            Event::RunFinished { .. } => {
+                self.asks.clear();
+                self.run_finished(&event.event);
+                self.tick();
+            }
             Event::Error { message } => {
                 let text = format!("error: {}", printable(message));
                 self.line(&style.red(&text));
@@ -178,13 +219,23 @@ impl HumanView {
                 Delivery::Steer => "steer",
                 Delivery::FollowUp => "you",
             };
-            let line = self.style.bold(&format!("{label} › {text}"));
+            // Attached files show as their paths, not their text.
+            let (typed, attached) = crate::mentions::collapse(text);
+            let line = self.style.bold(&format!("{label} › {}", printable(typed)));
             self.line(&line);
+            for path in attached {
+                let note = format!("  + {}", one_line(&path));
+                self.line(&self.style.dim(&note));
+            }
         }
         self.echo_user = true;
     }
 
     fn assistant_message(&mut self, text: &str) {
+        if let Some(answer) = &mut self.answer {
+            answer.clear();
+            answer.push_str(text);
+        }
         if !self.streamed && !text.is_empty() {
             self.close_call();
             self.reply_text(text);
@@ -204,18 +255,18 @@ impl HumanView {
             call.name.clone(),
             call.args.clone(),
         ));
-        self.close_call();
+        self.end_open_call();
         if !self.at_line_start {
             self.out("\n");
         }
-        let dot = self.style.dim("●");
-        self.out(&format!("{dot} {summary}"));
-        if matches!(self.output, Output::Lines { .. }) {
-            // A line editor shows whole lines only: the call line goes out now.
-            self.out("\n");
+        self.open_call = Some(call.id.clone());
+        self.running = Some(Running::new(&summary));
+        if matches!(self.output, Output::Screen(_)) {
+            // The call's line is drawn in the region until its result comes.
+            self.tick();
         } else {
-            self.open_call = Some(call.id.clone());
-            self.running = Some(Running::new(&summary));
+            let dot = self.style.dim("●");
+            self.out(&format!("{dot} {summary}"));
         }
     }
 
@@ -229,23 +280,23 @@ impl HumanView {
         let took = style.dim(&duration(ms));
         if self.open_call.as_deref() == Some(id) {
             self.open_call = None;
-            if let Some(running) = self.running.take()
-                && running.drawn
-            {
-                // The progress drawn in place gives way to the call's line.
-                self.out(&format!("\r\x1b[K{} {}", style.dim("●"), running.summary));
+            let running = self.running.take();
+            if matches!(self.output, Output::Screen(_)) {
+                let summary = running.map_or_else(|| self.summary_of(id, name), |r| r.summary);
+                let line = format!("{} {summary} {mark} {took}\n", style.dim("●"));
+                self.out(&line);
+                self.tick();
+            } else {
+                self.out(&format!(" {mark} {took}\n"));
             }
-            self.out(&format!(" {mark} {took}\n"));
         } else {
             let summary = self.summary_of(id, name);
             self.line(&format!("{mark} {summary} {took}"));
         }
         if is_error {
-            let first = output
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or_default();
-            self.line(&style.dim(&format!("  {first}")));
+            for line in failure_lines(output) {
+                self.line(&style.dim(&format!("  {line}")));
+            }
         } else if name == "edit" || name == "write" {
             let args = self
                 .calls
@@ -321,6 +372,13 @@ impl HumanView {
         let usage = usage_line(usage);
         let text = format!("— {verdict} · {turns} turn{plural} · {usage}{cost}");
         self.line(&style.dim(&text));
+        // Standard output, kept for the answer, gets the run's last reply.
+        if let Some(answer) = self.answer.as_mut().map(std::mem::take)
+            && !answer.is_empty()
+        {
+            let end = if answer.ends_with('\n') { "" } else { "\n" };
+            crate::stdout::write(&format!("{answer}{end}"));
+        }
     }
 }
 

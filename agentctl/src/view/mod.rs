@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use agentctl::client::{Flow, View};
 use protocol::{SessionEvent, TokenUsage};
 
+use crate::screen::{Live, SharedLive};
 pub use crate::style::{Style, set_color_choice};
 use crate::tool_progress::{Running, terminal_width};
 pub use tools::{tool_label, tool_summary};
@@ -17,16 +18,13 @@ mod tools;
 
 /// Where the human view writes.
 pub enum Output {
-    /// Straight to stdout, text as it streams.
+    /// Text as it comes, to standard output (not a terminal).
     Stdout,
-    /// Whole lines to a line editor's printer, which shows them above the input line.
-    Lines {
-        /// The printer.
-        printer: std::sync::mpsc::SyncSender<String>,
-        /// The unfinished last line, shown by the line editor above its input line as it
-        /// streams.
-        partial: std::sync::Arc<std::sync::Mutex<String>>,
-    },
+    /// Text as it comes, to standard error: standard output is kept for the answer.
+    Stderr,
+    /// A terminal: finished lines scroll up once, the open line and what is under way are
+    /// redrawn in the bottom region.
+    Screen(SharedLive),
 }
 
 /// The human view of a session's events.
@@ -35,12 +33,13 @@ pub struct HumanView {
     output: Output,
     /// The id of the tool call whose line is open (printed without its result yet).
     open_call: Option<String>,
-    /// The open call's progress, redrawn in place on a terminal.
+    /// The open call's progress, drawn in the bottom region on a terminal.
     running: Option<Running>,
-    /// Whether lines may be redrawn in place (stdout is a terminal).
-    live: bool,
     /// The reply's text, rendered as markdown line by line when colors are on.
     reply: crate::reply_text::ReplyText,
+    /// On a terminal: the unfinished line, raw, and whether it is reply text.
+    open: String,
+    open_reply: bool,
     /// Whether the cursor is at the start of a line.
     at_line_start: bool,
     /// Whether text deltas of the current reply were shown (so the full message is not).
@@ -57,27 +56,39 @@ pub struct HumanView {
     children: children::Children,
     /// What the run's subagents cost, when their model's price is known.
     children_cost: u64,
-    /// Lines drawn in place at the bottom (the open call's progress, the subagents' lines);
-    /// the cursor is at the end of the last one.
-    live_lines: usize,
+    /// Whether rows of what is under way are drawn now.
+    has_activity: bool,
+    /// With [`Output::Stderr`]: the run's last reply, written to standard output when it ends.
+    answer: Option<String>,
+    /// Whether permission requests are answered here with one key (`run` on a terminal): the
+    /// question is drawn under what is under way while one waits.
+    pub ask_here: bool,
+    /// Permission requests waiting now.
+    asks: Vec<(Option<protocol::SessionId>, protocol::PermissionRequestId)>,
 }
 
 impl HumanView {
-    /// A view with `style` writing to stdout.
+    /// A view with `style` for standard output: drawn live on a terminal, plain otherwise.
     pub fn new(style: Style) -> Self {
-        Self::with_output(style, Output::Stdout)
+        let output = if std::io::stdout().is_terminal() {
+            Output::Screen(Live::shared())
+        } else {
+            Output::Stdout
+        };
+        Self::with_output(style, output)
     }
 
     /// A view with `style` writing to `output`.
     pub fn with_output(style: Style, output: Output) -> Self {
-        let live = matches!(output, Output::Stdout) && std::io::stdout().is_terminal();
+        let answer = matches!(output, Output::Stderr).then(String::new);
         HumanView {
             style,
             output,
             open_call: None,
             running: None,
-            live,
             reply: crate::reply_text::ReplyText::new(style.colored()),
+            open: String::new(),
+            open_reply: false,
             at_line_start: true,
             streamed: false,
             calls: Vec::new(),
@@ -86,7 +97,10 @@ impl HumanView {
             echo_user: true,
             children: children::Children::default(),
             children_cost: 0,
-            live_lines: 0,
+            has_activity: false,
+            answer,
+            ask_here: false,
+            asks: Vec::new(),
         }
     }
 
@@ -103,10 +117,17 @@ impl HumanView {
 
     /// Ends the reply's open line.
     fn finish_reply(&mut self) {
-        if matches!(self.output, Output::Stdout) && self.reply.is_open() {
-            let out = self.reply.finish(terminal_width());
-            self.write_raw(&out);
-            self.at_line_start = true;
+        match &self.output {
+            Output::Screen(_) if self.open_reply && !self.open.is_empty() => {
+                self.write("\n", true);
+            }
+            Output::Screen(_) => {}
+            _ if self.reply.is_open() => {
+                let out = self.reply.finish(terminal_width());
+                self.write_stream(&out);
+                self.at_line_start = true;
+            }
+            _ => {}
         }
     }
 
@@ -116,82 +137,77 @@ impl HumanView {
         self.reply.reset();
     }
 
-    /// Takes away the lines drawn in place, leaving the open call's line as it was printed,
-    /// before anything else is written.
-    fn clear_live(&mut self) {
-        if self.live_lines == 0 {
-            return;
+    /// Writes to the stream of a view that is not drawn live.
+    fn write_stream(&mut self, text: &str) {
+        match self.output {
+            Output::Stderr => {
+                use std::io::Write;
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+            }
+            _ => crate::stdout::write(text),
         }
-        let mut text = "\r".to_string();
-        if self.live_lines > 1 {
-            text.push_str(&format!("\x1b[{}A", self.live_lines - 1));
-        }
-        text.push_str("\x1b[J");
-        if let (Some(_), Some(running)) = (&self.open_call, &mut self.running) {
-            text.push_str(&format!("{} {}", self.style.dim("●"), running.summary));
-            running.drawn = false;
-        }
-        self.live_lines = 0;
-        self.write_raw(&text);
-    }
-
-    fn write_raw(&mut self, text: &str) {
-        crate::stdout::write(text);
     }
 
     fn write(&mut self, text: &str, reply: bool) {
-        if matches!(self.output, Output::Stdout) {
-            self.clear_live();
-        }
-        if !reply && matches!(self.output, Output::Stdout) && self.reply.is_open() {
-            // Other output ends the reply's open line; that line's own newline is written.
-            self.finish_reply();
-            if text == "\n" {
-                return;
-            }
-        }
-        match &mut self.output {
-            Output::Stdout => {
-                let out = if reply {
-                    self.reply.push(text, terminal_width())
-                } else {
-                    text.to_string()
-                };
-                crate::stdout::write(&out);
-            }
-            Output::Lines { printer, partial } => {
-                let mut partial = partial.lock().unwrap_or_else(|e| e.into_inner());
-                partial.push_str(text);
-                while let Some(end) = partial.find('\n') {
-                    let line: String = partial.drain(..=end).collect();
-                    let line = line.trim_end_matches('\n');
-                    let shown = if reply {
-                        self.reply.line(line)
-                    } else {
-                        Some(line.to_string())
-                    };
-                    if let Some(shown) = shown {
-                        let _ = printer.send(shown);
-                    }
-                }
-                // A long paragraph is printed as it streams, wrapped at the terminal's width.
-                let width = crate::tool_progress::terminal_width();
-                while partial.chars().count() > width {
-                    let cut = partial
-                        .char_indices()
-                        .nth(width)
-                        .map_or(partial.len(), |(i, _)| i);
-                    let at = partial[..cut].rfind(' ').filter(|&i| i > 0).unwrap_or(cut);
-                    let line: String = partial.drain(..at).collect();
-                    let rest = partial.trim_start_matches(' ').to_string();
-                    *partial = rest;
-                    let _ = printer.send(line);
+        if let Output::Screen(live) = &self.output {
+            let live = live.clone();
+            self.write_screen(&live, text, reply);
+        } else {
+            if !reply && self.reply.is_open() {
+                // Other output ends the reply's open line; that line's own newline is written.
+                self.finish_reply();
+                if text == "\n" {
+                    return;
                 }
             }
+            let out = if reply {
+                self.reply.push(text, terminal_width())
+            } else {
+                text.to_string()
+            };
+            self.write_stream(&out);
         }
         if let Some(last) = text.chars().last() {
             self.at_line_start = last == '\n';
         }
+    }
+
+    /// On a terminal: whole lines go up (reply lines rendered as markdown), the rest is the
+    /// open line in the region.
+    fn write_screen(&mut self, live: &SharedLive, text: &str, reply: bool) {
+        let mut live = Live::lock(live);
+        if !reply && self.open_reply && !self.open.is_empty() {
+            // Other output ends the reply's open line.
+            let line = std::mem::take(&mut self.open);
+            if let Some(shown) = self.reply.line(&line) {
+                live.line(shown);
+            }
+            if text == "\n" {
+                live.set_partial("");
+                live.draw();
+                return;
+            }
+        }
+        if self.open.is_empty() {
+            self.open_reply = reply;
+        }
+        self.open.push_str(text);
+        while let Some(end) = self.open.find('\n') {
+            let line: String = self.open.drain(..=end).collect();
+            let line = line.trim_end_matches('\n');
+            let shown = if self.open_reply {
+                self.reply.line(line)
+            } else {
+                Some(line.to_string())
+            };
+            if let Some(shown) = shown {
+                live.line(shown);
+            }
+            self.open_reply = reply;
+        }
+        live.set_partial(&self.open);
+        live.draw();
     }
 
     fn line(&mut self, text: &str) {
@@ -202,9 +218,26 @@ impl HumanView {
         self.out(&format!("{text}\n"));
     }
 
+    /// Other output comes while a call's line is open: on a stream that line ends here (its
+    /// result follows on its own line); on a terminal the call stays in the region.
     fn close_call(&mut self) {
-        if self.open_call.take().is_some() {
+        if !matches!(self.output, Output::Screen(_)) && self.open_call.take().is_some() {
             self.out("\n");
+        }
+    }
+
+    /// A new call comes while one is open: the open one's line goes up as it is (its result
+    /// follows on its own line).
+    fn end_open_call(&mut self) {
+        if !matches!(self.output, Output::Screen(_)) {
+            return self.close_call();
+        }
+        if self.open_call.take().is_some()
+            && let Some(running) = self.running.take()
+        {
+            let line = format!("{} {}\n", self.style.dim("●"), running.summary);
+            self.out(&line);
+            self.tick();
         }
     }
 
@@ -216,35 +249,39 @@ impl HumanView {
             .unwrap_or_else(|| tool_label(name))
     }
 
-    /// Redraws in place the running call's line (a spinner, the time it has run and the last
-    /// line of its output) and one line per running subagent, about ten times a second, on a
-    /// terminal only.
+    /// Draws in the region the running call's line (a spinner, the time it has run and the
+    /// last line of its output) and one line per running subagent; called about ten times a
+    /// second, and on a terminal only.
     pub fn tick(&mut self) {
-        if !self.live || (self.open_call.is_none() && !self.at_line_start) {
+        let Output::Screen(live) = &self.output else {
             return;
-        }
+        };
         let style = self.style;
         let width = crate::tool_progress::terminal_size().map_or(80, |(cols, _)| cols as usize);
-        let mut lines = Vec::new();
+        let mut rows = Vec::new();
         if self.open_call.is_some()
-            && let Some(running) = &mut self.running
+            && let Some(running) = &self.running
         {
-            lines.push(running.line(style, width));
-            running.drawn = true;
+            rows.push(running.line(style, width));
         }
-        lines.extend(self.children.lines(style, width));
-        if lines.is_empty() {
+        rows.extend(self.children.lines(style, width));
+        if self.ask_here && !self.asks.is_empty() {
+            rows.push(style.yellow("allow? [y]es / [n]o / [a]lways: "));
+        }
+        let mut live = Live::lock(live);
+        if rows.is_empty() && !self.has_activity && !live.resized() {
             return;
         }
-        // Back to where the drawing began: the open call's line, or a fresh line.
-        let mut text = "\r".to_string();
-        if self.live_lines > 1 {
-            text.push_str(&format!("\x1b[{}A", self.live_lines - 1));
+        self.has_activity = !rows.is_empty();
+        live.set_activity(rows);
+        live.draw();
+    }
+
+    /// Takes the region away (the view ends): what it showed stays, the cursor comes back.
+    pub fn close(&mut self) {
+        if let Output::Screen(live) = &self.output {
+            Live::lock(live).close();
         }
-        text.push_str("\x1b[J");
-        text.push_str(&lines.join("\n"));
-        self.live_lines = lines.len();
-        self.write_raw(&text);
     }
 
     /// Shows lines of the client's own as they are (already styled).
@@ -266,6 +303,12 @@ impl HumanView {
     }
 }
 
+impl Drop for HumanView {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 impl View for HumanView {
     fn event(&mut self, event: &SessionEvent, _replay: bool) -> Flow {
         self.show(event);
@@ -274,5 +317,9 @@ impl View for HumanView {
 
     fn tick(&mut self) {
         HumanView::tick(self);
+    }
+
+    fn note(&mut self, text: &str) {
+        HumanView::note(self, text);
     }
 }

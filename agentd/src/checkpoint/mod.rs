@@ -292,6 +292,12 @@ impl Checkpoints {
         }
     }
 
+    /// The checkpoint `point` of `run`, if one was recorded (by this daemon or an earlier one).
+    pub fn recorded(&self, run: RunId, point: Point) -> Option<Checkpoint> {
+        let (_state, repo) = self.open(false).ok()?;
+        self.load(&repo, run, point)
+    }
+
     /// The checkpoint `point` of `run`, if it was recorded.
     fn load(&self, repo: &Repository, run: RunId, point: Point) -> Option<Checkpoint> {
         let reference = repo.find_reference(&self.ref_name(run, point)).ok()?;

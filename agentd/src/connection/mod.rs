@@ -323,7 +323,11 @@ impl Connection {
             if let Some(old) = self.summaries.take() {
                 old.abort();
             }
-            let task = crate::summaries::forward(summaries, watcher, self.out.clone());
+            let config = self.shared.config.clone();
+            let name = move |info: &mut protocol::SessionInfo| {
+                config.borrow().config.name_session(info);
+            };
+            let task = crate::summaries::forward(summaries, watcher, self.out.clone(), name);
             self.summaries = Some(tokio::spawn(task));
         }
     }

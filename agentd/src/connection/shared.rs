@@ -13,8 +13,11 @@ use crate::supervisor::Supervisor;
 pub struct Shared {
     /// The registry of sessions.
     pub supervisor: ActorRef<Supervisor>,
-    /// Cancelled when the daemon begins to shut down.
+    /// Cancelled when the daemon stops serving (a planned stop first waits for running tool
+    /// calls): connections close.
     pub shutdown: CancellationToken,
+    /// The daemon's planned stop, which `Shutdown` asks for.
+    pub stop: crate::stop::PlannedStop,
     /// Open connections.
     pub connections: Arc<super::table::Connections>,
     /// The socket path, for `Status`.

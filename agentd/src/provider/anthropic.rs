@@ -53,6 +53,21 @@ impl Anthropic {
         }
     }
 
+    /// The models the server serves (`GET {base}/v1/models`), with the headers of a reply.
+    pub async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        let url = format!("{}/v1/models", self.endpoint.base_url);
+        let mut headers = reqwest::header::HeaderMap::new();
+        let key = reqwest::header::HeaderValue::from_str(&self.api_key).map_err(|_| {
+            ProviderError::Invalid("the API key is not a valid header value".to_string())
+        })?;
+        headers.insert("x-api-key", key);
+        headers.insert(
+            "anthropic-version",
+            reqwest::header::HeaderValue::from_static(API_VERSION),
+        );
+        super::models::list(&self.endpoint.http, &url, headers, true).await
+    }
+
     /// Streams one reply (see [`super::Provider::stream`]).
     pub async fn stream(
         &self,

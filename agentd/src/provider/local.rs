@@ -2,14 +2,10 @@
 //! no configuration: the model is the one `GET /v1/models` lists, and the context window is
 //! what the server says it is (`/props` on llama.cpp, `/api/show` on Ollama).
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use super::ProviderError;
-
-/// How long a server may take to say what it serves.
-const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+use super::models::ASK_TIMEOUT;
 
 /// The one model the server at `base` (`…/v1`) serves; an error that lists them when there are
 /// several, or says so when there is none.
@@ -38,14 +34,7 @@ pub async fn only_model(
         .json()
         .await
         .map_err(|e| ProviderError::Invalid(format!("{url} sent no model list: {e}")))?;
-    let models: Vec<String> = body["data"]
-        .as_array()
-        .or_else(|| body["models"].as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["id"].as_str().or_else(|| m["name"].as_str()))
-        .map(str::to_string)
-        .collect();
+    let models = super::models::ids(&body);
     match models.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(ProviderError::Invalid(format!(

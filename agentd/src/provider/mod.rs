@@ -5,11 +5,12 @@
 pub mod anthropic;
 mod endpoint;
 pub mod local;
+pub mod models;
 pub mod openai;
 pub mod retry;
 mod select;
 
-pub use select::Choice;
+pub use select::{Choice, Names};
 pub mod sse;
 pub mod stream;
 
@@ -152,6 +153,14 @@ impl Provider {
         match self {
             Provider::Anthropic(provider) => provider.is_local(),
             Provider::OpenAi(provider) => provider.is_local(),
+        }
+    }
+
+    /// The ids of the models the provider serves, as its `GET /v1/models` lists them.
+    pub async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        match self {
+            Provider::Anthropic(provider) => provider.list_models().await,
+            Provider::OpenAi(provider) => provider.list_models().await,
         }
     }
 

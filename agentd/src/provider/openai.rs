@@ -58,6 +58,20 @@ impl OpenAi {
         super::local::only_model(http, base_url, self.api_key.as_deref()).await
     }
 
+    /// The models the server serves (`GET {base}/models`, the base ending in `/v1`).
+    pub async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        let url = format!("{}/models", self.endpoint.base_url);
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(key) = &self.api_key {
+            let bearer =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    ProviderError::Invalid("the API key is not a valid header value".to_string())
+                })?;
+            headers.insert(reqwest::header::AUTHORIZATION, bearer);
+        }
+        super::models::list(&self.endpoint.http, &url, headers, false).await
+    }
+
     /// The context window the server runs `model` with, where it says.
     pub async fn server_context_window(&self, model: &str) -> Option<u64> {
         super::local::context_window(&self.endpoint.http, &self.endpoint.base_url, model).await

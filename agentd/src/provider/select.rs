@@ -59,62 +59,26 @@ impl Config {
         model: Option<&str>,
         env: &[(String, String)],
     ) -> Result<(Provider, String), ProviderError> {
-        let name = name.unwrap_or(&self.provider);
-        let profile = match self.providers.get(name) {
-            Some(profile) => profile.clone(),
-            None => ProviderProfile {
-                kind: match name {
-                    "openai" => ProviderKind::Openai,
-                    "anthropic" => ProviderKind::Anthropic,
-                    other => {
-                        return Err(ProviderError::Invalid(format!(
-                            "no provider `{other}`; use anthropic, openai or a profile from config.toml"
-                        )));
-                    }
-                },
-                base_url: None,
-                api_key_env: None,
-                model: None,
-                context_window: None,
-                text_tool_calls: TextToolCalls::Auto,
-            },
-        };
-        let lookup = |key: &str| {
-            env.iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.clone())
-                .or_else(|| std::env::var(key).ok())
-                .filter(|v| !v.trim().is_empty())
-        };
+        let profile = self.profile(name.unwrap_or(&self.provider))?;
         match profile.kind {
             ProviderKind::Anthropic => {
                 let key_env = profile
                     .api_key_env
                     .as_deref()
                     .unwrap_or("ANTHROPIC_API_KEY");
-                let key = lookup(key_env).ok_or_else(|| ProviderError::MissingKey {
+                let key = lookup(env, key_env).ok_or_else(|| ProviderError::MissingKey {
                     env: key_env.to_string(),
                 })?;
-                let base = profile
-                    .base_url
-                    .or_else(|| lookup("ANTHROPIC_BASE_URL"))
-                    .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
-                let model = model
-                    .map(str::to_string)
-                    .or(profile.model)
-                    .or_else(|| self.model.clone())
-                    .unwrap_or_else(|| anthropic::DEFAULT_MODEL.to_string());
+                let base = anthropic_base(&profile, env);
+                let model = self.model_of(&profile, model, env).unwrap_or_default();
                 let provider = anthropic::Anthropic::new(http.clone(), &base, key)
                     .with_idle_timeout(self.stream_idle_timeout());
                 Ok((Provider::Anthropic(provider), model))
             }
             ProviderKind::Openai => {
                 let key_env = profile.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
-                let base = profile
-                    .base_url
-                    .or_else(|| lookup("OPENAI_BASE_URL"))
-                    .unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string());
-                let key = lookup(key_env);
+                let base = openai_base(&profile, env);
+                let key = lookup(env, key_env);
                 // Local servers need no key; the public API does.
                 if key.is_none() && base.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
                     return Err(ProviderError::MissingKey {
@@ -122,23 +86,82 @@ impl Config {
                     });
                 }
                 // A local server with no model named: the run asks it which it serves.
-                let local = base.trim_end_matches('/') != openai::DEFAULT_BASE_URL;
-                let model = model
-                    .map(str::to_string)
-                    .or(profile.model)
-                    .or_else(|| self.model.clone())
-                    .unwrap_or_else(|| {
-                        if local {
-                            String::new()
-                        } else {
-                            openai::DEFAULT_MODEL.to_string()
-                        }
-                    });
+                let model = self.model_of(&profile, model, env).unwrap_or_default();
                 let provider = openai::OpenAi::new(http.clone(), &base, key)
                     .with_idle_timeout(self.stream_idle_timeout());
                 Ok((Provider::OpenAi(provider), model))
             }
         }
+    }
+
+    /// The provider profile and model of a session whose own are `profile` and `model`: its
+    /// own, or the configured ones. Needs no key, so a listing can say it.
+    pub fn names(
+        &self,
+        profile: Option<&str>,
+        model: Option<&str>,
+        env: &[(String, String)],
+    ) -> Names {
+        let provider = profile.unwrap_or(&self.provider).to_string();
+        let model = match self.profile(&provider) {
+            Ok(profile) => self.model_of(&profile, model, env),
+            Err(_) => model.map(str::to_string).or_else(|| self.model.clone()),
+        };
+        Names { provider, model }
+    }
+
+    /// Fills in `info`'s provider and model as its runs resolve them (the configured ones when
+    /// the session has none of its own), for a client to show.
+    pub fn name_session(&self, info: &mut protocol::SessionInfo) {
+        let names = self.names(info.provider.as_deref(), info.model.as_deref(), &[]);
+        info.provider = Some(names.provider);
+        info.model = names.model;
+    }
+
+    /// Profile `name`: from the configuration, or the kind of that name with no settings.
+    fn profile(&self, name: &str) -> Result<ProviderProfile, ProviderError> {
+        if let Some(profile) = self.providers.get(name) {
+            return Ok(profile.clone());
+        }
+        let kind = match name {
+            "openai" => ProviderKind::Openai,
+            "anthropic" => ProviderKind::Anthropic,
+            other => {
+                return Err(ProviderError::Invalid(format!(
+                    "no provider `{other}`; use anthropic, openai or a profile from config.toml"
+                )));
+            }
+        };
+        Ok(ProviderProfile {
+            kind,
+            base_url: None,
+            api_key_env: None,
+            model: None,
+            context_window: None,
+            text_tool_calls: TextToolCalls::Auto,
+        })
+    }
+
+    /// The model a run of `profile` uses: `model`, the profile's, the configured one, or the
+    /// vendor's default; `None` for a local server, which is asked which it serves.
+    fn model_of(
+        &self,
+        profile: &ProviderProfile,
+        model: Option<&str>,
+        env: &[(String, String)],
+    ) -> Option<String> {
+        model
+            .map(str::to_string)
+            .or_else(|| profile.model.clone())
+            .or_else(|| self.model.clone())
+            .or_else(|| match profile.kind {
+                ProviderKind::Anthropic => Some(anthropic::DEFAULT_MODEL.to_string()),
+                ProviderKind::Openai => {
+                    let base = openai_base(profile, env);
+                    let local = base.trim_end_matches('/') != openai::DEFAULT_BASE_URL;
+                    (!local).then(|| openai::DEFAULT_MODEL.to_string())
+                }
+            })
     }
 
     /// The context window of `model` from provider profile `provider`: configured, or the
@@ -174,4 +197,40 @@ impl Config {
             .and_then(|p| self.providers.get(p))
             .is_none_or(|p| p.text_tool_calls != TextToolCalls::Off)
     }
+}
+
+/// The provider profile and model a session's runs use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    /// The provider profile (or kind) name.
+    pub provider: String,
+    /// The model; `None` when a local server is asked which one it serves.
+    pub model: Option<String>,
+}
+
+/// `key` from the client's environment `env`, else the daemon's; empty counts as unset.
+fn lookup(env: &[(String, String)], key: &str) -> Option<String> {
+    env.iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(key).ok())
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// The Messages API's base URL for `profile`.
+fn anthropic_base(profile: &ProviderProfile, env: &[(String, String)]) -> String {
+    profile
+        .base_url
+        .clone()
+        .or_else(|| lookup(env, "ANTHROPIC_BASE_URL"))
+        .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string())
+}
+
+/// The Chat Completions API's base URL for `profile`.
+fn openai_base(profile: &ProviderProfile, env: &[(String, String)]) -> String {
+    profile
+        .base_url
+        .clone()
+        .or_else(|| lookup(env, "OPENAI_BASE_URL"))
+        .unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string())
 }

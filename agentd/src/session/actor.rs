@@ -30,23 +30,28 @@ mod changes;
 mod children;
 mod compaction;
 mod confinement;
+mod discard;
 mod durable;
 mod follow;
 mod lifecycle;
 mod loop_messages;
+mod models;
 mod outside;
 mod parent_link;
 mod port;
 mod recovery;
 mod screening;
+mod sending;
 mod settings;
 mod transcript;
+mod window;
 
 pub use follow::{GetHistory, HistorySource, Subscribe, Unsubscribe};
 pub use lifecycle::{Cancel, Close, TryUnload};
 pub use outside::FileTouched;
 use outside::tracker;
 pub use port::SessionPort;
+pub use sending::SendMessage;
 pub use settings::{SetMode, SetResume};
 pub use transcript::{HookContext, HookSession};
 
@@ -57,6 +62,7 @@ pub use children::{AdoptChild, AwaitRun};
 pub use compaction::{ApplyCompaction, CompactNow};
 pub use durable::Flush;
 pub use loop_messages::{BeginTurn, Emit, NextQueued, Push, RunDone, TurnInput};
+pub use models::{GetUsage, ListModels, ModelList, SetModel};
 pub use parent_link::{ChildNote, FromChild, ParentLink};
 
 /// With this variable set, the message [`FAULT_MESSAGE`] makes the session actor panic; the
@@ -96,6 +102,8 @@ pub struct SessionActor {
     listing: Listing,
     /// What the board shows of the session, folded from its events.
     board: crate::session::summary::SummaryTracker,
+    /// The tokens of its runs, by model, folded from its events.
+    usage: crate::session::usage::UsageTracker,
     env: Arc<SessionEnv>,
     /// The history the model sees, shared with the run's turn input (not copied per turn).
     history: Arc<Vec<HistoryMessage>>,
@@ -147,6 +155,8 @@ pub struct SessionActor {
     skills: Option<String>,
     /// Messages screened by hooks are stored in the order they came: one at a time.
     screening: Arc<tokio::sync::Mutex<()>>,
+    /// The session holds nothing and asked to be deleted.
+    discarding: bool,
 }
 
 impl Actor for SessionActor {
@@ -189,6 +199,7 @@ impl Actor for SessionActor {
             max_turns: args.meta.max_turns,
             listing: args.listing,
             board: Default::default(),
+            usage: Default::default(),
             env: args.env,
             history: Arc::default(),
             history_generation: 0,
@@ -219,6 +230,7 @@ impl Actor for SessionActor {
             family,
             skills: None,
             screening: Arc::default(),
+            discarding: false,
         };
         actor.info.turns = 0;
         // A large log takes a while to read: not on the runtime's threads, and a record at a
@@ -370,8 +382,27 @@ impl SessionActor {
         });
     }
 
+    /// A session without a title takes one from its first message (its first line); whether
+    /// it did.
+    fn take_title(&mut self, message: &str) -> bool {
+        if self.info.title.is_some() {
+            return false;
+        }
+        let title = protocol::title_of(message);
+        if title.is_empty() {
+            return false;
+        }
+        self.info.title = Some(title.clone());
+        self.meta.title = Some(title);
+        true
+    }
+
     /// A user message joins the history, and the clients are told.
     fn push_user(&mut self, text: String, delivery: Delivery) {
+        // The listing shows the title from the event below on; `meta.json` keeps it.
+        if self.take_title(&text) {
+            self.save_meta();
+        }
         self.push_message(HistoryMessage::User {
             text: text.clone(),
             delivery,
@@ -416,79 +447,6 @@ impl SessionActor {
         if self.info.state != state {
             self.info.state = state;
             self.listing.publish(self.summary());
-        }
-    }
-}
-
-/// A user message: it steers or follows the running run, or starts a run.
-pub struct SendMessage {
-    /// The message.
-    pub text: String,
-    /// Where it goes while a run is going.
-    pub delivery: Delivery,
-    /// Options for the run it may start.
-    pub options: RunOptions,
-}
-
-impl Message<SendMessage> for SessionActor {
-    /// The run it started, if it started one.
-    type Reply = DelegatedReply<Result<Option<RunId>, ErrorInfo>>;
-
-    async fn handle(
-        &mut self,
-        msg: SendMessage,
-        ctx: &mut Context<Self, Self::Reply>,
-    ) -> Self::Reply {
-        if msg.text == FAULT_MESSAGE && std::env::var_os(FAULT_ENV).is_some() {
-            panic!("fault injected by a test");
-        }
-        let text = match self.expanded(msg.text) {
-            Ok(text) => text,
-            Err(err) => return ctx.reply(Err(err)),
-        };
-        let me = ctx.actor_ref().clone();
-        // UserPromptSubmit hooks see the message before it is stored.
-        if let Some(screen) = self.screen() {
-            let (delivery, options) = (msg.delivery, msg.options);
-            return ctx.spawn(async move {
-                let (outcome, events, _in_order) = screen.run(&text).await;
-                let screened = screening::Screened {
-                    text,
-                    delivery,
-                    options,
-                    outcome,
-                    events,
-                };
-                match me.ask(screened).await {
-                    Ok(started) => Ok(started),
-                    Err(SendError::HandlerError(err)) => Err(err),
-                    Err(err) => Err(ErrorInfo::new(ErrorCode::Internal, err.to_string())),
-                }
-            });
-        }
-        let started = self.accept(text, msg.delivery, msg.options, me);
-        ctx.reply(started)
-    }
-}
-
-impl SessionActor {
-    /// A message as it is stored: not empty, and `/NAME ARGS` of a command file expanded (for
-    /// every client alike).
-    fn expanded(&self, text: String) -> Result<String, ErrorInfo> {
-        if text.trim().is_empty() {
-            return Err(ErrorInfo::new(
-                ErrorCode::InvalidRequest,
-                "the message is empty",
-            ));
-        }
-        if !text.starts_with('/') {
-            return Ok(text);
-        }
-        let dirs = crate::commands::directories(&self.cwd(), &self.env.paths.config_dir);
-        match crate::commands::expand(&text, &dirs) {
-            Some(Ok(expanded)) => Ok(expanded),
-            Some(Err(too_big)) => Err(ErrorInfo::new(ErrorCode::InvalidRequest, too_big)),
-            None => Ok(text),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! What a session asks of the daemon's list of sessions: to make a child session (a subagent,
-//! SPEC §14) and to find another session's actor. The supervisor provides it; sessions know
+//! SPEC §14), to find another session's actor, and to delete itself when it holds nothing. The supervisor provides it; sessions know
 //! it only by this trait, so that neither module imports the other.
 
 use futures::future::BoxFuture;
@@ -40,4 +40,8 @@ pub trait Directory: Send + Sync {
         &self,
         id: SessionId,
     ) -> BoxFuture<'static, Result<ActorRef<SessionActor>, ErrorInfo>>;
+
+    /// Deletes session `id`, which holds nothing worth keeping; does not wait (the session's
+    /// own actor asks, and is closed by the deletion).
+    fn discard(&self, id: SessionId);
 }

@@ -52,7 +52,8 @@ impl Durability {
             | Event::RunStarted { .. }
             | Event::RunFinished { .. }
             | Event::Compacted { .. }
-            | Event::ModeChanged { .. } => Durability::Synced,
+            | Event::ModeChanged { .. }
+            | Event::ModelChanged { .. } => Durability::Synced,
             _ => Durability::Stored,
         }
     }

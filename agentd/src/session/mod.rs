@@ -8,6 +8,7 @@ pub mod listing;
 pub mod queue;
 pub mod run;
 pub mod summary;
+pub mod usage;
 
 use std::sync::Arc;
 
@@ -38,6 +39,8 @@ pub struct SessionEnv {
     pub running: crate::store::RunningJournal,
     /// The daemon's sessions: where subagents are made and other sessions found.
     pub directory: Arc<dyn directory::Directory>,
+    /// The daemon's planned stop: once it is asked for, runs start nothing new.
+    pub stop: crate::stop::PlannedStop,
 }
 
 impl SessionEnv {

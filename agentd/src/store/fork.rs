@@ -303,6 +303,8 @@ mod tests {
             run: RunId(run),
             trigger: Delivery::FollowUp,
             max_turns: 0,
+            model: String::new(),
+            provider: String::new(),
         };
         for record in [
             event(1, started(1)),

@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use protocol::{PermissionRequestId, ServerFrame, SessionId, SessionSummary};
+use protocol::{PermissionRequestId, ServerFrame, SessionId, SessionInfo, SessionSummary};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -61,16 +61,19 @@ fn asks(summary: &SessionSummary) -> Vec<Ask> {
         .collect()
 }
 
-/// Sends `snapshot`, `SummariesReady`, then what `watcher` sees, until the client is gone.
+/// Sends `snapshot`, `SummariesReady`, then what `watcher` sees, until the client is gone;
+/// `name` fills in each listing's provider and model as the client is shown them.
 pub async fn forward(
     snapshot: Vec<SessionSummary>,
     watcher: Arc<Watcher>,
     out: mpsc::Sender<ServerFrame>,
+    name: impl Fn(&mut SessionInfo),
 ) {
     let sessions = snapshot.len() as u64;
     let mut sent: HashMap<SessionId, Sent> = HashMap::new();
     let now = Instant::now();
-    for summary in snapshot {
+    for mut summary in snapshot {
+        name(&mut summary.info);
         sent.entry(summary.info.id.clone())
             .or_default()
             .record(now, &summary);
@@ -116,7 +119,8 @@ pub async fn forward(
                 continue;
             };
             let frame = match change {
-                Some(summary) => {
+                Some(mut summary) => {
+                    name(&mut summary.info);
                     sent.entry(id).or_default().record(now, &summary);
                     ServerFrame::Summary(Box::new(summary))
                 }

@@ -42,6 +42,7 @@ async fn a_busy_session_is_sent_at_most_ten_times_a_second_and_its_last_state_al
         vec![summary("a", 0), summary("b", 0)],
         watcher,
         out,
+        |_| {},
     ));
     assert_eq!(
         turns_of(&frames.recv().await.unwrap()),
@@ -99,7 +100,7 @@ async fn a_new_request_is_sent_at_once_but_never_more_than_ten_a_second() {
     let hub = SummaryHub::default();
     let watcher = hub.watch();
     let (out, mut frames) = mpsc::channel(1024);
-    let task = tokio::spawn(forward(vec![summary("a", 0)], watcher, out));
+    let task = tokio::spawn(forward(vec![summary("a", 0)], watcher, out, |_| {}));
     frames.recv().await.unwrap();
     frames.recv().await.unwrap();
     // Each change brings a new request: sent without waiting, up to ten within the second.

@@ -198,13 +198,18 @@ impl Message<Fork> for Supervisor {
     type Reply = DelegatedReply<Result<SessionInfo, ErrorInfo>>;
 
     async fn handle(&mut self, msg: Fork, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let (source, actor) = match self.resolve(&msg.id) {
-            Ok(entry) => (entry.meta.clone(), entry.actor.clone()),
+        // The title as the session shows it: one it took from its first message too.
+        let (source, actor, title) = match self.resolve(&msg.id) {
+            Ok(entry) => (
+                entry.meta.clone(),
+                entry.actor.clone(),
+                entry.info.with(|i| i.title.clone()),
+            ),
             Err(err) => return ctx.reply(Err(err)),
         };
         let now = now_ms();
         let id = self.new_id();
-        let name = source.title.clone().unwrap_or_else(|| source.id.clone());
+        let name = title.unwrap_or_else(|| source.id.clone());
         let mut meta = Meta {
             id: id.0.clone(),
             title: Some(format!("fork of {name}")),

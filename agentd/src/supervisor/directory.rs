@@ -8,6 +8,7 @@ use protocol::{CreateSession, ErrorCode, ErrorInfo, SessionId, SessionInfo};
 
 use super::Supervisor;
 use super::create::Create;
+use super::delete::Delete;
 use super::loading::Lookup;
 use crate::session::SessionActor;
 use crate::session::directory::{ChildSpec, Directory};
@@ -62,5 +63,20 @@ impl Directory for SupervisorDirectory {
     ) -> BoxFuture<'static, Result<ActorRef<SessionActor>, ErrorInfo>> {
         let supervisor = self.supervisor();
         async move { supervisor?.ask(Lookup(id)).await.map_err(failed) }.boxed()
+    }
+
+    fn discard(&self, id: SessionId) {
+        let Ok(supervisor) = self.supervisor() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let delete = Delete {
+                id: id.clone(),
+                force: false,
+            };
+            if let Err(err) = supervisor.ask(delete).await {
+                tracing::warn!(session = %id, "cannot delete an empty session: {err}");
+            }
+        });
     }
 }

@@ -53,6 +53,8 @@ pub struct SupervisorArgs {
     pub http: reqwest::Client,
     /// The MCP servers.
     pub mcp: crate::mcp::McpHub,
+    /// The daemon's planned stop.
+    pub stop: crate::stop::PlannedStop,
 }
 
 struct Entry {
@@ -103,6 +105,7 @@ impl Actor for Supervisor {
             mcp: args.mcp,
             running,
             directory: Arc::new(directory::SupervisorDirectory(me.downgrade())),
+            stop: args.stop,
         });
         // Only the settings are read now; a session's log is read when it is first used.
         let (metas, unreadable) = store::list(&args.paths.sessions_dir());
@@ -181,17 +184,16 @@ impl Supervisor {
         if let Some(entry) = self.sessions.get(id) {
             return Ok(entry);
         }
-        let mut matches = self
+        let matches: Vec<&Entry> = self
             .sessions
             .iter()
-            .filter(|(key, _)| !id.0.is_empty() && key.0.starts_with(&id.0));
-        match (matches.next(), matches.next()) {
-            (Some((_, entry)), None) => Ok(entry),
-            (Some(_), Some(_)) => Err(ErrorInfo::new(
-                ErrorCode::InvalidRequest,
-                format!("session id `{id}` is ambiguous; give more characters"),
-            )),
-            (None, _) => Err(unknown_session(id)),
+            .filter(|(key, _)| !id.0.is_empty() && key.0.starts_with(&id.0))
+            .map(|(_, entry)| entry)
+            .collect();
+        match matches.as_slice() {
+            [entry] => Ok(entry),
+            [] => Err(unknown_session(id)),
+            many => Err(ambiguous(id, many)),
         }
     }
 
@@ -210,6 +212,40 @@ impl Supervisor {
             }
         }
     }
+}
+
+/// Sessions an ambiguous prefix lists, at most.
+const AMBIGUOUS_LISTED: usize = 10;
+
+/// The error for a prefix that starts several sessions' ids: the newest of them, each with its
+/// title and directory, so the user can tell which one was meant.
+fn ambiguous(id: &SessionId, matches: &[&Entry]) -> ErrorInfo {
+    let mut infos: Vec<SessionInfo> = matches.iter().map(|e| e.info.get()).collect();
+    infos.sort_by(|a, b| {
+        b.created_ms
+            .cmp(&a.created_ms)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let mut message = format!(
+        "session id `{id}` is ambiguous: {} sessions start with it; give more characters of one of these:",
+        infos.len()
+    );
+    for info in infos.iter().take(AMBIGUOUS_LISTED) {
+        let title = info.title.as_deref().map(protocol::title_of);
+        message.push_str(&format!(
+            "\n  {}  {}  {}",
+            info.id,
+            title.as_deref().unwrap_or("(untitled)"),
+            info.cwd
+        ));
+    }
+    if infos.len() > AMBIGUOUS_LISTED {
+        message.push_str(&format!(
+            "\n  … and {} more (`agentctl sessions` lists them all)",
+            infos.len() - AMBIGUOUS_LISTED
+        ));
+    }
+    ErrorInfo::new(ErrorCode::InvalidRequest, message)
 }
 
 /// The error for a session id that names no session.

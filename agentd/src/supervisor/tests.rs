@@ -24,6 +24,7 @@ async fn supervisor(home: &std::path::Path) -> ActorRef<Supervisor> {
         config,
         http,
         mcp,
+        stop: crate::stop::PlannedStop::new(),
     })
 }
 

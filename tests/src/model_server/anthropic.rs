@@ -214,3 +214,37 @@ impl Reply {
         }
     }
 }
+
+/// A page of `GET /v1/models` as the Messages API lists models: newest first, `limit` of them
+/// (20 unless the query says) after `after_id`, with `has_more`, `first_id` and `last_id`.
+pub fn models_page(ids: &[String], query: &str) -> Value {
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.to_string())
+    };
+    let limit: usize = param("limit").and_then(|l| l.parse().ok()).unwrap_or(20);
+    let start = param("after_id")
+        .and_then(|after| ids.iter().position(|id| *id == after))
+        .map_or(0, |at| at + 1);
+    let page: Vec<&String> = ids.iter().skip(start).take(limit).collect();
+    let data: Vec<Value> = page
+        .iter()
+        .map(|id| {
+            json!({
+                "type": "model",
+                "id": id,
+                "display_name": id,
+                "created_at": "2025-09-29T00:00:00Z",
+            })
+        })
+        .collect();
+    json!({
+        "data": data,
+        "has_more": start + page.len() < ids.len(),
+        "first_id": page.first(),
+        "last_id": page.last(),
+    })
+}

@@ -12,6 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
+mod about;
 pub mod anthropic;
 pub mod openai;
 
@@ -171,10 +172,12 @@ struct State {
     /// What a local server says of itself (`/v1/models`, `/props`, `/api/show`), by path; other
     /// such questions get a 404 and take nothing from the script.
     info: std::collections::HashMap<String, Value>,
+    /// The models `/v1/models` lists (in the format of the API that asks) where `info` does not
+    /// say otherwise.
+    models: Option<Vec<String>>,
+    /// The questions about the server received so far (not counted among `received`).
+    questions: Vec<Received>,
 }
-
-/// Paths a client asks a local server about itself on, rather than for a reply.
-const INFO_PATHS: [&str; 3] = ["/models", "/props", "/api/show"];
 
 /// The running server; stops when dropped.
 pub struct ModelServer {
@@ -203,6 +206,8 @@ impl ModelServer {
             routes: Vec::new(),
             received: Vec::new(),
             info: std::collections::HashMap::new(),
+            models: None,
+            questions: Vec::new(),
         }));
         let arrived = Arc::new(Notify::new());
         let task = tokio::spawn(accept_loop(listener, state.clone(), arrived.clone()));
@@ -242,6 +247,20 @@ impl ModelServer {
             .unwrap()
             .info
             .insert(path.to_string(), body);
+    }
+
+    /// Answers `GET /v1/models` with `ids`, in the format of the API that asks: Anthropic's
+    /// (pages, `has_more`) when the request has an `anthropic-version` header, OpenAI's list
+    /// otherwise. A request for Anthropic's list without an `x-api-key` is refused with a 401,
+    /// as the real API does.
+    pub fn serve_models(&self, ids: &[&str]) {
+        self.state.lock().unwrap().models = Some(ids.iter().map(|id| id.to_string()).collect());
+    }
+
+    /// The questions about the server itself (`/v1/models`, `/props`, `/api/show`) received so
+    /// far, with their query strings.
+    pub fn questions(&self) -> Vec<Received> {
+        self.state.lock().unwrap().questions.clone()
     }
 
     /// Every request received so far.
@@ -288,23 +307,16 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, arrived: Arc<Notify>
         let Some(request) = read_request(&mut reader).await else {
             return;
         };
-        let info = INFO_PATHS
-            .iter()
-            .any(|p| request.path.ends_with(p))
-            .then(|| state.lock().unwrap().info.get(&request.path).cloned());
+        let (route, query) = request
+            .path
+            .split_once('?')
+            .unwrap_or((request.path.as_str(), ""));
         // Not counted among the requests for replies.
-        if let Some(info) = info {
-            let reply = match info {
-                Some(body) => Scripted::Status {
-                    status: 200,
-                    body,
-                    headers: vec![],
-                },
-                None => Scripted::Status {
-                    status: 404,
-                    body: json!({"error": "not found"}),
-                    headers: vec![],
-                },
+        if about::INFO_PATHS.iter().any(|p| route.ends_with(p)) {
+            let reply = {
+                let mut state = state.lock().unwrap();
+                state.questions.push(request.clone());
+                about::about_itself(&state, route, query, &request)
             };
             if !respond(reader.get_mut(), reply).await {
                 return;

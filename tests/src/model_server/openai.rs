@@ -154,3 +154,12 @@ impl Reply {
         }
     }
 }
+
+/// `GET /v1/models` as OpenAI and compatible servers list models: every one at once.
+pub fn models_list(ids: &[String]) -> Value {
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "system"}))
+        .collect();
+    json!({"object": "list", "data": data})
+}

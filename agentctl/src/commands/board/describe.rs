@@ -69,6 +69,23 @@ pub fn what(summary: &SessionSummary, now_ms: u64) -> String {
     }
 }
 
+/// The session's model, compactly ("sonnet-4-5" for `claude-sonnet-4-5-20250929`), if known.
+pub fn model(summary: &SessionSummary) -> Option<String> {
+    summary.info.model.as_deref().map(short_model)
+}
+
+/// A model's name without what every name of its family repeats: the path of a local model,
+/// the `claude-` prefix and a date suffix.
+pub fn short_model(model: &str) -> String {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let name = name.strip_prefix("claude-").unwrap_or(name);
+    let name = match name.rsplit_once('-') {
+        Some((head, date)) if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => name,
+    };
+    one_line(name).into_owned()
+}
+
 /// How far the run got: "turn 3 · 12.3k tok · $0.0400 · 2m 10s" (the time for a run going).
 pub fn progress(summary: &SessionSummary, now_ms: u64) -> String {
     let Some(run) = &summary.run else {

@@ -23,8 +23,8 @@ mod arrange;
 pub mod describe;
 mod input;
 mod model;
-mod render;
-mod terminal;
+pub mod render;
+pub mod terminal;
 #[cfg(test)]
 mod tests;
 mod ui;
@@ -37,7 +37,9 @@ pub async fn board(paths: &Paths, quiet: bool) -> Result<u8, Failure> {
         ));
     }
     let client = connect::connect(paths, "board").await?;
-    let feed = Summaries::follow(client).await.map_err(Failure::new)?;
+    let feed = Summaries::follow_reconnecting(client, connect::reconnect(paths, "board"))
+        .await
+        .map_err(Failure::new)?;
     let mut screen = Screen::enter().map_err(terminal_error)?;
     let mut shown =
         Terminal::new(CrosstermBackend::new(std::io::stdout())).map_err(terminal_error)?;
@@ -67,9 +69,16 @@ pub async fn board(paths: &Paths, quiet: bool) -> Result<u8, Failure> {
                 let changes = feed.take();
                 if let Some(reason) = changes.closed {
                     break Err(Failure::new(format!(
-                        "the daemon closed the connection{}",
+                        "lost the daemon{}; run `agentctl board` again once it is back",
                         reason.map(|r| format!(": {r}")).unwrap_or_default()
                     )));
+                }
+                // The daemon went away and came back: the bottom line says so until a key.
+                if changes.reconnecting.is_some() {
+                    ui.message = Some("the daemon went away; waiting for it to come back…".into());
+                }
+                if changes.reconnected {
+                    ui.message = Some("the daemon restarted; every session is shown again".into());
                 }
                 let new_asks = board.apply(changes.updated, &changes.removed, changes.ready);
                 if !quiet && !new_asks.is_empty() {

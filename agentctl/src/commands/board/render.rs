@@ -111,12 +111,28 @@ fn session_line(
     let progress = describe::progress(summary, now_ms);
     let used = lead.width() + name_width + 1;
     let left = width.saturating_sub(used);
-    // The progress column goes first when there is no room for both.
-    let (what, progress) = if !progress.is_empty() && left >= 30 + progress.width() + 2 {
-        let room = left - progress.width() - 2;
-        (pad(&cut(&what, room), room), format!("  {progress}"))
+    // The progress column goes first when there is no room for both; the model leads it
+    // where what the session does still shows whole.
+    let mut column = if !progress.is_empty() && left >= 30 + progress.width() + 2 {
+        progress
     } else {
+        String::new()
+    };
+    if let Some(model) = describe::model(summary) {
+        let with_model = if column.is_empty() {
+            model
+        } else {
+            format!("{model} · {column}")
+        };
+        if what.width() + with_model.width() + 2 <= left {
+            column = with_model;
+        }
+    }
+    let (what, progress) = if column.is_empty() {
         (cut(&what, left), String::new())
+    } else {
+        let room = left - column.width() - 2;
+        (pad(&cut(&what, room), room), format!("  {column}"))
     };
     let group = summary.group();
     let row_style = if selected {

@@ -66,7 +66,7 @@ impl Chat {
             force: false,
             dry_run: !yes,
         };
-        let report = match request(self.follower.client(), ask).await {
+        let report = match request(&self.follower.client(), ask).await {
             Ok(Reply::Rewound(report)) => report,
             Ok(other) => return Err(unexpected(other)),
             Err(err) => {

@@ -1,11 +1,9 @@
-//! How chat follows the session's events: the status line (state, turn, tokens, queues, the
-//! running tool, pending permission requests) and the input a cancelled run gives back.
+//! How chat follows the session's events: the status line (state, turn, tokens, queues,
+//! pending permission requests) and the input a cancelled run gives back.
 
 use protocol::{Event, SessionEvent, SessionState};
 
 use super::Chat;
-use crate::tool_progress::Running;
-use crate::view::tool_summary;
 
 impl Chat {
     /// Shows an event and keeps the status line; a replayed event changes no input.
@@ -14,7 +12,10 @@ impl Chat {
         {
             let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
             match &event.event {
-                Event::RunStarted { .. } => {
+                Event::RunStarted { model, .. } => {
+                    if !model.is_empty() {
+                        status.model = Some(model.clone());
+                    }
                     status.state = Some(SessionState::Running);
                     status.turn = 0;
                     status.cost = None;
@@ -48,23 +49,8 @@ impl Chat {
                     }
                     status.state = Some(SessionState::AwaitingApproval);
                 }
-                Event::SubagentStarted { child, .. } => {
-                    status.children.push((
-                        child.clone(),
-                        "starting".to_string(),
-                        std::time::Instant::now(),
-                    ));
-                }
-                Event::SubagentActivity { child, activity } => {
-                    if let Some(entry) = status.children.iter_mut().find(|(c, ..)| c == child) {
-                        entry.1 = activity.clone();
-                    }
-                }
-                Event::SubagentFinished {
-                    child, cost_micros, ..
-                } => {
+                Event::SubagentFinished { cost_micros, .. } => {
                     status.children_cost += cost_micros.unwrap_or(0);
-                    status.children.retain(|(c, ..)| c != child);
                 }
                 Event::PermissionResolved {
                     session, request, ..
@@ -83,21 +69,12 @@ impl Chat {
                     }
                 }
                 Event::ModeChanged { mode } => status.mode = *mode,
-                Event::ToolCall(call) if live => {
-                    status.tool = Some(Running::new(&tool_summary(&call.name, &call.args)));
-                }
-                Event::ToolOutput { text, .. } => {
-                    if let Some(tool) = &mut status.tool {
-                        tool.seen(text);
-                    }
-                }
-                Event::ToolResult { .. } => status.tool = None,
+                Event::ModelChanged { model } => status.model = Some(model.clone()),
                 Event::RunFinished { usage, .. } => {
                     status.state = Some(SessionState::Idle);
                     status.tokens = *usage;
                     // A subagent's requests outlive its parent's run only until answered.
                     status.asks.retain(|((asker, _), _)| asker.is_some());
-                    status.tool = None;
                 }
                 _ => {}
             }

@@ -12,7 +12,8 @@ impl Connection {
         session: SessionId,
         from_seq: u64,
     ) -> Result<Reply, ErrorInfo> {
-        let source = self.ask_session(&session, GetHistory { from_seq }).await?;
+        let mut source = self.ask_session(&session, GetHistory { from_seq }).await?;
+        source.info = self.named(source.info);
         pages::history_page(source).await
     }
 
@@ -27,7 +28,7 @@ impl Connection {
         };
         let (info, subscription) = self.ask_session(&session, subscribe).await?;
         self.new_subscription = Some((info.id.clone(), from_seq, subscription));
-        Ok(Reply::Subscribed(info))
+        Ok(Reply::Subscribed(self.named(info)))
     }
 
     pub(super) async fn unsubscribe(&mut self, session: SessionId) -> Result<Reply, ErrorInfo> {
@@ -67,6 +68,9 @@ impl Connection {
             }
         };
         self.new_subscription = Some((info.id.clone(), u64::MAX, subscription));
-        Ok(Reply::SentSubscribed { info, started })
+        Ok(Reply::SentSubscribed {
+            info: self.named(info),
+            started,
+        })
     }
 }

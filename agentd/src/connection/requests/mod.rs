@@ -1,6 +1,6 @@
 //! Requests of a connection, one file per group: the registry of sessions ([`registry`]),
-//! following a session's events ([`follow`]), its runs ([`runs`]) and what runs changed
-//! ([`changes`]).
+//! following a session's events ([`follow`]), its runs ([`runs`]), what runs changed
+//! ([`changes`]) and its model ([`models`]).
 
 use kameo::prelude::*;
 use protocol::{ErrorCode, ErrorInfo, Reply, Request, SessionId};
@@ -12,6 +12,7 @@ use crate::supervisor::Lookup;
 mod changes;
 mod extensions;
 mod follow;
+mod models;
 mod registry;
 mod runs;
 mod summaries;
@@ -28,7 +29,7 @@ impl Connection {
             Request::SetSessionMcpServers { session, servers } => {
                 self.set_mcp_servers(session, servers).await
             }
-            Request::Shutdown => self.shutdown(),
+            Request::Shutdown { now } => self.shutdown(now),
             Request::DeleteSession { session, force } => self.delete(session, force).await,
             Request::Fork { session, turn } => self.fork(session, turn).await,
             Request::GetHistory { session, from_seq } => self.history(session, from_seq).await,
@@ -43,6 +44,9 @@ impl Connection {
                 options,
             } => self.send_subscribed(session, text, delivery, options).await,
             Request::SetMode { session, mode } => self.set_mode(session, mode).await,
+            Request::ListModels { session, env } => self.list_models(session, env).await,
+            Request::SetModel { session, model } => self.set_model(session, model).await,
+            Request::Usage { session } => self.usage(session).await,
             Request::SetResume { session, resume } => self.set_resume(session, resume).await,
             Request::Send {
                 session,

@@ -13,13 +13,13 @@ const MAX_SESSION_MCP_SERVERS: usize = 20;
 impl Connection {
     pub(super) async fn create(&self, create: CreateSession) -> Result<Reply, ErrorInfo> {
         let info = ask(&self.shared.supervisor, Create(create, None)).await?;
-        Ok(Reply::SessionCreated(info))
+        Ok(Reply::SessionCreated(self.named(info)))
     }
 
     pub(super) async fn list(&self, after: Option<ListCursor>) -> Result<Reply, ErrorInfo> {
         let page = ask(&self.shared.supervisor, List { after }).await?;
         Ok(Reply::Sessions {
-            sessions: page.sessions,
+            sessions: page.sessions.into_iter().map(|s| self.named(s)).collect(),
             next: page.next,
             unreadable: page.unreadable,
         })
@@ -27,7 +27,7 @@ impl Connection {
 
     pub(super) async fn fork(&self, id: SessionId, turn: Option<u64>) -> Result<Reply, ErrorInfo> {
         let info = ask(&self.shared.supervisor, Fork { id, turn }).await?;
-        Ok(Reply::SessionCreated(info))
+        Ok(Reply::SessionCreated(self.named(info)))
     }
 
     pub(super) async fn delete(&self, id: SessionId, force: bool) -> Result<Reply, ErrorInfo> {
@@ -63,9 +63,17 @@ impl Connection {
         Ok(Reply::Done)
     }
 
-    pub(super) fn shutdown(&self) -> Result<Reply, ErrorInfo> {
-        tracing::info!(client = %self.client, "shutdown requested");
-        self.shared.shutdown.cancel();
-        Ok(Reply::Done)
+    pub(super) fn shutdown(&self, now: bool) -> Result<Reply, ErrorInfo> {
+        tracing::info!(client = %self.client, now, "shutdown requested");
+        let grace = if now {
+            std::time::Duration::ZERO
+        } else {
+            self.shared.config.borrow().config.daemon.stop_grace()
+        };
+        self.shared.stop.ask(now);
+        Ok(Reply::Stopping {
+            calls: self.shared.stop.calls() as u64,
+            grace_ms: grace.as_millis() as u64,
+        })
     }
 }

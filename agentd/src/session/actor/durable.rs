@@ -24,6 +24,7 @@ impl SessionActor {
         self.tell_parent(&event);
         let event = self.log.number(event);
         self.board.apply(&event.event, event.time_ms);
+        self.usage.apply(&event.event);
         if let Some((from, to)) = self.log.take_abandoned() {
             self.record(&Record::Gap { from, to });
         }

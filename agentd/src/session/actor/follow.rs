@@ -58,6 +58,7 @@ impl Message<Unsubscribe> for SessionActor {
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
         self.log.unsubscribe(msg.conn);
+        self.discard_if_empty();
         Ok(self.info.id.clone())
     }
 }

@@ -43,10 +43,14 @@ impl SessionActor {
                 ..options.clone()
             },
         });
+        let (profile, model) = self.run_names(&options);
+        let names = config.names(profile, model, &options.env);
         self.emit(Event::RunStarted {
             run: id,
             trigger: delivery,
             max_turns,
+            model: names.model.unwrap_or_default(),
+            provider: names.provider,
         });
         let text_for_hooks = text.clone();
         self.push_user(text, delivery);
@@ -96,6 +100,20 @@ impl SessionActor {
         );
     }
 
+    /// The provider profile and model a run with `options` names: the run's own, else the
+    /// session's (the configured ones when neither names them).
+    pub(super) fn run_names<'a>(
+        &'a self,
+        options: &'a RunOptions,
+    ) -> (Option<&'a str>, Option<&'a str>) {
+        let profile = options
+            .provider
+            .as_deref()
+            .or(self.info.provider.as_deref());
+        let model = options.model.as_deref().or(self.info.model.as_deref());
+        (profile, model)
+    }
+
     /// Starts the loop's task for run `id`.
     fn launch(
         &mut self,
@@ -111,11 +129,7 @@ impl SessionActor {
         // A daemon that comes up finds the runs its predecessor did not finish here.
         self.env.running.started(&self.info.id.0, id.0);
         let cancel = CancellationToken::new();
-        let profile = options
-            .provider
-            .as_deref()
-            .or(self.info.provider.as_deref());
-        let model = options.model.as_deref().or(self.info.model.as_deref());
+        let (profile, model) = self.run_names(&options);
         let choice = config.choose(&self.env.http, profile, model, &options.env);
         let subagents = self.task_setup(&options, &config);
         let skill_dirs = crate::skills::directories(&self.cwd(), &self.env.paths.config_dir);
@@ -140,6 +154,7 @@ impl SessionActor {
             allowed_tools: self.meta.child.as_ref().and_then(|c| c.tools.clone()),
             prompt,
             subagent: self.meta.child.is_some(),
+            stop: self.env.stop.clone(),
         };
         let task = tokio::spawn(async move {
             let outcome = AssertUnwindSafe(run::run(setup))
@@ -344,6 +359,7 @@ impl Message<RunDone> for SessionActor {
         let duration_ms = finished.started.elapsed().as_millis() as u64;
         self.hand_out_run_end(msg.run, &outcome_end, duration_ms);
         if self.queues.is_empty() {
+            self.discard_if_empty();
             return;
         }
         // The next run goes on with the same options (grants, provider settings); refused, it

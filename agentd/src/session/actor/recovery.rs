@@ -43,6 +43,12 @@ pub(super) struct Replayer {
     announced: Vec<String>,
     /// Children the last reply's `task` calls started: (call, child, in the background).
     children: Vec<(String, protocol::SessionId, bool)>,
+    /// The open run's tokens so far (its last `Usage`), and its finished subagents' in the
+    /// foreground: a resumed or closed run counts them.
+    usage: TokenUsage,
+    children_usage: TokenUsage,
+    /// The open run's subagents in the foreground.
+    foreground: Vec<protocol::SessionId>,
     asks: Vec<PermissionRequestId>,
     /// What the open permission requests asked to run: (tool, arguments).
     asked: Vec<(PermissionRequestId, String, String)>,
@@ -50,6 +56,8 @@ pub(super) struct Replayer {
     reserved: u64,
     explained: u64,
     open_deltas: Option<u64>,
+    /// The session took its title from its first message while the log was read.
+    titled: bool,
 }
 
 impl Replayer {
@@ -94,6 +102,17 @@ impl Replayer {
                         self.open_max_turns = *max_turns;
                         self.resumed_ms = None;
                         self.stopped = false;
+                        self.usage = TokenUsage::default();
+                        self.children_usage = TokenUsage::default();
+                        self.foreground.clear();
+                    }
+                    Event::Usage { cumulative, .. } if self.open_run.is_some() => {
+                        self.usage = *cumulative;
+                    }
+                    Event::SubagentFinished { child, usage, .. }
+                        if self.foreground.contains(child) =>
+                    {
+                        self.children_usage.add(usage);
                     }
                     Event::RunResumed { run, .. }
                         if self.open_run.is_some_and(|(open, _)| open == *run) =>
@@ -116,9 +135,13 @@ impl Replayer {
                         child,
                         background,
                         ..
-                    } => self
-                        .children
-                        .push((call.clone(), child.clone(), *background)),
+                    } => {
+                        if !*background {
+                            self.foreground.push(child.clone());
+                        }
+                        self.children
+                            .push((call.clone(), child.clone(), *background));
+                    }
                     Event::ToolResult {
                         id,
                         name,
@@ -153,6 +176,11 @@ impl Replayer {
                         actor.family.last_end = Some((*run, actor.end_of(&outcome, 0)));
                     }
                     Event::ModeChanged { mode } => actor.info.mode = *mode,
+                    // A session stored before it took its title takes it now.
+                    Event::UserMessage { text, .. } => {
+                        self.titled |= actor.take_title(text);
+                    }
+                    Event::ModelChanged { model } => actor.info.model = Some(model.clone()),
                     Event::QueueChanged { steer, follow_up } => {
                         actor.queues = Queues::default();
                         for text in steer {
@@ -186,6 +214,7 @@ impl Replayer {
                     _ => {}
                 }
                 actor.board.apply(&event, time_ms);
+                actor.usage.apply(&event);
                 actor.log.restore(seq, time_ms, event);
             }
         }
@@ -194,6 +223,9 @@ impl Replayer {
     /// After the last record: accounts for `seq`s the log does not hold, and closes a run the
     /// daemon (or the actor) did not live to finish.
     pub(super) fn finish(self, actor: &mut SessionActor, restarted: bool) {
+        if self.titled {
+            actor.save_meta();
+        }
         actor.close_interrupted(self, restarted);
     }
 }
@@ -210,12 +242,16 @@ impl SessionActor {
             stopped,
             announced,
             children,
+            usage,
+            children_usage,
+            foreground: _,
             asks,
             asked,
             results_since_reply,
             reserved,
             explained,
             open_deltas,
+            titled: _,
         } = replayed;
         self.account_for_reserved(open_deltas, reserved, explained);
         if restarted {
@@ -299,6 +335,8 @@ impl SessionActor {
                     done,
                     started,
                     children,
+                    usage,
+                    children_usage,
                 },
             });
             return;
@@ -360,7 +398,11 @@ impl SessionActor {
             stop_reason: StopReason::Error,
             turns,
             truncated: false,
-            usage: TokenUsage::default(),
+            usage: {
+                let mut all = usage;
+                all.add(&children_usage);
+                all
+            },
             // The queues are kept: the next message delivers them.
             returned_messages: Vec::new(),
             error: Some(reason),

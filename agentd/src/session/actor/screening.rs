@@ -83,6 +83,7 @@ impl SessionActor {
         options: RunOptions,
         me: ActorRef<Self>,
     ) -> Result<Option<RunId>, ErrorInfo> {
+        self.fits_window(&text, &options)?;
         if self.run.is_some() {
             self.queues.push(text, delivery);
             self.emit_queues();

@@ -13,6 +13,7 @@ use crate::conversation::{ToolCall, ToolResult};
 use crate::mcp::McpTool;
 use crate::permission::ToolRef;
 use crate::session::actor::{Authorization, Authorize, Expire};
+use crate::stop::RunningCall;
 use crate::tools::gate::EffectGate;
 use crate::tools::progress::Progress;
 use crate::tools::{self, Tool, ToolContext, ToolOutput, batch};
@@ -75,21 +76,32 @@ impl Run {
     }
 
     /// Runs the calls batch by batch; a batch of concurrency-safe calls runs in parallel. Calls
-    /// not started before a cancel are left without a result.
+    /// not started before a cancel or a planned stop are left without a result.
     pub(super) async fn execute(&self, calls: &[ToolCall]) -> Result<Vec<ToolResult>, Gone> {
         let mut results = Vec::with_capacity(calls.len());
         let safe = |name: &str| self.concurrency_safe(name);
         for batch in batch::partition(calls.iter().map(|c| c.name.as_str()), safe) {
-            if self.cancel().is_cancelled() {
+            if self.cancel().is_cancelled() || self.stopping() {
                 break;
             }
             self.checkpoint_before(batch.calls.iter().map(|&i| calls[i].name.as_str()))
                 .await;
+            // Counted before the stop is looked at: a planned stop waits for these calls, or
+            // they do not start.
+            let running: Vec<RunningCall> =
+                batch.calls.iter().map(|_| self.setup.stop.call()).collect();
+            if self.stopping() {
+                break;
+            }
             // A batch's calls are announced together, before any of them runs.
             for &i in &batch.calls {
                 self.emit(Event::ToolCall(calls[i].info()));
             }
-            let runs = batch.calls.iter().map(|&i| self.execute_one(&calls[i]));
+            let runs = batch
+                .calls
+                .iter()
+                .zip(running)
+                .map(|(&i, running)| self.execute_one(&calls[i], running));
             for result in futures::future::join_all(runs).await {
                 if let Some(result) = result? {
                     results.push(result);
@@ -100,12 +112,20 @@ impl Run {
     }
 
     /// Runs one (announced) call after its permission check; `None` when the run was
-    /// cancelled first.
-    async fn execute_one(&self, call: &ToolCall) -> Result<Option<ToolResult>, Gone> {
-        let started = Instant::now();
+    /// cancelled first, or a planned stop came while it waited for permission. Its duration
+    /// counts from when it begins to run: not the wait for permission, nor for an executor.
+    async fn execute_one(
+        &self,
+        call: &ToolCall,
+        running: RunningCall,
+    ) -> Result<Option<ToolResult>, Gone> {
+        // A planned stop waits for the call until its result is stored.
+        let mut running = Some(running);
+        let mut began = None;
         let mut hooked = Hooked::default();
-        let output = match self.prepare(call, &mut hooked).await? {
+        let output = match self.prepare(call, &mut hooked, &mut running).await? {
             Prepared::Run(target, args, confinement) => {
+                let began_at = Arc::new(std::sync::OnceLock::new());
                 let gate = Arc::new(EffectGate::new());
                 // A command's output goes to the views as it comes, until its result does.
                 let mut _ticker = None;
@@ -139,8 +159,16 @@ impl Run {
                         Box::pin(async move { hub.call(&side, &tool, args, &cancel).await })
                     }
                 };
+                let job: tools::pool::ToolJob = {
+                    let began_at = began_at.clone();
+                    Box::pin(async move {
+                        let _ = began_at.set(Instant::now());
+                        job.await
+                    })
+                };
                 // A call overtaken by a cancel while it waited for an executor never starts.
                 let output = self.setup.tools.run(job, self.cancel(), gate).await;
+                began = began_at.get().copied();
                 // No piece of output may follow the result.
                 if let Some(progress) = &streamed {
                     progress.close();
@@ -151,13 +179,23 @@ impl Run {
                     None => return Ok(None),
                 }
             }
-            Prepared::Task(args) => match self.run_task(call, args).await? {
-                Some(output) => output,
-                None => return Ok(None),
-            },
+            Prepared::Task(args) => {
+                // A planned stop waits for the subagent's own calls, not for the subagent;
+                // one not started yet starts in the next daemon.
+                drop(running.take());
+                if self.stopping() {
+                    return Ok(None);
+                }
+                began = Some(Instant::now());
+                match self.run_task(call, args).await? {
+                    Some(output) => output,
+                    None => return Ok(None),
+                }
+            }
             Prepared::Refused(output) => output,
             Prepared::Interrupted => return Ok(None),
         };
+        let ran_ms = began.map_or(0, |at| at.elapsed().as_millis() as u64);
         let output = self.after_tool(call, hooked, output).await;
         let result = ToolResult {
             call_id: call.id.clone(),
@@ -165,12 +203,19 @@ impl Run {
             output: output.output,
             is_error: output.is_error,
         };
-        self.emit(result_event(&result, started.elapsed().as_millis() as u64));
+        self.emit(result_event(&result, ran_ms));
+        drop(running);
         Ok(Some(result))
     }
 
-    /// Checks the tool, its arguments and the permission to run it.
-    async fn prepare(&self, call: &ToolCall, hooked: &mut Hooked) -> Result<Prepared, Gone> {
+    /// Checks the tool, its arguments and the permission to run it. While it waits for a
+    /// person's answer the call does not count as `running` for a planned stop.
+    async fn prepare(
+        &self,
+        call: &ToolCall,
+        hooked: &mut Hooked,
+        running: &mut Option<RunningCall>,
+    ) -> Result<Prepared, Gone> {
         if let Some(refused) = self.not_offered(&call.name) {
             return Ok(Prepared::Refused(refused));
         }
@@ -246,6 +291,7 @@ impl Run {
                 return Ok(Prepared::Refused(ToolOutput::error(reason)));
             }
             Authorization::Pending(request, answer, plain) => {
+                drop(running.take());
                 self.asking_hooks(call, &args, request, plain).await?;
                 let timeout = self.setup.config.permission_timeout();
                 let expired = async {
@@ -255,8 +301,13 @@ impl Run {
                     }
                 };
                 tokio::select! {
-                    decision = answer => decision,
+                    decision = answer => {
+                        *running = Some(self.setup.stop.call());
+                        decision
+                    }
                     () = self.cancel().cancelled() => return Ok(Prepared::Interrupted),
+                    // Asked again in the next daemon: a planned stop does not wait for a person.
+                    () = self.setup.stop.asked() => return Ok(Prepared::Interrupted),
                     () = expired => {
                         self.setup.session.ask(Expire(request)).await?;
                         return Ok(Prepared::Refused(ToolOutput::error(format!(

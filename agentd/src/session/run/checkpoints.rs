@@ -51,6 +51,22 @@ impl RunCheckpoints {
     }
 }
 
+impl RunCheckpoints {
+    /// A resumed run goes on from the start its first part recorded, if it did: its end is
+    /// recorded when it ends (a rewind then knows what the agent left), and its start is not
+    /// recorded again over what the first part changed.
+    pub(super) async fn resume(&self) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let run = self.run;
+        let start = tokio::task::spawn_blocking(move || store.recorded(run, Point::Start)).await;
+        if let Ok(Some(start)) = start {
+            *self.state.lock().await = State::Used(start.tree);
+        }
+    }
+}
+
 /// Records `point` of `run`, off the async threads: the tree it recorded.
 fn record(
     store: Arc<Checkpoints>,

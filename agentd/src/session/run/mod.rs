@@ -25,6 +25,7 @@ mod repetition;
 mod resume;
 mod run_hooks;
 mod step;
+mod stopping;
 mod task_call;
 mod text_calls;
 
@@ -90,6 +91,9 @@ pub struct RunSetup {
     pub prompt: Option<String>,
     /// Whether the session is a subagent (its Stop hooks are `SubagentStop`).
     pub subagent: bool,
+    /// The daemon's planned stop: once it is asked for, the run starts no model turn and no
+    /// tool call, and waits to be stopped (the next daemon resumes it).
+    pub stop: crate::stop::PlannedStop,
 }
 
 /// Where a resumed run stood when the daemon stopped (SPEC §4, continuity).
@@ -106,6 +110,10 @@ pub struct Resumed {
     pub started: Vec<String>,
     /// The children `task` calls of the last reply started: (call, child, in the background).
     pub children: Vec<(String, protocol::SessionId, bool)>,
+    /// The tokens of the run's model replies so far.
+    pub usage: TokenUsage,
+    /// The tokens of the run's subagents in the foreground that finished so far.
+    pub children_usage: TokenUsage,
 }
 
 /// How a run ended.
@@ -186,23 +194,30 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         env: setup.env.clone(),
     };
     let small = window <= SMALL_WINDOW;
-    let turns = setup.resumed.as_ref().map_or(0, |r| r.turns);
+    // A resumed run counts what it did before the stop.
+    let (turns, usage, children_usage) = setup.resumed.as_ref().map_or_else(
+        || (0, TokenUsage::default(), TokenUsage::default()),
+        |r| (r.turns, r.usage, r.children_usage),
+    );
     let mut run = Run {
         setup,
         window,
         small,
         turns,
-        usage: TokenUsage::default(),
+        usage,
         health: HealthMonitor::new(),
         specs: Arc::default(),
         toolset: Toolset::default(),
         checkpoints,
         side,
         looped: false,
-        children_usage: Default::default(),
+        children_usage: std::sync::Mutex::new(children_usage),
         stop_blocks: 0,
     };
     run.specs = Arc::new(run.offered(tools::specs_for(small)));
+    if run.setup.resumed.is_some() {
+        run.checkpoints.resume().await;
+    }
     let outcome = match run.drive(&provider, &model).await {
         Ok(outcome) => outcome,
         // The session actor is gone (the session was deleted): the run ends with it.
@@ -276,6 +291,8 @@ impl Run {
         }
         self.start_hooks().await?;
         loop {
+            // A planned stop of the daemon lets no turn begin: the next daemon goes on.
+            self.hold_for_stop().await;
             if self.cancel().is_cancelled() {
                 return Ok(self.finish(StopReason::Aborted, false, None));
             }
@@ -310,6 +327,7 @@ impl Run {
             }
             // MCP servers start on the first turn; their tools may change between turns.
             self.refresh_tools().await;
+            self.hold_for_stop().await;
             if self.cancel().is_cancelled() {
                 return Ok(self.finish(StopReason::Aborted, false, None));
             }
@@ -430,7 +448,7 @@ impl Run {
                 }
                 Step::RunTools => {
                     let done = self.execute(&calls).await?;
-                    let results = self.fill(&calls, done, INTERRUPTED);
+                    let results = self.answered(&calls, done).await;
                     for report in self.health.observe_results(&results, Instant::now()) {
                         self.emit(Event::Health {
                             kind: report.kind,

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::calls::result_event;
-use super::{Gone, INTERRUPTED, Resumed, Run};
+use super::{Gone, Resumed, Run};
 use crate::conversation::{ToolCall, ToolResult};
 
 impl Run {
@@ -64,7 +64,7 @@ impl Run {
             });
         done.extend(futures::future::join_all(waits).await);
         done.extend(self.execute(&again).await?);
-        Ok(self.fill(&calls, done, INTERRUPTED))
+        Ok(self.answered(&calls, done).await)
     }
 }
 

@@ -18,6 +18,8 @@ fn a_run_is_thinking_then_in_a_tool_then_asking_then_done() {
             run,
             trigger: protocol::Delivery::FollowUp,
             max_turns: 10,
+            model: "claude-sonnet-4-5".into(),
+            provider: "anthropic".into(),
         },
         100,
     );

@@ -1,0 +1,131 @@
+//! `@path` in a message: the file goes along with it, so the model need not read it first.
+//! The file's text is appended after the message in a `<file path="…">` block, capped; the
+//! views show a one-line note in its place.
+
+use std::io::Read;
+use std::path::Path;
+
+/// The most of one file that is attached.
+const MAX_FILE_BYTES: u64 = 100 * 1024;
+/// The most files one message attaches.
+const MAX_FILES: usize = 10;
+
+/// Where the attached files begin in a message.
+const OPEN: &str = "\n\n<file path=\"";
+
+/// `text` with the files its `@path` words name (relative to `cwd`) appended, and a note per
+/// file for the user. A word that names no file is left as it is (an e-mail address, a
+/// handle); a file that cannot be attached (binary, unreadable) is an error that says so.
+pub fn attach(text: &str, cwd: &Path) -> Result<(String, Vec<String>), String> {
+    let mut blocks = String::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        let Some(named) = word.strip_prefix('@').filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        // Punctuation that ends a sentence is not part of the path.
+        let named = named.trim_end_matches([',', '.', ';', ':', '!', '?', ')', '"', '\'']);
+        let path = cwd.join(named);
+        if !path.is_file() || seen.iter().any(|s| s == named) {
+            continue;
+        }
+        if seen.len() == MAX_FILES {
+            return Err(format!(
+                "a message attaches at most {MAX_FILES} files; mention fewer with @"
+            ));
+        }
+        seen.push(named.to_string());
+        let (content, total) = read_capped(&path)
+            .map_err(|e| format!("cannot attach @{named}: {e}; remove the @ to send it as text"))?;
+        let mut note = format!("@{named} ({})", crate::format::bytes(total));
+        let mut body = content;
+        if total > MAX_FILE_BYTES {
+            let left = total - MAX_FILE_BYTES;
+            body.push_str(&format!("\n[cut; {left} bytes left out]"));
+            note.push_str(&format!(
+                ", its first {} only",
+                crate::format::bytes(MAX_FILE_BYTES)
+            ));
+        }
+        blocks.push_str(&format!("{OPEN}{named}\">\n{body}\n</file>"));
+        notes.push(note);
+    }
+    Ok((format!("{text}{blocks}"), notes))
+}
+
+/// The first [`MAX_FILE_BYTES`] of a text file, and its whole size.
+fn read_capped(path: &Path) -> Result<(String, u64), String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let total = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.contains(&0) {
+        return Err("it is not a text file".to_string());
+    }
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    // A cut in the middle of a character shows as one replacement character at the end.
+    if total > MAX_FILE_BYTES && text.ends_with('\u{fffd}') {
+        text.pop();
+    }
+    Ok((text, total))
+}
+
+/// A message as the views show it: the text the user typed, and the paths of the files
+/// attached to it.
+pub fn collapse(text: &str) -> (&str, Vec<String>) {
+    let Some(at) = text.find(OPEN) else {
+        return (text, Vec::new());
+    };
+    let mut paths = Vec::new();
+    let mut rest = &text[at..];
+    while let Some(block) = rest.strip_prefix(OPEN) {
+        let Some(end) = block.find("\">\n") else {
+            break;
+        };
+        paths.push(block[..end].to_string());
+        match block.find("\n</file>") {
+            Some(close) => rest = &block[close + "\n</file>".len()..],
+            None => break,
+        }
+    }
+    (&text[..at], paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mentioned_file_goes_along_and_the_view_shows_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "remember the milk\n").unwrap();
+        let (text, notes) = attach(
+            "summarise @notes.txt, please; mail me@example.com",
+            dir.path(),
+        )
+        .unwrap();
+        assert!(text.contains("<file path=\"notes.txt\">\nremember the milk\n\n</file>"));
+        assert_eq!(notes, vec!["@notes.txt (18 B)"]);
+        let (typed, paths) = collapse(&text);
+        assert_eq!(typed, "summarise @notes.txt, please; mail me@example.com");
+        assert_eq!(paths, vec!["notes.txt"]);
+    }
+
+    #[test]
+    fn a_binary_file_is_refused_and_a_large_one_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.bin"), [0u8, 1, 2]).unwrap();
+        assert!(
+            attach("@a.bin", dir.path())
+                .unwrap_err()
+                .contains("not a text file")
+        );
+        std::fs::write(dir.path().join("big.txt"), "x".repeat(300 * 1024)).unwrap();
+        let (text, notes) = attach("@big.txt", dir.path()).unwrap();
+        assert!(text.contains("bytes left out]"));
+        assert!(notes[0].contains("first"), "{notes:?}");
+    }
+}
