@@ -3,7 +3,7 @@
 //! same lines `attach` shows for the same session, at 80 and 120 columns and across a resize.
 
 use tests::Daemon;
-use tests::model_server::{Gate, ModelServer, anthropic};
+use tests::model_server::{Gate, ModelServer, Pace, anthropic};
 use tests::pty::Pty;
 
 /// A markdown reply with a heading, a list, a code fence and lines wider than the terminal.
@@ -55,14 +55,30 @@ fn attached(daemon: &Daemon, server: &ModelServer, session: &str, size: (u16, u1
     lines
 }
 
+/// Lets the paced reply go one piece at a time, each drawn before the next comes, as a
+/// model streaming at its own pace is.
+fn stream_piece_by_piece(pty: &Pty, pace: &Pace) {
+    // The message's start and its text block's start draw nothing of the reply.
+    pace.allow(2);
+    for _ in pieces(7) {
+        let drawn = pty.raw().len();
+        pace.allow(1);
+        assert!(!pty.output_after(drawn).is_empty(), "a piece was not drawn");
+    }
+    pace.allow(100);
+}
+
 async fn streamed_reply_reads_as_attach_shows_it(size: (u16, u16)) {
     let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![anthropic::deltas(&pieces(7))]).await;
+    let pace = Pace::new();
+    let server = ModelServer::start(vec![anthropic::deltas(&pieces(7)).paced(&pace)]).await;
     let daemon = Daemon::start();
     let args = ["--color", "always", "chat"];
     let pty = Pty::agentctl(&daemon.home, &server, project.path(), &args, size);
     pty.expect("[idle");
     pty.send("show me\r");
+    pty.expect("you › show me");
+    stream_piece_by_piece(&pty, &pace);
     pty.expect("completed");
     pty.expect("[idle");
     let lines = pty.transcript(size.0, size.1);
