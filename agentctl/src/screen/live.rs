@@ -75,7 +75,11 @@ impl Live {
     /// Draws the finished lines and the region as they are now.
     pub fn draw(&mut self) {
         let size = terminal_size();
-        self.size = size;
+        if size != self.size {
+            // The terminal may have moved the rows: all of them are drawn again.
+            self.region.forget();
+            self.size = size;
+        }
         let finished = std::mem::take(&mut self.finished);
         let out = if self.closed {
             let mut out = String::new();
