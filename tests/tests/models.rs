@@ -296,6 +296,57 @@ async fn listing_the_models_says_why_when_the_server_does_not_answer() {
     );
 }
 
+#[tokio::test]
+async fn a_hostile_model_list_is_capped_and_refused_when_too_large() {
+    let daemon = Daemon::start();
+    let server = ModelServer::start(Vec::new()).await;
+    let client = daemon.client().await;
+    let id = create_session(&client, &std::env::temp_dir()).await.id;
+    // Ids no model has (too long) are left out.
+    let long = "m".repeat(500);
+    server.serve_models(&["real-model", &long]);
+    let listed = list_models(&client, &id, run_options(&server).env)
+        .await
+        .expect("listed");
+    let Reply::Models { models, .. } = listed else {
+        panic!("unexpected {listed:?}");
+    };
+    assert_eq!(models, ["real-model"]);
+    // Anthropic's pages stop at ten thousand models.
+    let huge: Vec<String> = (0..60_000).map(|i| format!("model-{i:0>60}")).collect();
+    let refs: Vec<&str> = huge.iter().map(String::as_str).collect();
+    server.serve_models(&refs);
+    let listed = list_models(&client, &id, run_options(&server).env)
+        .await
+        .expect("listed");
+    let Reply::Models { models, .. } = listed else {
+        panic!("unexpected {listed:?}");
+    };
+    assert_eq!(models.len(), 10_000);
+    // A list of many megabytes in one piece (OpenAI's) is refused, not held.
+    let create = protocol::CreateSession {
+        provider: Some("openai".into()),
+        model: Some("gpt-4.1-mini".into()),
+        ..protocol::CreateSession::in_dir(std::env::temp_dir().to_string_lossy())
+    };
+    let openai = match client
+        .request(Request::CreateSession(create))
+        .await
+        .unwrap()
+    {
+        Reply::SessionCreated(info) => info.id,
+        other => panic!("unexpected reply {other:?}"),
+    };
+    let refused = list_models(&client, &openai, openai_env(&server))
+        .await
+        .expect_err("too large");
+    assert!(
+        refused.message.contains("over 4 MiB"),
+        "{}",
+        refused.message
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_set_for_the_session_is_used_by_its_next_runs_and_kept() {
     let mut daemon = Daemon::start();

@@ -12,6 +12,11 @@ use super::ProviderError;
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pages of Anthropic's list read at most (a thousand models each).
 const MOST_PAGES: usize = 10;
+/// The most of one page that is read: a server cannot make the daemon hold more.
+const MOST_PAGE_BYTES: usize = 4 * 1024 * 1024;
+/// The most models kept, and the longest id (longer ones are no model's).
+const MOST_MODELS: usize = 10_000;
+const LONGEST_ID: usize = 200;
 
 /// The ids of the models listed at `url` (`…/v1/models`), asked with `headers`; `paged`
 /// (Anthropic's list) asks for a thousand at a time and follows the pages.
@@ -41,6 +46,10 @@ pub async fn list(
             .timeout(ASK_TIMEOUT);
         let page = page(get, url).await?;
         models.extend(ids(&page));
+        if models.len() >= MOST_MODELS {
+            models.truncate(MOST_MODELS);
+            break;
+        }
         match (page["has_more"].as_bool(), page["last_id"].as_str()) {
             (Some(true), Some(last)) if paged && after.as_deref() != Some(last) => {
                 after = Some(last.to_string())
@@ -76,11 +85,33 @@ async fn page(get: reqwest::RequestBuilder, url: &str) -> Result<Value, Provider
              provider's key and base URL, or name a model yourself"
         )));
     }
-    response.json().await.map_err(|e| {
+    let body = capped_body(response, url).await?;
+    serde_json::from_slice(&body).map_err(|e| {
         ProviderError::Invalid(format!(
             "{url} sent no model list ({e}); name a model yourself"
         ))
     })
+}
+
+/// The body of `response`, refused past [`MOST_PAGE_BYTES`].
+async fn capped_body(mut response: reqwest::Response, url: &str) -> Result<Vec<u8>, ProviderError> {
+    let mut body = Vec::new();
+    loop {
+        let chunk = response.chunk().await.map_err(|e| ProviderError::Connect {
+            url: url.to_string(),
+            message: format!("{e}; the model list was cut off"),
+        })?;
+        let Some(chunk) = chunk else {
+            return Ok(body);
+        };
+        if body.len() + chunk.len() > MOST_PAGE_BYTES {
+            return Err(ProviderError::Invalid(format!(
+                "{url} sent a model list over {} MiB; name a model yourself",
+                MOST_PAGE_BYTES / (1024 * 1024)
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
 }
 
 /// The model ids of one page: `data[].id` on both APIs (`models[].name` on Ollama's own).
@@ -91,6 +122,8 @@ pub fn ids(page: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter_map(|m| m["id"].as_str().or_else(|| m["name"].as_str()))
+        .filter(|id| id.len() <= LONGEST_ID)
+        .take(MOST_MODELS)
         .map(str::to_string)
         .collect()
 }
