@@ -61,3 +61,16 @@ pub fn check_message_size(text: &str) -> Result<(), Failure> {
         crate::format::bytes(limit as u64)
     )))
 }
+
+/// `text` with the files its `@path` words name (relative to the current directory) attached,
+/// each said on stderr; refused when the whole is too large to send.
+pub fn with_mentions(text: String) -> Result<String, Failure> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
+    let (text, attached) = crate::mentions::attach(&text, &cwd).map_err(Failure::new)?;
+    for file in attached {
+        eprintln!("agentctl: attached {file}");
+    }
+    check_message_size(&text)?;
+    Ok(text)
+}

@@ -21,6 +21,7 @@ pub async fn send(
     delivery: Delivery,
     ignore_config: bool,
 ) -> Result<u8, Failure> {
+    let text = super::with_mentions(text)?;
     let client = connect::connect(paths, delivery.as_str()).await?;
     let options = RunOptions {
         env: provider_env(),

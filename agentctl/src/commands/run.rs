@@ -50,7 +50,7 @@ pub struct RunArgs {
 /// Runs the prompt and returns the exit code of the run's stop reason. Once the run is under
 /// way, its end (however it came) is followed on stderr by the session and how to attach to it.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
-    let prompt = read_prompt(args.prompt.as_deref())?;
+    let prompt = super::with_mentions(read_prompt(args.prompt.as_deref())?)?;
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
     let client = connect::connect(paths, "run").await?;
