@@ -16,7 +16,7 @@ use super::connection::{Client, ClientError};
 /// A permission request waiting for an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingAsk {
-    /// The subagent session that asks, when it is not the session followed (SPEC §14).
+    /// The subagent session that asks, when it is not the session followed.
     pub session: Option<SessionId>,
     /// The request, to answer with `Answer`.
     pub request: PermissionRequestId,

@@ -1,6 +1,7 @@
-//! What a session asks of the daemon's list of sessions: to make a child session (a subagent,
-//! SPEC §14), to find another session's actor, and to delete itself when it holds nothing. The supervisor provides it; sessions know
-//! it only by this trait, so that neither module imports the other.
+//! What a session asks of the daemon's list of sessions: to make a child session (a
+//! subagent), to find another session's actor, and to delete itself when it holds nothing. The
+//! supervisor provides it; sessions know it only by this trait, so that neither module imports
+//! the other.
 
 use futures::future::BoxFuture;
 use kameo::prelude::*;
