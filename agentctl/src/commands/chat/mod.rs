@@ -113,10 +113,11 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
         draining: false,
         farewell: None,
         completer,
+        // The session's own model and provider (or those of its runs) go to `/clear`'s.
         settings: Settings {
-            model: args.model.clone(),
-            provider: args.provider.clone(),
-            worktree: false,
+            model: args.model.clone().or_else(|| info.model.clone()),
+            provider: args.provider.clone().or_else(|| info.provider.clone()),
+            worktree: args.worktree,
         },
     };
     chat.say(&format!(

@@ -242,6 +242,7 @@ impl Chat {
         let client = self.follower.client();
         if !name.is_empty() {
             crate::commands::models::set_model(&client, &self.session, name).await?;
+            self.settings.model = Some(name.to_string());
             self.say(&format!("model: {name} (from the next run)"));
             return Ok(());
         }
