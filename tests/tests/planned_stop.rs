@@ -292,3 +292,25 @@ async fn a_resumed_run_counts_the_tokens_and_cost_of_its_turns_before_the_restar
         "the cost counts the turn before the restart: {cost} after, {before} before"
     );
 }
+
+#[tokio::test]
+async fn a_resumed_run_goes_on_with_its_own_server_not_the_restarting_shells() {
+    let (project, server) = command_then_answer("sleep 1; echo done").await;
+    // The shell that restarts the daemon names another server; it must get nothing.
+    let other = ModelServer::start(vec![anthropic::text("I should never be asked.")]).await;
+    let mut daemon = Daemon::start_with(Home::new(), &provider_env(&other));
+    let (client, session, _incoming) = session_in(&daemon, project.path()).await;
+    start_run(&client, &session, "work", run_options(&server)).await;
+    tests::read_fifo(&project.path().join("started")).await;
+
+    agentctl(&daemon, &other, project.path(), &["daemon", "restart"]).await;
+    assert!(daemon.wait_exit().success());
+    let events = after_restart(&daemon, &session).await;
+    assert_eq!(resumed(&events), [ResumeReason::Restart]);
+    assert_eq!(answers(&events), ["All done."]);
+    assert_eq!(server.wait_for_requests(2).await.len(), 2);
+    assert!(
+        other.received().is_empty(),
+        "the conversation went to the restarting shell's server"
+    );
+}

@@ -106,6 +106,9 @@ pub enum Incoming {
 
 type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Reply, ErrorInfo>>>>>;
 
+/// How long the daemon may take to answer the handshake.
+const HANDSHAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A connection to the daemon after a successful handshake.
 pub struct Client {
     stream: Arc<Stream>,
@@ -137,7 +140,21 @@ impl Client {
             client: client_name.to_string(),
         });
         frame::write_frame(&mut &stream, &hello).await?;
-        let welcome = match frame::read_frame::<ServerFrame, _>(&mut &stream).await? {
+        // A peer that never answers the handshake is not a daemon: the client does not wait on.
+        let answer = tokio::time::timeout(
+            HANDSHAKE_WAIT,
+            frame::read_frame::<ServerFrame, _>(&mut &stream),
+        )
+        .await
+        .map_err(|_| {
+            ClientError::Unexpected(format!(
+                "no answer to the handshake at {} within {} s; stop whatever listens there \
+                     (`agentctl daemon stop`) and try again",
+                socket.display(),
+                HANDSHAKE_WAIT.as_secs()
+            ))
+        })?;
+        let welcome = match answer? {
             Some(ServerFrame::Welcome(welcome)) => welcome,
             Some(ServerFrame::Error(info)) => return Err(ClientError::Daemon(info)),
             Some(other) => return Err(ClientError::Unexpected(format!("{other:?}"))),

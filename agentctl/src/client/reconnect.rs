@@ -106,7 +106,10 @@ impl Reconnect {
             .ok()
             .and_then(|secs| secs.trim().parse::<f64>().ok())
             .filter(|secs| secs.is_finite() && *secs >= 0.0)
-            .map_or(DEFAULT_PATIENCE, Duration::from_secs_f64)
+            // A day is patience enough; more would overflow a `Duration`.
+            .map_or(DEFAULT_PATIENCE, |secs| {
+                Duration::from_secs_f64(secs.min(86_400.0))
+            })
     }
 
     /// How long the daemon may stay away.

@@ -35,11 +35,19 @@ impl SessionActor {
             .max_turns
             .or(self.max_turns)
             .unwrap_or(config.max_turns);
-        // What a resumed run needs, without the client's environment (it may hold keys).
+        // What a resumed run needs. Of the client's environment only the providers' addresses
+        // are kept (never keys, nor an address with credentials in it): a resumed run talks to
+        // the server it talked to, not to whatever the restarting shell names.
+        let addresses = options
+            .env
+            .iter()
+            .filter(|(key, value)| key.ends_with("_BASE_URL") && !value.contains('@'))
+            .cloned()
+            .collect();
         self.record(&Record::Run {
             run: id,
             options: RunOptions {
-                env: Vec::new(),
+                env: addresses,
                 ..options.clone()
             },
         });
