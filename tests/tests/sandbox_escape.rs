@@ -262,6 +262,33 @@ async fn the_daemon_home_inside_the_project_is_hidden_and_read_only() {
 }
 
 #[tokio::test]
+async fn the_parent_of_a_hidden_daemon_home_cannot_be_moved_to_plant_another() {
+    let d = dirs();
+    // AGENTD_HOME (config, data and socket) two levels down in the session's own directory.
+    let nest = d.project.join("nest");
+    std::fs::create_dir_all(&nest).unwrap();
+    let daemon = Daemon::start_in(Home::with_config_in(&nest, ""));
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let paths = daemon.paths();
+    let home = paths.config_dir.parent().unwrap().to_path_buf();
+    // Move the parent away (the hidden mount would go with it), then plant a configuration
+    // whose hook would run outside the sandbox at the daemon's next start.
+    let plant = format!(
+        "mv {nest} {nest}.old && mkdir -p {config} && echo planted > {file}",
+        nest = nest.display(),
+        config = paths.config_dir.display(),
+        file = paths.config_file().display(),
+    );
+    let results = run_sandboxed(&daemon, &d.project, false, &[plant]).await;
+    assert!(results[0].1, "the parent was moved: {results:?}");
+    assert!(nest.is_dir() && !d.project.join("nest.old").exists());
+    assert!(home.is_dir());
+    assert_eq!(std::fs::read_to_string(paths.config_file()).unwrap(), "");
+}
+
+#[tokio::test]
 async fn a_worktree_session_cannot_repoint_its_repository() {
     let d = dirs();
     std::fs::write(d.project.join("README.md"), "hi\n").unwrap();
@@ -408,16 +435,13 @@ async fn git_directories_made_in_the_sandbox_cannot_carry_commands_out() {
         "mv hdr2 hdr2_old && mkdir hdr2 && cp -a hdr2_old/.git hdr2/.git && printf '[core]\\n\\tfsmonitor = \"touch {out}/swap; false\"\\n' >> hdr2/.git/config"
     )];
     let results = run_sandboxed(&daemon, &d.project, false, &swap).await;
-    assert!(
-        results[0].2.contains("[sandbox: the command created"),
-        "{}",
-        results[0].2
-    );
-    assert!(!d.project.join("hdr2/.git").exists());
-    assert!(
-        d.project.join("hdr2_old/.git/config").exists(),
-        "the moved one is the user's"
-    );
+    // The directory holding a protected one is a mount point inside the sandbox: it cannot be
+    // moved aside at all.
+    assert!(results[0].1, "{}", results[0].2);
+    assert!(results[0].2.contains("busy"), "{}", results[0].2);
+    assert!(!d.project.join("hdr2_old").exists());
+    let config = std::fs::read_to_string(d.project.join("hdr2/.git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
     // The user's git, outside the sandbox, runs nothing the sandbox planted.
     for dir in [
         "hdr", "b1", "b3", "bare", "hdr2", "hdr2_old", "padded", "linked",

@@ -41,6 +41,7 @@ pub fn build(policy: &Policy) -> Result<(), String> {
         tmpfs(Path::new(SHM_MOUNT), &format!("mode=1777,{size}"))
             .map_err(|e| format!("{SHM_MOUNT}: {e}"))?;
     }
+    pin_ancestors(policy, |_| true)?;
     cover(policy, |_| true)?;
 
     // Writable roots that the steps above hid or made read-only come back as they are.
@@ -66,9 +67,49 @@ pub fn build(policy: &Policy) -> Result<(), String> {
     }
     // What lies inside a root that came back is covered again.
     if !restored.is_empty() {
+        pin_ancestors(policy, |root| restored.iter().any(|r| r == root))?;
         cover(policy, |p| {
             restored.iter().any(|r| p.starts_with(r) && p != r)
         })?;
+    }
+    Ok(())
+}
+
+/// Makes every directory between a writable root and a path the sandbox hides or protects a
+/// mount point of its own (bound over itself, as writable as before): a mount point cannot be
+/// renamed, so a command cannot move a hidden or protected path's parent away, hidden mount and
+/// all, and put a socket or a configuration of its own where the daemon will look. Outermost
+/// first, each bound with what is mounted below it; only below the writable roots `roots`
+/// selects (a root bound back in later is pinned once it is back).
+fn pin_ancestors(policy: &Policy, roots: impl Fn(&Path) -> bool) -> Result<(), String> {
+    let mut ancestors: Vec<&Path> = Vec::new();
+    let guarded = policy
+        .hidden
+        .iter()
+        .chain(&policy.secrets)
+        .chain(&policy.protected);
+    for path in guarded {
+        for root in policy
+            .writable
+            .iter()
+            .filter(|w| path.starts_with(w) && roots(w))
+        {
+            let between = path
+                .ancestors()
+                .skip(1)
+                .take_while(|a| *a != root.as_path() && a.starts_with(root));
+            ancestors.extend(between);
+        }
+    }
+    ancestors.sort_by(|a, b| (a.components().count(), a).cmp(&(b.components().count(), b)));
+    ancestors.dedup();
+    for ancestor in ancestors {
+        // A directory that is not there (or not a directory) has nothing to pin.
+        if !std::fs::symlink_metadata(ancestor).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        bind(ancestor, ancestor, true)
+            .map_err(|e| format!("cannot pin {}: {e}", ancestor.display()))?;
     }
     Ok(())
 }
