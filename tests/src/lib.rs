@@ -12,6 +12,7 @@ mod measure;
 pub mod model_server;
 mod processes;
 pub mod pty;
+pub mod restart;
 pub mod sandboxed;
 mod session;
 pub mod wire;

@@ -6,36 +6,11 @@
 use protocol::{Decision, Event, Request, ResumeReason, SessionEvent, SessionId, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
+use tests::restart::{after_restart, provider_env, resumed};
 use tests::{
     Daemon, Home, next_event, run_options, session_in, start_run, subscribe, tool_results,
     until_finished,
 };
-
-/// The daemon's own environment pointing at `server`: a resumed run has no client to give it.
-fn provider_env(server: &ModelServer) -> [(&str, &str); 2] {
-    [
-        ("ANTHROPIC_BASE_URL", server.url()),
-        ("ANTHROPIC_API_KEY", "test-key"),
-    ]
-}
-
-/// Every event of `session` from the start until its run finishes again after the restart.
-async fn after_restart(daemon: &Daemon, session: &SessionId) -> Vec<SessionEvent> {
-    let mut client = daemon.client().await;
-    subscribe(&client, session, 0).await;
-    let mut incoming = client.take_incoming().unwrap();
-    until_finished(&mut incoming).await
-}
-
-fn resumed(events: &[SessionEvent]) -> Vec<ResumeReason> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::RunResumed { reason, .. } => Some(*reason),
-            _ => None,
-        })
-        .collect()
-}
 
 fn finished(events: &[SessionEvent]) -> (StopReason, Option<String>, u32) {
     match &tests::finished(events) {
