@@ -139,6 +139,7 @@ pub fn event_json(event: &SessionEvent) -> Value {
             usage,
             returned_messages,
             error,
+            nothing_changed,
         } => json!({
             "run": run.0,
             "stop_reason": stop_reason.as_str(),
@@ -147,6 +148,7 @@ pub fn event_json(event: &SessionEvent) -> Value {
             "usage": usage_json(usage),
             "returned_messages": returned_messages.iter().map(|m| json!({"text": m.text, "delivery": m.delivery.as_str()})).collect::<Vec<_>>(),
             "error": error,
+            "nothing_changed": nothing_changed,
         }),
         Event::Error { message } => json!({"message": message}),
         Event::SessionDeleted => json!({}),

@@ -59,6 +59,8 @@ pub struct ProviderProfile {
     /// Whether tool calls the model writes as text are read as calls.
     #[serde(default)]
     pub text_tool_calls: TextToolCalls,
+    /// The harness its models get, when not chosen by their window and name.
+    pub profile: Option<crate::model_profile::ModelProfile>,
 }
 
 /// `text_tool_calls` of a provider profile.

@@ -1,5 +1,7 @@
 //! The health monitor (SPEC §6): it reports runs that repeat themselves or keep failing to edit,
-//! and trips the guard that stops a run whose replies ask only for tools that do not exist.
+//! to the user and to the model (with what to do instead), and trips the guard that stops a run
+//! whose replies ask only for tools that do not exist, or that keeps repeating itself after it
+//! was told.
 
 use std::time::{Duration, Instant};
 
@@ -7,8 +9,9 @@ use protocol::HealthKind;
 
 use crate::conversation::{ToolCall, ToolResult};
 
-/// Consecutive replies with identical tool calls that are reported.
-pub const REPEAT_LIMIT: u32 = 5;
+/// Consecutive replies with identical tool calls that are reported; one more, with the same
+/// results, stops the run.
+pub const REPEAT_LIMIT: u32 = 3;
 /// Failed edits or writes that are reported.
 pub const EDIT_FAILURE_LIMIT: u32 = 3;
 /// A failure older than this no longer counts.
@@ -25,6 +28,25 @@ pub struct Report {
     pub detail: String,
 }
 
+impl Report {
+    /// What the model is told with its results: what was seen and what to do instead; `None`
+    /// for signs the results already explain.
+    pub fn to_model(&self) -> Option<String> {
+        let instead = match self.kind {
+            HealthKind::RepeatedCalls => {
+                "Repeating them will not give anything new, and one more identical reply ends the \
+                 run. Use the results you have: take a different step, or answer the user."
+            }
+            HealthKind::EditFailures => {
+                "Stop patching with edit: read the file once more and write the whole corrected \
+                 file with write."
+            }
+            _ => return None,
+        };
+        Some(format!("[health warning: {}. {instead}]", self.detail))
+    }
+}
+
 /// Watches one run's replies and results.
 #[derive(Debug, Default)]
 pub struct HealthMonitor {
@@ -33,6 +55,8 @@ pub struct HealthMonitor {
     edit_failures: u32,
     last_edit_failure: Option<Instant>,
     unknown_only: u32,
+    /// The same calls went on after the model was told they repeat, with the same results.
+    repeating_after_warning: bool,
 }
 
 impl HealthMonitor {
@@ -125,9 +149,27 @@ impl HealthMonitor {
         reports
     }
 
-    /// Whether the guard tripped: too many replies in a row asked only for unknown tools.
-    pub fn should_stop(&self) -> bool {
-        self.unknown_only >= UNKNOWN_TOOL_LIMIT
+    /// Looks at whether every call of the last reply gave the same result as the same call
+    /// before: past the warning, that is a run going round in circles.
+    pub fn observe_unchanged(&mut self, all_unchanged: bool) {
+        self.repeating_after_warning = all_unchanged && self.repeats > REPEAT_LIMIT;
+    }
+
+    /// Why the guard tripped, if it did: too many replies in a row asked only for unknown
+    /// tools, or the same calls went on with the same results after the model was warned.
+    pub fn stop(&self) -> Option<String> {
+        if self.unknown_only >= UNKNOWN_TOOL_LIMIT {
+            Some(format!(
+                "stopped: {UNKNOWN_TOOL_LIMIT} replies in a row asked only for tools that do not exist"
+            ))
+        } else if self.repeating_after_warning {
+            Some(format!(
+                "stopped: the model made the same tool calls {} times in a row with the same results, after it was told to do something else",
+                self.repeats
+            ))
+        } else {
+            None
+        }
     }
 }
 
@@ -168,17 +210,28 @@ mod tests {
     }
 
     #[test]
-    fn five_identical_replies_are_reported_once() {
+    fn identical_replies_are_reported_once_then_stop_only_with_the_same_results() {
         let mut monitor = HealthMonitor::new();
         let read = call("read", r#"{"path": "a"}"#);
         let same = call("read", r#"{ "path":"a" }"#);
-        for i in 1..=4 {
+        for i in 1..REPEAT_LIMIT {
             let c = if i % 2 == 0 { &same } else { &read };
             assert!(monitor.observe_reply(&[c], builtin).is_empty());
+            monitor.observe_unchanged(true);
+            assert!(monitor.stop().is_none());
         }
         let reports = monitor.observe_reply(&[&read], builtin);
         assert_eq!(reports[0].kind, HealthKind::RepeatedCalls);
+        assert!(reports[0].to_model().unwrap().contains("ends the run"));
+        monitor.observe_unchanged(true);
+        assert!(monitor.stop().is_none(), "the warning comes first");
         assert!(monitor.observe_reply(&[&read], builtin).is_empty());
+        // A poll whose result changes goes on.
+        monitor.observe_unchanged(false);
+        assert!(monitor.stop().is_none());
+        monitor.observe_reply(&[&read], builtin);
+        monitor.observe_unchanged(true);
+        assert!(monitor.stop().unwrap().contains("same results"));
     }
 
     #[test]
@@ -211,8 +264,8 @@ mod tests {
         let bogus = call("fly", "{}");
         monitor.observe_reply(&[&bogus], builtin);
         monitor.observe_reply(&[&call("swim", "{}")], builtin);
-        assert!(!monitor.should_stop());
+        assert!(monitor.stop().is_none());
         monitor.observe_reply(&[&bogus], builtin);
-        assert!(monitor.should_stop());
+        assert!(monitor.stop().unwrap().contains("do not exist"));
     }
 }

@@ -16,6 +16,7 @@ pub mod front_matter;
 pub mod health;
 pub mod hooks;
 pub mod mcp;
+pub mod model_profile;
 pub mod permission;
 pub mod prices;
 pub mod prompt;

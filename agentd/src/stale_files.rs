@@ -139,7 +139,7 @@ impl FileTracker {
             .contains_key(path);
         if !known {
             return Err(format!(
-                "read {shown} first: it was not read in this session, so what would change is not known"
+                "{shown} was not read in this session, so what would change is not known"
             ));
         }
         self.check_unchanged(path)
@@ -155,7 +155,7 @@ impl FileTracker {
             .copied();
         match known {
             Some(stamp) if Stamp::of_file(path) != Some(stamp) => Err(
-                "the file changed on disk since you last read it (someone else edited it); read it again before changing it"
+                "the file changed on disk since you last read it (someone else edited it)"
                     .to_string(),
             ),
             _ => Ok(()),
@@ -335,7 +335,7 @@ mod tests {
             tracker
                 .check_unchanged(&path)
                 .unwrap_err()
-                .contains("read it again")
+                .contains("changed on disk")
         );
     }
 

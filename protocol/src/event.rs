@@ -215,6 +215,10 @@ pub enum Event {
         returned_messages: Vec<QueuedMessage>,
         /// What went wrong, for `Error` and `Health` stops.
         error: Option<String>,
+        /// The user's message asked for a change, yet the run completed without changing a
+        /// file or running a command: the work was not done.
+        #[serde(default)]
+        nothing_changed: bool,
     },
     /// A failure worth telling every client (the run itself may go on).
     Error {

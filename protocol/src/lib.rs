@@ -36,4 +36,4 @@ pub use summary::{
 pub use usage::{ModelUsage, UsageReport, UsageTotals};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 14;
+pub const PROTOCOL_VERSION: u32 = 15;

@@ -262,6 +262,7 @@ fn events() -> Vec<Event> {
                 delivery: Delivery::FollowUp,
             }],
             error: None,
+            nothing_changed: true,
         },
         Event::Error {
             message: "provider failed".into(),

@@ -51,11 +51,14 @@ async fn edits_and_overwrites_need_a_read_first() {
     let results = tool_results(&one_run(&server, project.path()).await);
     assert!(results[0].1, "{results:?}");
     assert!(
-        results[0].2.contains("read solution.py first"),
+        results[0]
+            .2
+            .contains("solution.py was not read in this session")
+            && results[0].2.contains("     2\t    pass"),
         "{results:?}"
     );
     assert!(
-        results[1].1 && results[1].2.contains("read other.py first"),
+        results[1].1 && results[1].2.contains("other.py was not read"),
         "{results:?}"
     );
     assert_eq!(
@@ -93,7 +96,9 @@ async fn a_file_changed_since_it_was_read_must_be_read_again() {
     .await;
     let results = tool_results(&one_run(&server, project.path()).await);
     assert!(
-        results[2].1 && results[2].2.contains("read it again"),
+        results[2].1
+            && results[2].2.contains("changed on disk")
+            && results[2].2.contains("     1\tone two"),
         "{results:?}"
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "one two\n");

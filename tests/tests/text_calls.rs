@@ -101,7 +101,10 @@ async fn a_real_openai_stream_whose_call_is_text_becomes_a_call() {
     let results = tests::tool_results(&events);
     // The guessed edit of an unread file is refused; the call written as text ran.
     assert!(
-        results[0].1 && results[0].2.contains("read solution.py first"),
+        results[0].1
+            && results[0]
+                .2
+                .contains("solution.py was not read in this session"),
         "{results:?}"
     );
     assert!(

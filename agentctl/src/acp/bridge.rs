@@ -347,8 +347,15 @@ impl Bridge {
                 truncated,
                 error,
                 returned_messages,
+                nothing_changed,
                 ..
             } if !replay => {
+                if nothing_changed {
+                    out.push(updates::text_chunk(
+                        SessionUpdate::AgentMessageChunk,
+                        "\n\n(Nothing was changed: the request asked for a change, but no file was changed and no command was run.)",
+                    ));
+                }
                 let answer = updates::stop_reason(stop_reason, truncated, error.as_deref());
                 // The prompts this run took, or gave back unread; one still on its way to the
                 // daemon belongs to the next run.

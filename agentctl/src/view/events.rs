@@ -14,24 +14,28 @@ use crate::tool_progress::Running;
 /// How many lines of a failed call's output are shown (its end, where errors usually are).
 const FAILURE_LINES: usize = 12;
 
-/// The lines of a failed call's output worth showing: all of a short output, the last
-/// [`FAILURE_LINES`] of a long one after a line saying how many were left out.
-fn failure_lines(output: &str) -> Vec<String> {
-    let lines: Vec<&str> = output
+/// The lines of a failed call's output worth showing: all of a short output. Of a long one,
+/// a command's last lines (where its error is) after a line saying how many are above; any
+/// other tool's first line (why it failed) and its last lines. Tabs become spaces.
+fn failure_lines(name: &str, output: &str) -> Vec<String> {
+    let lines: Vec<String> = output
         .trim_matches('\n')
         .lines()
-        .map(|l| l.trim_end())
+        .map(|l| one_line(&l.trim_end().replace('\t', "  ")).into_owned())
         .collect();
-    let mut shown = Vec::new();
-    if lines.len() > FAILURE_LINES {
-        let left_out = lines.len() - FAILURE_LINES;
-        shown.push(format!(
-            "… {} above",
-            crate::format::count(left_out as u64, "line")
-        ));
+    if lines.len() <= FAILURE_LINES {
+        return lines;
     }
-    let from = lines.len().saturating_sub(FAILURE_LINES);
-    shown.extend(lines[from..].iter().map(|l| one_line(l).into_owned()));
+    let mut shown = Vec::new();
+    let head = usize::from(name != "bash");
+    shown.extend(lines.iter().take(head).cloned());
+    let tail = FAILURE_LINES - head;
+    let left_out = lines.len() - head - tail;
+    shown.push(format!(
+        "… {} above",
+        crate::format::count(left_out as u64, "line")
+    ));
+    shown.extend(lines[lines.len() - tail..].iter().cloned());
     shown
 }
 
@@ -294,7 +298,7 @@ impl HumanView {
             self.line(&format!("{mark} {summary} {took}"));
         }
         if is_error {
-            for line in failure_lines(output) {
+            for line in failure_lines(name, output) {
                 self.line(&style.dim(&format!("  {line}")));
             }
         } else if name == "edit" || name == "write" {
@@ -333,6 +337,7 @@ impl HumanView {
             usage,
             error,
             returned_messages,
+            nothing_changed,
             ..
         } = event
         else {
@@ -356,7 +361,15 @@ impl HumanView {
             let per_turn = per_turn(&self.turns);
             self.line(&style.dim(&format!("  tokens per turn — {per_turn}")));
         }
+        if *nothing_changed {
+            self.line(&style.yellow(
+                "! nothing was changed: the request asked for a change, but no file was changed and no command was run",
+            ));
+        }
         let verdict = match stop_reason {
+            StopReason::Completed if *nothing_changed => {
+                style.yellow("completed without changing anything")
+            }
             StopReason::Completed => style.green("completed"),
             StopReason::Aborted => style.yellow("cancelled"),
             StopReason::MaxTurns => style.yellow("stopped at the turn limit"),

@@ -23,6 +23,8 @@ pub struct Choice {
     pub price: Option<Price>,
     /// Whether tool calls a model writes as text are read as calls.
     pub text_tool_calls: bool,
+    /// The harness the profile forces on its models, if it does.
+    pub profile: Option<crate::model_profile::ModelProfile>,
 }
 
 impl Config {
@@ -47,6 +49,7 @@ impl Config {
             context_window: self.configured_context_window(profile),
             price,
             text_tool_calls: self.text_tool_calls(profile),
+            profile: self.profile_of(profile).and_then(|p| p.profile),
         }
     }
 
@@ -139,6 +142,7 @@ impl Config {
             model: None,
             context_window: None,
             text_tool_calls: TextToolCalls::Auto,
+            profile: None,
         })
     }
 
@@ -192,10 +196,15 @@ impl Config {
 
     /// Whether tool calls the model writes as text are read as calls, for provider `provider`.
     pub fn text_tool_calls(&self, provider: Option<&str>) -> bool {
+        self.profile_of(provider)
+            .is_none_or(|p| p.text_tool_calls != TextToolCalls::Off)
+    }
+
+    /// The configured profile of provider `provider` (or the default one), if there is one.
+    fn profile_of(&self, provider: Option<&str>) -> Option<&crate::config::ProviderProfile> {
         provider
             .or(Some(self.provider.as_str()))
             .and_then(|p| self.providers.get(p))
-            .is_none_or(|p| p.text_tool_calls != TextToolCalls::Off)
     }
 }
 

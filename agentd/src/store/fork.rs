@@ -152,6 +152,7 @@ impl Open {
                 truncated: false,
                 usage: TokenUsage::default(),
                 returned_messages: Vec::new(),
+                nothing_changed: false,
                 error: Some(format!("the fork of session {from} ends here")),
             });
         }
@@ -329,6 +330,7 @@ mod tests {
                     truncated: false,
                     usage: TokenUsage::default(),
                     returned_messages: Vec::new(),
+                    nothing_changed: false,
                     error: None,
                 },
             ),

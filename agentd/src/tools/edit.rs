@@ -69,8 +69,8 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         Err(err) => return ToolOutput::error(format!("cannot edit {shown}: {err}")),
     };
     // What the file is comes first; then whether the agent knows what it would change.
-    if let Err(message) = ctx.files.check_read(&path, &shown) {
-        return ToolOutput::error(format!("cannot edit {shown}: {message}"));
+    if let Err(why) = ctx.files.check_read(&path, &shown) {
+        return super::first_read::refusal("edit", &path, &shown, &why, &ctx).await;
     }
     let (after, how) = match super::edit_match::replace(
         &before,
@@ -79,7 +79,10 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         args.replace_all,
     ) {
         Ok(done) => done,
-        Err(message) => return ToolOutput::error(format!("cannot edit {shown}: {message}")),
+        Err(refused) => {
+            let region = refused.region.map(|r| format!("\n{r}")).unwrap_or_default();
+            return ToolOutput::error(format!("cannot edit {shown}: {}.{region}", refused.message));
+        }
     };
     if let Err(err) = write_whole(&ctx, &path, after.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {err}"));

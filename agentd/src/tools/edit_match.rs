@@ -2,8 +2,28 @@
 //! more ignoring trailing whitespace, then ignoring a uniform difference of indentation (a
 //! model that copied a block with two spaces too few). A loose match applies only when exactly
 //! one place matches; the file's own indentation is kept; the result says how it matched.
+//! Line numbers copied from `read`'s output into both strings are taken off first.
 
+use super::near_text;
 use super::plural;
+
+/// Why an edit cannot be made, with what the model needs to get its next call right.
+#[derive(Debug)]
+pub struct Refused {
+    /// What is wrong.
+    pub message: String,
+    /// The part of the file to show with it.
+    pub region: Option<String>,
+}
+
+impl Refused {
+    fn plain(message: impl Into<String>) -> Refused {
+        Refused {
+            message: message.into(),
+            region: None,
+        }
+    }
+}
 
 /// The text with the replacement made, and how it matched; or why it cannot be made.
 pub fn replace(
@@ -11,26 +31,69 @@ pub fn replace(
     old: &str,
     new: &str,
     all: bool,
-) -> Result<(String, Option<&'static str>), String> {
+) -> Result<(String, Option<&'static str>), Refused> {
     if old.is_empty() {
-        return Err("old_string is empty; give the exact text to replace".to_string());
+        return Err(Refused::plain(
+            "old_string is empty; give the exact text to replace",
+        ));
     }
     if old == new {
-        return Err("old_string and new_string are the same; nothing would change".to_string());
+        return Err(Refused {
+            message: "old_string and new_string are the same, so nothing would change; \
+                      new_string must be the text that replaces old_string"
+                .to_string(),
+            region: Some(
+                near_text::region_of(text, old)
+                    .unwrap_or_else(|| near_text::closest_region(text, old)),
+            ),
+        });
+    }
+    if !text.contains(old)
+        && let (Some(old), Some(new)) = (without_line_numbers(old), without_line_numbers(new))
+        && text.contains(&old)
+    {
+        return replace(text, &old, &new, all).map(|(after, _)| {
+            (
+                after,
+                Some("matched once the line numbers copied from read were taken off"),
+            )
+        });
     }
     match text.matches(old).count() {
-        0 => loose(text, old, new),
+        0 => loose(text, old, new).map_err(|message| Refused {
+            region: Some(near_text::closest_region(text, old)),
+            message,
+        }),
         1 => Ok((text.replacen(old, new, 1), None)),
         _ if all => Ok((text.replace(old, new), None)),
-        n => Err(format!(
+        n => Err(Refused::plain(format!(
             "old_string occurs {} in the file; include more surrounding lines to make it unique, or set replace_all",
             plural(n, "time")
-        )),
+        ))),
     }
 }
 
-const NOT_FOUND: &str =
-    "old_string was not found; read the file and copy the text exactly, whitespace included";
+/// `text` with a `read`-style line number (`   12\t`) taken off every line, when every
+/// non-empty line has one; `None` otherwise.
+fn without_line_numbers(text: &str) -> Option<String> {
+    let mut out = Vec::new();
+    for line in text.split('\n') {
+        if line.is_empty() {
+            out.push("");
+            continue;
+        }
+        let rest = line.trim_start_matches(' ');
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let rest = rest.get(digits..)?.strip_prefix('\t')?;
+        if digits == 0 {
+            return None;
+        }
+        out.push(rest);
+    }
+    Some(out.join("\n"))
+}
+
+const NOT_FOUND: &str = "old_string was not found in the file";
 
 /// The two loose readings, in order: trailing whitespace, then indentation.
 fn loose(text: &str, old: &str, new: &str) -> Result<(String, Option<&'static str>), String> {
@@ -172,11 +235,12 @@ mod tests {
             ("a x c".into(), None)
         );
         let err = replace("a b b", "b", "x", false).unwrap_err();
-        assert!(err.contains("occurs 2 times"), "{err}");
+        assert!(err.message.contains("occurs 2 times"), "{err:?}");
         assert_eq!(replace("a b b", "b", "x", true).unwrap().0, "a x x");
         assert!(
             replace("abc", "z", "x", false)
                 .unwrap_err()
+                .message
                 .contains("not found")
         );
     }
@@ -213,11 +277,30 @@ mod tests {
     fn a_loose_match_in_two_places_is_refused() {
         let text = "if a:\n    x = 1\nif b:\n        x = 1\n";
         let err = replace(text, "x = 1 ", "x = 2", false).unwrap_err();
-        assert!(err.contains("2 places"), "{err}");
+        assert!(err.message.contains("2 places"), "{err:?}");
         assert!(
             replace(text, "    y = 1", "y = 2", false)
                 .unwrap_err()
+                .message
                 .contains("not found")
         );
+    }
+
+    #[test]
+    fn line_numbers_copied_from_read_are_taken_off() {
+        let text = "def f():\n    return 1\n";
+        let (after, how) =
+            replace(text, "     2\t    return 1", "     2\t    return 2", false).unwrap();
+        assert_eq!(after, "def f():\n    return 2\n");
+        assert!(how.unwrap().contains("line numbers"));
+    }
+
+    #[test]
+    fn identical_strings_show_where_the_text_is() {
+        let err = replace("a\nb\nc\n", "b", "b", false).unwrap_err();
+        assert!(err.message.contains("the same"), "{err:?}");
+        assert!(err.region.unwrap().contains("     2\tb"));
+        let err = replace("a\nb\nc\n", "b2", "b3", false).unwrap_err();
+        assert!(err.region.unwrap().contains("     2\tb"));
     }
 }

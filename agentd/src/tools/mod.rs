@@ -5,9 +5,11 @@ pub mod bash;
 pub mod batch;
 pub mod edit;
 mod edit_match;
+mod first_read;
 pub mod gate;
 pub mod glob;
 pub mod grep;
+pub mod near_text;
 pub mod output;
 pub mod pool;
 pub mod processes;
@@ -125,15 +127,16 @@ pub fn specs() -> Vec<ToolSpec> {
     Tool::ALL.into_iter().map(Tool::spec).collect()
 }
 
-/// The built-in tools' specs; `compact` ones (first sentence, no argument descriptions) for a
-/// model whose context window is small.
-pub fn specs_for(compact: bool) -> Vec<ToolSpec> {
-    let specs = specs();
-    if compact {
-        specs.iter().map(ToolSpec::compact).collect()
-    } else {
-        specs
-    }
+/// The specs of `tools`; `compact` ones (first sentence, no argument descriptions) for a
+/// small model.
+pub fn specs_for(tools: &[Tool], compact: bool) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .map(|tool| {
+            let spec = tool.spec();
+            if compact { spec.compact() } else { spec }
+        })
+        .collect()
 }
 
 /// The error result for a call of a tool that does not exist; `more` are the other tools the

@@ -61,6 +61,25 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         args.limit.unwrap_or(DEFAULT_LIMIT),
         Tool::Read.output_limit(),
     );
+    match read_window(path, window, &ctx).await {
+        Ok(text) => ToolOutput::ok(text),
+        Err(message) => ToolOutput::error(format!("cannot read {shown}: {message}")),
+    }
+}
+
+/// The file as `read` with no offset or limit shows it, remembered as read: what a refused
+/// `edit` or `write` hands back, so that the model's next call can succeed.
+pub(crate) async fn as_read(path: &Path, ctx: &ToolContext) -> Result<String, String> {
+    let window = Window::new(1, DEFAULT_LIMIT, Tool::Read.output_limit());
+    read_window(path.to_path_buf(), window, ctx).await
+}
+
+/// Reads `window` of `path` off the runtime's threads; a file read whole is remembered as read.
+async fn read_window(
+    path: std::path::PathBuf,
+    window: Window,
+    ctx: &ToolContext,
+) -> Result<String, String> {
     let tracked = path.clone();
     let cancel = ctx.cancel.clone();
     let hidden = ctx.hidden.clone();
@@ -71,10 +90,10 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
             if let Some(stamp) = read.stamp {
                 ctx.files.read(&tracked, stamp);
             }
-            ToolOutput::ok(read.text)
+            Ok(read.text)
         }
-        Ok(Err(message)) => ToolOutput::error(format!("cannot read {shown}: {message}")),
-        Err(err) => ToolOutput::error(format!("cannot read {shown}: {err}")),
+        Ok(Err(message)) => Err(message),
+        Err(err) => Err(err.to_string()),
     }
 }
 

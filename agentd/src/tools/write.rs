@@ -41,8 +41,8 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let shown = display(&ctx.cwd, &path);
     let existed = tokio::fs::try_exists(&path).await.unwrap_or(false);
     // A new file needs no read; an existing one is replaced only once it was read.
-    if existed && let Err(message) = ctx.files.check_read(&path, &shown) {
-        return ToolOutput::error(format!("cannot write {shown}: {message}"));
+    if existed && let Err(why) = ctx.files.check_read(&path, &shown) {
+        return super::first_read::refusal("write", &path, &shown, &why, &ctx).await;
     }
     // The text it replaces, for the diff: only a regular UTF-8 file of a readable size.
     let before = if existed {

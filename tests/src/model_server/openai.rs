@@ -36,6 +36,13 @@ pub fn text(text: &str) -> Scripted {
     reply().text(text).build()
 }
 
+/// A reply that is one call of tool `name` with `args`, with an id of its own.
+pub fn tool(name: &str, args: Value) -> Scripted {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    reply().tool(&format!("call_{n}"), name, args).build()
+}
+
 /// An HTTP error with OpenAI's error body.
 pub fn error(status: u16, code: &str, message: &str) -> Scripted {
     Scripted::Status {

@@ -181,6 +181,7 @@ impl SessionActor {
                         truncated: false,
                         usage: TokenUsage::default(),
                         error: Some(format!("internal error in the agent loop: {text}")),
+                        nothing_changed: false,
                     }
                 });
             let _ = me.tell(RunDone { run: id, outcome }).await;
@@ -362,6 +363,7 @@ impl Message<RunDone> for SessionActor {
             usage: outcome.usage,
             returned_messages: returned,
             error: outcome.error,
+            nothing_changed: outcome.nothing_changed,
         });
         self.save_meta();
         let duration_ms = finished.started.elapsed().as_millis() as u64;

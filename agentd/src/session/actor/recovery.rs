@@ -172,6 +172,7 @@ impl Replayer {
                             truncated: false,
                             usage: *usage,
                             error: error.clone(),
+                            nothing_changed: false,
                         };
                         actor.family.last_end = Some((*run, actor.end_of(&outcome, 0)));
                     }
@@ -406,6 +407,7 @@ impl SessionActor {
             // The queues are kept: the next message delivers them.
             returned_messages: Vec::new(),
             error: Some(reason),
+            nothing_changed: false,
         });
         self.save_meta();
     }

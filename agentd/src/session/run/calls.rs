@@ -123,6 +123,9 @@ impl Run {
         let mut running = Some(running);
         let mut began = None;
         let mut hooked = Hooked::default();
+        // Whether the call changed a file or ran something: a command, a subagent, or a
+        // server's tool not marked read-only.
+        let mut acted = false;
         let output = match self.prepare(call, &mut hooked, &mut running).await? {
             Prepared::Run(target, args, confinement) => {
                 let began_at = Arc::new(std::sync::OnceLock::new());
@@ -132,6 +135,7 @@ impl Run {
                 let mut streamed = None;
                 let job: tools::pool::ToolJob = match target {
                     Target::Builtin(tool) => {
+                        acted = tool == Tool::Bash;
                         let progress = (tool == Tool::Bash).then(Progress::default);
                         _ticker = progress.clone().map(|p| self.output_ticker(&call.id, p));
                         streamed = progress.clone();
@@ -151,6 +155,7 @@ impl Run {
                         Box::pin(tools::execute(tool, args, ctx))
                     }
                     Target::Mcp(tool) => {
+                        acted = !tool.read_only;
                         let (hub, side, cancel) = (
                             self.setup.mcp.clone(),
                             self.side.clone(),
@@ -175,7 +180,11 @@ impl Run {
                 }
                 drop(_ticker);
                 match output {
-                    Some(output) => output,
+                    Some(output) => {
+                        // A write or edit acted only when it changed the file.
+                        acted |= matches!(call.name.as_str(), "write" | "edit") && !output.is_error;
+                        output
+                    }
                     None => return Ok(None),
                 }
             }
@@ -187,6 +196,7 @@ impl Run {
                     return Ok(None);
                 }
                 began = Some(Instant::now());
+                acted = true;
                 match self.run_task(call, args).await? {
                     Some(output) => output,
                     None => return Ok(None),
@@ -195,8 +205,12 @@ impl Run {
             Prepared::Refused(output) => output,
             Prepared::Interrupted => return Ok(None),
         };
+        if acted {
+            self.acted.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let ran_ms = began.map_or(0, |at| at.elapsed().as_millis() as u64);
         let output = self.after_tool(call, hooked, output).await;
+        let output = self.repeats.answer(call, self.turns, output);
         let result = ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),

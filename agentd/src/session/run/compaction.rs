@@ -43,7 +43,11 @@ impl Run {
             generation: input.generation,
         };
         match self.setup.session.ask(apply).await {
-            Ok(compacted) => Ok(Compaction::Done(compacted)),
+            Ok(compacted) => {
+                // The results the model saw before are summarised now: repeats show again.
+                self.repeats.forget();
+                Ok(Compaction::Done(compacted))
+            }
             // Compacted meanwhile by someone else: go on with what there is.
             Err(SendError::HandlerError(err)) if err.code == protocol::ErrorCode::Busy => {
                 Ok(Compaction::Nothing)

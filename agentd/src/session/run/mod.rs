@@ -8,19 +8,22 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use kameo::prelude::*;
 use protocol::{Event, RunId, StopReason, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
+mod asked_change;
 mod calls;
 mod compaction;
 mod hooks;
+mod lenient_json;
 mod model_turn;
+mod named_files;
 
 use compaction::Compaction;
 mod checkpoints;
+mod repeats;
 mod repetition;
 mod resume;
 mod run_hooks;
@@ -28,6 +31,7 @@ mod step;
 mod stopping;
 mod task_call;
 mod text_calls;
+mod tools_step;
 
 pub use step::{Step, next_step};
 
@@ -38,11 +42,9 @@ use crate::compact;
 use crate::conversation::{Message, ToolCall};
 use crate::health::HealthMonitor;
 use crate::mcp::{McpHub, SessionSide, Toolset};
+use crate::model_profile::ModelProfile;
 use crate::provider::{Choice, Provider, ProviderError, ToolSpec};
-use crate::tools::{self, Tool, ToolPool, batch};
-
-/// A context window this small (in tokens) gets the compact prompt and tool descriptions.
-pub const SMALL_WINDOW: u64 = 16_384;
+use crate::tools::{self, ToolPool, batch};
 
 /// The result text of a call that was not run because the turn limit was reached.
 pub const NOT_EXECUTED_MAX_TURNS: &str = "(not executed: reached max turns)";
@@ -129,6 +131,9 @@ pub struct RunOutcome {
     pub usage: TokenUsage,
     /// What went wrong, for `error` and `health` stops.
     pub error: Option<String>,
+    /// A change was asked for, and the run completed without changing a file or running a
+    /// command.
+    pub nothing_changed: bool,
 }
 
 /// The loop's own state.
@@ -136,7 +141,9 @@ struct Run {
     setup: RunSetup,
     /// The model's context window, in tokens.
     window: u64,
-    /// The window is small: the prompt and tool descriptions are the compact ones.
+    /// The harness the model gets: its tools, their descriptions and the prompt.
+    profile: ModelProfile,
+    /// The profile is the small one.
     small: bool,
     turns: u32,
     usage: TokenUsage,
@@ -154,6 +161,12 @@ struct Run {
     children_usage: std::sync::Mutex<TokenUsage>,
     /// Stop hooks that blocked in a row.
     stop_blocks: u32,
+    /// What each call gave before, to tell the model when a call repeats itself.
+    repeats: repeats::Repeats,
+    /// The message that started the run asks for a change.
+    asked_change: bool,
+    /// A file was changed or a command run (or a subagent or a server's tool may have).
+    acted: std::sync::atomic::AtomicBool,
 }
 
 /// Runs the loop to its end.
@@ -164,6 +177,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         truncated: false,
         usage: TokenUsage::default(),
         error: Some(err),
+        nothing_changed: false,
     };
     let (provider, mut model) = match &setup.choice.provider {
         Ok((provider, model)) => (provider.clone(), model.clone()),
@@ -193,7 +207,8 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         cwd: setup.cwd.clone(),
         env: setup.env.clone(),
     };
-    let small = window <= SMALL_WINDOW;
+    let profile = ModelProfile::choose(setup.choice.profile, window, &model);
+    let small = profile.is_small();
     // A resumed run counts what it did before the stop.
     let (turns, usage, children_usage) = setup.resumed.as_ref().map_or_else(
         || (0, TokenUsage::default(), TokenUsage::default()),
@@ -202,6 +217,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
     let mut run = Run {
         setup,
         window,
+        profile,
         small,
         turns,
         usage,
@@ -213,8 +229,16 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         looped: false,
         children_usage: std::sync::Mutex::new(children_usage),
         stop_blocks: 0,
+        repeats: repeats::Repeats::default(),
+        asked_change: false,
+        acted: Default::default(),
     };
-    run.specs = Arc::new(run.offered(tools::specs_for(small)));
+    run.asked_change = run
+        .setup
+        .prompt
+        .as_deref()
+        .is_some_and(asked_change::asks_for_change);
+    run.specs = Arc::new(run.offered(tools::specs_for(profile.tools(), small)));
     if run.setup.resumed.is_some() {
         run.checkpoints.resume().await;
     }
@@ -250,12 +274,14 @@ impl Run {
         // The run's usage counts its subagents'.
         let mut usage = self.usage;
         usage.add(&self.children_usage());
+        let acted = self.acted.load(std::sync::atomic::Ordering::Relaxed);
         RunOutcome {
             stop_reason,
             turns: self.turns,
             truncated,
             usage,
             error,
+            nothing_changed: stop_reason == StopReason::Completed && self.asked_change && !acted,
         }
     }
 
@@ -281,6 +307,7 @@ impl Run {
     }
 
     async fn drive(&mut self, provider: &Provider, model: &str) -> Result<RunOutcome, Gone> {
+        let fresh = self.setup.resumed.is_none();
         // A resumed run first answers the calls the stop left without a result.
         if let Some(resumed) = self.setup.resumed.take()
             && !resumed.calls.is_empty()
@@ -290,6 +317,14 @@ impl Run {
             self.push(Message::ToolResults { results }, None).await?;
         }
         self.start_hooks().await?;
+        // A small model starts with the files the message names already read.
+        if fresh
+            && self.small
+            && let Some(prompt) = self.setup.prompt.clone()
+        {
+            self.refresh_tools().await;
+            self.read_named_files(&prompt).await?;
+        }
         loop {
             // A planned stop of the daemon lets no turn begin: the next daemon goes on.
             self.hold_for_stop().await;
@@ -395,22 +430,7 @@ impl Run {
                 cumulative: self.usage,
                 cost_micros: self.setup.choice.price.map(|p| p.cost_micros(&self.usage)),
             });
-            let call_refs: Vec<&ToolCall> = calls.iter().collect();
-            // A tool of a configured server counts even when the server is down.
-            let known = |name: &str| {
-                Tool::from_name(name).is_some()
-                    || name == crate::subagents::TASK_TOOL
-                    || self.toolset.get(name).is_some()
-                    || crate::mcp::names::split(name).is_some_and(|(server, _)| {
-                        self.toolset.servers.iter().any(|s| s.name == server)
-                    })
-            };
-            for report in self.health.observe_reply(&call_refs, known) {
-                self.emit(Event::Health {
-                    kind: report.kind,
-                    detail: report.detail,
-                });
-            }
+            let signs = self.observe_calls(&calls);
 
             if self.looped {
                 return Ok(self.finish(
@@ -447,24 +467,8 @@ impl Run {
                     self.push(Message::ToolResults { results }, None).await?;
                 }
                 Step::RunTools => {
-                    let done = self.execute(&calls).await?;
-                    let results = self.answered(&calls, done).await;
-                    for report in self.health.observe_results(&results, Instant::now()) {
-                        self.emit(Event::Health {
-                            kind: report.kind,
-                            detail: report.detail,
-                        });
-                    }
-                    self.push(Message::ToolResults { results }, None).await?;
-                    if self.health.should_stop() {
-                        return Ok(self.finish(
-                            StopReason::Health,
-                            false,
-                            Some(format!(
-                                "stopped: {} replies in a row asked only for tools that do not exist",
-                                crate::health::UNKNOWN_TOOL_LIMIT
-                            )),
-                        ));
+                    if let Some(outcome) = self.run_tools(&calls, signs).await? {
+                        return Ok(outcome);
                     }
                 }
             }
@@ -478,7 +482,7 @@ impl Run {
         if self.toolset.tools.is_empty() && !had_mcp {
             return;
         }
-        let mut specs = tools::specs_for(self.small);
+        let mut specs = tools::specs_for(self.profile.tools(), self.small);
         specs.extend(self.toolset.tools.iter().map(|t| {
             if self.small {
                 t.spec.compact()

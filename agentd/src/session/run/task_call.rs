@@ -64,6 +64,7 @@ impl Run {
             .is_none_or(|a| a.iter().any(|t| t == TASK_TOOL));
         if let Some(task) = &self.setup.subagents
             && task_allowed
+            && self.profile.subagents()
         {
             let spec = crate::subagents::task::spec(&task.agents);
             specs.push(if self.small { spec.compact() } else { spec });

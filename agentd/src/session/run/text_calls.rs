@@ -43,7 +43,11 @@ fn parse(text: &str, specs: &[ToolSpec]) -> Option<Vec<ToolCall>> {
     let bodies = unwrap(text)?;
     let mut calls = Vec::new();
     for body in bodies {
-        let value: Value = serde_json::from_str(body.trim()).ok()?;
+        // Code in a string often comes with its quotes unescaped: repaired, when it can be.
+        let value: Value = serde_json::from_str(body.trim()).ok().or_else(|| {
+            let repaired = super::lenient_json::repair(body)?;
+            serde_json::from_str(&repaired).ok()
+        })?;
         let objects = match value {
             Value::Array(items) if !items.is_empty() => items,
             object @ Value::Object(_) => vec![object],

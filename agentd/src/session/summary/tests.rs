@@ -84,6 +84,7 @@ fn a_run_is_thinking_then_in_a_tool_then_asking_then_done() {
             truncated: false,
             usage: Default::default(),
             returned_messages: Vec::new(),
+            nothing_changed: false,
             error: Some("x".repeat(1000)),
         },
         160,

@@ -1,0 +1,74 @@
+//! The step of a reply that asked for tools: the calls checked against the health monitor, run,
+//! and their results handed back with what the model must be told (a repeat, a warning), or
+//! the run stopped when it keeps going round in circles.
+
+use std::time::Instant;
+
+use protocol::{Event, StopReason};
+
+use super::{Gone, Run, RunOutcome};
+use crate::conversation::{Message, ToolCall, ToolResult};
+use crate::health::Report;
+use crate::tools::Tool;
+
+impl Run {
+    /// Shows the reply's calls to the health monitor; the signs are told to the user now and
+    /// to the model with the results.
+    pub(super) fn observe_calls(&mut self, calls: &[ToolCall]) -> Vec<Report> {
+        let call_refs: Vec<&ToolCall> = calls.iter().collect();
+        let toolset = &self.toolset;
+        // A tool of a configured server counts even when the server is down.
+        let known = |name: &str| {
+            Tool::from_name(name).is_some()
+                || name == crate::subagents::TASK_TOOL
+                || toolset.get(name).is_some()
+                || crate::mcp::names::split(name)
+                    .is_some_and(|(server, _)| toolset.servers.iter().any(|s| s.name == server))
+        };
+        let reports = self.health.observe_reply(&call_refs, known);
+        for report in &reports {
+            self.emit(Event::Health {
+                kind: report.kind,
+                detail: report.detail.clone(),
+            });
+        }
+        reports
+    }
+
+    /// Runs the calls and stores their results; the run's outcome when the health guard
+    /// stops it.
+    pub(super) async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        signs: Vec<Report>,
+    ) -> Result<Option<RunOutcome>, Gone> {
+        self.repeats.new_reply();
+        let done = self.execute(calls).await?;
+        let mut results = self.answered(calls, done).await;
+        let mut told: Vec<String> = signs.iter().filter_map(Report::to_model).collect();
+        for report in self.health.observe_results(&results, Instant::now()) {
+            told.extend(report.to_model());
+            self.emit(Event::Health {
+                kind: report.kind,
+                detail: report.detail,
+            });
+        }
+        self.health.observe_unchanged(self.repeats.all_unchanged());
+        tell(&mut results, &told);
+        self.push(Message::ToolResults { results }, None).await?;
+        Ok(self
+            .health
+            .stop()
+            .map(|why| self.finish(StopReason::Health, false, Some(why))))
+    }
+}
+
+/// Adds what the model must be told to the last result, where it reads it next.
+fn tell(results: &mut [ToolResult], told: &[String]) {
+    if let Some(last) = results.last_mut()
+        && !told.is_empty()
+    {
+        last.output.push_str("\n\n");
+        last.output.push_str(&told.join("\n"));
+    }
+}
