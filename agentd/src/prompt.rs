@@ -39,12 +39,16 @@ answer.
 - When the work is done, say in one or two sentences what you did. Do not show the user code \
 instead of writing it.
 
-Example: the user says greet.py prints \"helo\" and asks you to fix it.
-1. You call read with {\"path\": \"greet.py\"}. The result is:
-     1\tprint(\"helo\")
-2. You call write with {\"path\": \"greet.py\", \"content\": \"print(\\\"hello\\\")\\n\"}. The \
-result is: Replaced greet.py (1 line, 15 bytes).
-3. You answer: Fixed greet.py: it now prints \"hello\".";
+Example: the user asks you to make `area` in shapes.py return the area of a circle.
+1. You call read with {\"path\": \"shapes.py\"} and see its numbered lines:
+     1\timport math
+     2\t
+     3\tdef area(r):
+     4\t    return 0
+2. You call write with {\"path\": \"shapes.py\", \"content\": \"import math\\n\\ndef area(r):\\n    \
+return math.pi * r * r\\n\"}: the whole file with the change made, the rest kept as it was, \
+without line numbers.
+3. You answer: area in shapes.py now returns the area of a circle.";
 
 const PLAN_MODE: &str = "# Plan mode
 

@@ -64,7 +64,7 @@ async fn a_small_window_gets_the_fewest_tools_and_a_worked_example() {
     );
     assert!(
         system.contains("Example:")
-            && system.contains("You call read with {\"path\": \"greet.py\"}"),
+            && system.contains("You call read with {\"path\": \"shapes.py\"}"),
         "{system}"
     );
     // Small: the whole first request is under 4 kB (about 1k tokens).
@@ -139,6 +139,7 @@ async fn json_and_view(
         .find(|e| e["type"] == "run_finished")
         .expect("a run_finished event");
     let server = ModelServer::start(script).await;
+    std::fs::write(project.path().join("a.txt"), "helo\n").unwrap();
     let out = daemon
         .home
         .agentctl_against(&server, project.path(), &["run", "--yes", prompt])

@@ -58,6 +58,11 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     } else {
         None
     };
+    if let Some(before) = &before
+        && let Some(refused) = unchanged(&shown, before, &args.content)
+    {
+        return refused;
+    }
     if let Err(err) = write_whole(&ctx, &path, args.content.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {err}"));
     }
@@ -69,10 +74,56 @@ pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         args.content.len()
     );
     match before {
-        Some(before) if before != args.content => ToolOutput::ok(format!(
-            "{summary}\n{}",
-            change_diff(&shown, &before, &args.content)
-        )),
+        Some(before) if before != args.content => {
+            let note = if same_code(&before, &args.content) {
+                format!(
+                    "\nOnly whitespace changed in {shown} (blank lines, spaces at line ends, the \
+                     last newline); the code is as it was. If the task asked for a change to the \
+                     code, it is not made yet: write the file again with the change made."
+                )
+            } else {
+                String::new()
+            };
+            ToolOutput::ok(format!(
+                "{summary}{note}\n{}",
+                change_diff(&shown, &before, &args.content)
+            ))
+        }
         _ => ToolOutput::ok(summary),
+    }
+}
+
+/// The refusal of a write that would leave the file exactly as it is.
+fn unchanged(shown: &str, before: &str, content: &str) -> Option<ToolOutput> {
+    (before == content).then(|| {
+        ToolOutput::error(format!(
+            "cannot write {shown}: the content given is the file exactly as it is, so nothing \
+             would change. Write the whole file with the change made."
+        ))
+    })
+}
+
+/// Whether two texts are the same code: the same lines once blank lines and spaces at line
+/// ends are left out.
+fn same_code(a: &str, b: &str) -> bool {
+    let lines = |t: &str| -> Vec<String> {
+        t.lines()
+            .map(|l| l.trim_end().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    lines(a) == lines(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_that_changes_nothing_or_only_whitespace_says_so() {
+        assert!(unchanged("a.py", "x = 1\n", "x = 1\n").is_some_and(|o| o.is_error));
+        assert!(unchanged("a.py", "x = 1\n", "x = 2\n").is_none());
+        assert!(same_code("\n\ndef f():\n    pass\n", "def f():\n    pass"));
+        assert!(!same_code("def f():\n    pass\n", "def f():\n  pass\n"));
     }
 }

@@ -32,7 +32,7 @@ impl Repeats {
     /// The output of `call` made in `turn`: `output` itself, or, when the same call gave the
     /// same output before, the note that says so (after the output when it is short).
     pub fn answer(&self, call: &ToolCall, turn: u32, output: ToolOutput) -> ToolOutput {
-        let key = (call.name.clone(), normalized(&call.args));
+        let key = (call.name.clone(), normalized(&call.name, &call.args));
         let result = digest(&output);
         let before = self
             .seen
@@ -97,10 +97,24 @@ fn note(tool: &str, turn: u32) -> String {
     )
 }
 
-/// Arguments compared by value, so key order and spacing do not hide a repeat.
-fn normalized(args: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(args)
-        .map_or_else(|_| args.to_string(), |v| v.to_string())
+/// Arguments compared by value, so key order, spacing and a `read`'s default window spelt out
+/// do not hide a repeat.
+fn normalized(tool: &str, args: &str) -> String {
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(args) else {
+        return args.to_string();
+    };
+    if tool == "read"
+        && let Some(object) = value.as_object_mut()
+    {
+        if object.get("offset").and_then(|v| v.as_u64()) == Some(1) {
+            object.remove("offset");
+        }
+        let limit = crate::tools::read::DEFAULT_LIMIT as u64;
+        if object.get("limit").and_then(|v| v.as_u64()) == Some(limit) {
+            object.remove("limit");
+        }
+    }
+    value.to_string()
 }
 
 fn digest(output: &ToolOutput) -> u64 {
