@@ -115,6 +115,7 @@ pub async fn summarize(
         messages: &messages,
         tools,
         max_tokens: SUMMARY_TOKENS,
+        one_call: false,
     };
     let reply = provider.stream(request, &mut |_| {}, cancel).await?;
     let text = reply.text();

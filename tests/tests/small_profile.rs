@@ -58,6 +58,8 @@ async fn a_small_window_gets_the_fewest_tools_and_a_worked_example() {
     let body = first_request(&daemon, &server, "openai").await;
     let (tools, system) = offered(&body);
     assert_eq!(tools, ["read", "write", "bash"]);
+    // One call per reply: a small model otherwise goes on calling in a loop.
+    assert_eq!(body["parallel_tool_calls"], false);
     assert!(
         system.contains("call write with the complete new content of the whole file"),
         "{system}"
@@ -79,7 +81,9 @@ async fn a_model_known_to_be_small_gets_the_small_profile_whatever_its_window() 
     let (tools, _) = offered(&first_request(&daemon, &server, "openai").await);
     assert_eq!(tools, ["read", "write", "bash"]);
     let big = local_server("llama-3.1-70b-instruct", 131_072).await;
-    let (tools, system) = offered(&first_request(&daemon, &big, "openai").await);
+    let body = first_request(&daemon, &big, "openai").await;
+    assert!(body.get("parallel_tool_calls").is_none(), "{body}");
+    let (tools, system) = offered(&body);
     assert_eq!(
         tools,
         ["read", "write", "edit", "bash", "grep", "glob", "task"]
@@ -252,4 +256,90 @@ async fn a_small_model_starts_with_the_files_the_message_names_read() {
     let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
     start_run(&client, &session, "Implement f in solution.py.", options).await;
     assert!(tests::tool_results(&until_finished(&mut incoming).await).is_empty());
+}
+
+/// A run of the small model `qwen2.5-coder-1.5b-instruct` against `script`, asked to implement
+/// `f` (the message names no file).
+async fn small_run(
+    script: Vec<tests::model_server::Scripted>,
+) -> (Vec<protocol::SessionEvent>, ModelServer, tempfile::TempDir) {
+    let daemon = Daemon::start();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("solution.py"), "def f():\n    pass\n").unwrap();
+    let server = ModelServer::start(script).await;
+    server.describe(
+        "/v1/models",
+        json!({"data": [{"id": "qwen2.5-coder-1.5b-instruct"}]}),
+    );
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let options = RunOptions {
+        provider: Some("openai".into()),
+        model: None,
+        env: vec![("OPENAI_BASE_URL".into(), format!("{}/v1", server.url()))],
+        ..run_options(&server)
+    };
+    start_run(&client, &session, "Implement the function f.", options).await;
+    let events = until_finished(&mut incoming).await;
+    (events, server, project)
+}
+
+fn nothing_changed(events: &[protocol::SessionEvent]) -> bool {
+    events
+        .iter()
+        .find_map(|e| match &e.event {
+            protocol::Event::RunFinished {
+                nothing_changed, ..
+            } => Some(*nothing_changed),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_small_model_that_only_shows_the_change_is_asked_once_to_make_it() {
+    let prose = "Here's the implementation:\n\n```python\ndef f():\n    return 1\n```";
+    let (events, server, project) = small_run(vec![
+        openai::text(prose),
+        openai::tool("read", json!({"path": "solution.py"})),
+        openai::tool(
+            "write",
+            json!({"path": "solution.py", "content": "def f():\n    return 1\n"}),
+        ),
+        openai::text("Done."),
+    ])
+    .await;
+    assert!(events.iter().any(|e| matches!(&e.event, protocol::Event::Notice { text } if text.contains("asked once to make the change"))));
+    let requests = server.received();
+    assert_eq!(requests.len(), 4);
+    let told = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(told["role"], "user", "{told}");
+    assert!(
+        told["content"]
+            .as_str()
+            .unwrap()
+            .contains("code in an answer changes nothing"),
+        "{told}"
+    );
+    assert!(
+        told["content"]
+            .as_str()
+            .unwrap()
+            .contains("{\"name\":\"write\""),
+        "{told}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("solution.py")).unwrap(),
+        "def f():\n    return 1\n"
+    );
+    assert!(!nothing_changed(&events));
+    // Asked once only: a model that still does nothing ends the run, said so.
+    let (events, server, _project) =
+        small_run(vec![openai::text(prose), openai::text(prose)]).await;
+    assert_eq!(server.received().len(), 2);
+    assert!(nothing_changed(&events));
 }

@@ -128,6 +128,9 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
     });
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
+        if request.one_call {
+            body["tool_choice"] = json!({"type": "auto", "disable_parallel_tool_use": true});
+        }
     }
     body
 }

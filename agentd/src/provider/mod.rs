@@ -71,6 +71,8 @@ pub struct ModelRequest<'a> {
     pub tools: &'a [ToolSpec],
     /// The output token limit of the reply.
     pub max_tokens: u32,
+    /// At most one tool call per reply (small models otherwise go on calling in a loop).
+    pub one_call: bool,
 }
 
 /// A piece of a reply as it streams, for live display.

@@ -136,6 +136,9 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
     });
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(request.tools.iter().map(tool_json).collect());
+        if request.one_call {
+            body["parallel_tool_calls"] = json!(false);
+        }
     }
     body
 }

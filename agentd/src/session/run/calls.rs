@@ -210,6 +210,7 @@ impl Run {
         }
         let ran_ms = began.map_or(0, |at| at.elapsed().as_millis() as u64);
         let output = self.after_tool(call, hooked, output).await;
+        let output = self.writes.landed(call, output, self.small);
         let output = self.repeats.answer(call, self.turns, output);
         let result = ToolResult {
             call_id: call.id.clone(),
@@ -230,7 +231,10 @@ impl Run {
         hooked: &mut Hooked,
         running: &mut Option<RunningCall>,
     ) -> Result<Prepared, Gone> {
-        if let Some(refused) = self.not_offered(&call.name) {
+        if let Some(refused) = self
+            .not_offered(&call.name)
+            .or_else(|| self.writes.echo(call))
+        {
             return Ok(Prepared::Refused(refused));
         }
         let target = match Tool::from_name(&call.name) {

@@ -20,6 +20,7 @@ mod hooks;
 mod lenient_json;
 mod model_turn;
 mod named_files;
+mod nudge;
 
 use compaction::Compaction;
 mod checkpoints;
@@ -32,6 +33,7 @@ mod stopping;
 mod task_call;
 mod text_calls;
 mod tools_step;
+mod write_results;
 
 pub use step::{Step, next_step};
 
@@ -163,8 +165,14 @@ struct Run {
     stop_blocks: u32,
     /// What each call gave before, to tell the model when a call repeats itself.
     repeats: repeats::Repeats,
+    /// The summaries of the run's changes, and what a small model is told after one.
+    writes: write_results::WriteResults,
     /// The message that started the run asks for a change.
     asked_change: bool,
+    /// The model was told once that it answered without making the change.
+    nudged: bool,
+    /// The files the message named, read for a small model at the start.
+    named: Vec<String>,
     /// A file was changed or a command run (or a subagent or a server's tool may have).
     acted: std::sync::atomic::AtomicBool,
 }
@@ -230,7 +238,10 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         children_usage: std::sync::Mutex::new(children_usage),
         stop_blocks: 0,
         repeats: repeats::Repeats::default(),
+        writes: Default::default(),
         asked_change: false,
+        nudged: false,
+        named: Vec::new(),
         acted: Default::default(),
     };
     run.asked_change = run
@@ -447,6 +458,10 @@ impl Run {
             match next_step(&step_reply, self.turns, self.setup.max_turns, queued) {
                 Step::ContinueWithQueued => continue,
                 Step::Complete { truncated } => {
+                    // A small model that only showed the change is asked once to make it.
+                    if self.nudge_to_act().await? {
+                        continue;
+                    }
                     // A Stop hook may send the run on with its reason.
                     if self.stop_hooks().await? {
                         continue;

@@ -70,6 +70,7 @@ impl Run {
             messages: &input.messages,
             tools: &self.specs,
             max_tokens: self.setup.choice.max_tokens,
+            one_call: self.small,
         };
         let gate = Arc::new(std::sync::Mutex::new(
             if self.setup.choice.text_tool_calls {

@@ -15,6 +15,8 @@ use crate::conversation::{AssistantReply, Block, Message, ToolCall};
 const MAX_FILES: usize = 3;
 /// Files larger than this are left for the model to read in parts.
 const MAX_BYTES: u64 = 64 * 1024;
+/// Characters of the task said again after the files.
+const MAX_TASK_CHARS: usize = 2000;
 
 impl Run {
     /// Reads the files `message` names, if the model is small and this is the run's start.
@@ -24,6 +26,7 @@ impl Run {
         if paths.is_empty() {
             return Ok(());
         }
+        self.named = paths.clone();
         let calls: Vec<ToolCall> = paths
             .iter()
             .enumerate()
@@ -40,8 +43,25 @@ impl Run {
         };
         self.push(Message::Assistant(reply), None).await?;
         let done = self.execute(&calls).await?;
-        let results = self.answered(&calls, done).await;
+        let mut results = self.answered(&calls, done).await;
+        // The task again, after the files: a small model otherwise takes the file it just
+        // read for what to write back.
+        if let Some(last) = results.last_mut() {
+            last.output.push_str(&format!(
+                "\n(These files were read for you. Your task: {}\nDo it now: to change a file, \
+                 write the whole file with the change made; to answer, reply in plain text.)",
+                cut(message.trim(), MAX_TASK_CHARS)
+            ));
+        }
         self.push(Message::ToolResults { results }, None).await
+    }
+}
+
+/// `text` cut to `max` characters, saying so.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }
 
