@@ -80,7 +80,7 @@ fn parameters(model: &str) -> Option<f64> {
             .get(end + 1)
             .is_none_or(|b| !b.is_ascii_alphanumeric());
         if unit && alone {
-            return lower[i..end].parse().ok();
+            return lower.get(i..end)?.parse().ok();
         }
         i = end.max(i + 1);
     }

@@ -350,12 +350,7 @@ impl Bridge {
                 nothing_changed,
                 ..
             } if !replay => {
-                if nothing_changed {
-                    out.push(updates::text_chunk(
-                        SessionUpdate::AgentMessageChunk,
-                        "\n\n(Nothing was changed: the request asked for a change, but no file was changed and no command was run.)",
-                    ));
-                }
+                out.extend(nothing_changed.then(updates::nothing_changed));
                 let answer = updates::stop_reason(stop_reason, truncated, error.as_deref());
                 // The prompts this run took, or gave back unread; one still on its way to the
                 // daemon belongs to the next run.

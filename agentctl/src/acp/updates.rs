@@ -44,6 +44,14 @@ pub fn mode(id: &SessionModeId) -> Option<Mode> {
     MODES.into_iter().find(|m| m.as_str() == &*id.0)
 }
 
+/// The line an editor shows after a run that was asked for a change and changed nothing.
+pub fn nothing_changed() -> SessionUpdate {
+    text_chunk(
+        SessionUpdate::AgentMessageChunk,
+        "\n\n(Nothing was changed: the request asked for a change, but no file was changed and no command was run.)",
+    )
+}
+
 /// A chunk of text as an update of `kind`.
 pub fn text_chunk(kind: fn(ContentChunk) -> SessionUpdate, text: &str) -> SessionUpdate {
     kind(ContentChunk::new(ContentBlock::from(text.to_string())))

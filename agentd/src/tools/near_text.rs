@@ -98,7 +98,7 @@ pub fn closest_region(text: &str, old: &str) -> String {
 /// occur as whole lines or a part of one.
 pub fn region_of(text: &str, old: &str) -> Option<String> {
     let at = text.find(old)?;
-    let first = text[..at].matches('\n').count();
+    let first = text.get(..at)?.matches('\n').count();
     let n = old.trim_end_matches('\n').matches('\n').count() + 1;
     let lines: Vec<&str> = text.lines().collect();
     let from = first.saturating_sub(CONTEXT);

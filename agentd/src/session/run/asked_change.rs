@@ -108,7 +108,7 @@ pub fn asks_for_change(message: &str) -> bool {
         text.trim_end().ends_with('?') && words.first().is_some_and(|w| QUESTION_WORDS.contains(w));
     let opens_with_question =
         words.first().is_some_and(|w| QUESTION_WORDS.contains(w)) && !question;
-    !question && !(opens_with_question && !leads_a_clause(&words))
+    !question && (!opens_with_question || leads_a_clause(&words))
 }
 
 /// Whether a change verb opens one of the message's clauses ("Read x and fix y", "then add…").
@@ -123,9 +123,10 @@ pub(super) fn without_attached_files(message: &str) -> String {
     let mut out = String::new();
     let mut rest = message;
     while let Some(start) = rest.find("<file path=") {
-        out.push_str(&rest[..start]);
-        match rest[start..].find("</file>") {
-            Some(end) => rest = &rest[start + end + "</file>".len()..],
+        out.push_str(rest.get(..start).unwrap_or_default());
+        let opened = rest.get(start..).unwrap_or_default();
+        match opened.find("</file>") {
+            Some(end) => rest = opened.get(end + "</file>".len()..).unwrap_or_default(),
             None => return out,
         }
     }

@@ -35,6 +35,7 @@ mod text_calls;
 mod tools_step;
 mod write_results;
 
+pub use resume::Resumed;
 pub use step::{Step, next_step};
 
 pub use task_call::TaskSetup;
@@ -46,7 +47,7 @@ use crate::health::HealthMonitor;
 use crate::mcp::{McpHub, SessionSide, Toolset};
 use crate::model_profile::ModelProfile;
 use crate::provider::{Choice, Provider, ProviderError, ToolSpec};
-use crate::tools::{self, ToolPool, batch};
+use crate::tools::{self, ToolPool};
 
 /// The result text of a call that was not run because the turn limit was reached.
 pub const NOT_EXECUTED_MAX_TURNS: &str = "(not executed: reached max turns)";
@@ -98,26 +99,6 @@ pub struct RunSetup {
     /// The daemon's planned stop: once it is asked for, the run starts no model turn and no
     /// tool call, and waits to be stopped (the next daemon resumes it).
     pub stop: crate::stop::PlannedStop,
-}
-
-/// Where a resumed run stood when the daemon stopped (SPEC §4, continuity).
-#[derive(Debug, Clone, Default)]
-pub struct Resumed {
-    /// Model replies of the run so far.
-    pub turns: u32,
-    /// The calls of the last reply, when it asked for tools and not every call has a result.
-    pub calls: Vec<ToolCall>,
-    /// Their results that were in before the stop.
-    pub done: Vec<crate::conversation::ToolResult>,
-    /// The calls that had begun (announced, not waiting for permission): run again only when
-    /// they only read.
-    pub started: Vec<String>,
-    /// The children `task` calls of the last reply started: (call, child, in the background).
-    pub children: Vec<(String, protocol::SessionId, bool)>,
-    /// The tokens of the run's model replies so far.
-    pub usage: TokenUsage,
-    /// The tokens of the run's subagents in the foreground that finished so far.
-    pub children_usage: TokenUsage,
 }
 
 /// How a run ended.
@@ -488,31 +469,5 @@ impl Run {
                 }
             }
         }
-    }
-
-    /// Lists the MCP servers' tools for the next turn (starting servers not started yet).
-    async fn refresh_tools(&mut self) {
-        let had_mcp = !self.toolset.tools.is_empty();
-        self.toolset = self.setup.mcp.toolset(&self.side, self.cancel()).await;
-        if self.toolset.tools.is_empty() && !had_mcp {
-            return;
-        }
-        let mut specs = tools::specs_for(self.profile.tools(), self.small);
-        specs.extend(self.toolset.tools.iter().map(|t| {
-            if self.small {
-                t.spec.compact()
-            } else {
-                t.spec.clone()
-            }
-        }));
-        self.specs = Arc::new(self.offered(specs));
-    }
-
-    /// Whether a call of `name` may run in parallel with its neighbours: a built-in reading
-    /// tool, `task` (children run in parallel), or an MCP tool its server marks read-only.
-    fn concurrency_safe(&self, name: &str) -> bool {
-        batch::builtin_safe(name)
-            || name == crate::subagents::TASK_TOOL
-            || self.toolset.get(name).is_some_and(|t| t.read_only)
     }
 }

@@ -60,7 +60,7 @@ impl Run {
 /// `text` cut to `max` characters, saying so.
 fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
+        Some((at, _)) => format!("{}…", text.get(..at).unwrap_or_default()),
         None => text.to_string(),
     }
 }

@@ -8,7 +8,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::calls::result_event;
-use super::{Gone, Resumed, Run};
+use protocol::TokenUsage;
+
+use super::{Gone, Run};
 use crate::conversation::{ToolCall, ToolResult};
 
 impl Run {
@@ -101,4 +103,24 @@ fn interrupted(call: &ToolCall, cwd: &Path) -> String {
         },
         _ => format!("{head}: check its effects before calling it again"),
     }
+}
+
+/// Where a resumed run stood when the daemon stopped (SPEC §4, continuity).
+#[derive(Debug, Clone, Default)]
+pub struct Resumed {
+    /// Model replies of the run so far.
+    pub turns: u32,
+    /// The calls of the last reply, when it asked for tools and not every call has a result.
+    pub calls: Vec<ToolCall>,
+    /// Their results that were in before the stop.
+    pub done: Vec<crate::conversation::ToolResult>,
+    /// The calls that had begun (announced, not waiting for permission): run again only when
+    /// they only read.
+    pub started: Vec<String>,
+    /// The children `task` calls of the last reply started: (call, child, in the background).
+    pub children: Vec<(String, protocol::SessionId, bool)>,
+    /// The tokens of the run's model replies so far.
+    pub usage: TokenUsage,
+    /// The tokens of the run's subagents in the foreground that finished so far.
+    pub children_usage: TokenUsage,
 }

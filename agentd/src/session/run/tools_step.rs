@@ -2,6 +2,7 @@
 //! and their results handed back with what the model must be told (a repeat, a warning), or
 //! the run stopped when it keeps going round in circles.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use protocol::{Event, StopReason};
@@ -9,7 +10,7 @@ use protocol::{Event, StopReason};
 use super::{Gone, Run, RunOutcome};
 use crate::conversation::{Message, ToolCall, ToolResult};
 use crate::health::Report;
-use crate::tools::Tool;
+use crate::tools::{self, Tool, batch};
 
 impl Run {
     /// Shows the reply's calls to the health monitor; the signs are told to the user now and
@@ -60,6 +61,32 @@ impl Run {
             .health
             .stop()
             .map(|why| self.finish(StopReason::Health, false, Some(why))))
+    }
+
+    /// Lists the MCP servers' tools for the next turn (starting servers not started yet).
+    pub(super) async fn refresh_tools(&mut self) {
+        let had_mcp = !self.toolset.tools.is_empty();
+        self.toolset = self.setup.mcp.toolset(&self.side, self.cancel()).await;
+        if self.toolset.tools.is_empty() && !had_mcp {
+            return;
+        }
+        let mut specs = tools::specs_for(self.profile.tools(), self.small);
+        specs.extend(self.toolset.tools.iter().map(|t| {
+            if self.small {
+                t.spec.compact()
+            } else {
+                t.spec.clone()
+            }
+        }));
+        self.specs = Arc::new(self.offered(specs));
+    }
+
+    /// Whether a call of `name` may run in parallel with its neighbours: a built-in reading
+    /// tool, `task` (children run in parallel), or an MCP tool its server marks read-only.
+    pub(super) fn concurrency_safe(&self, name: &str) -> bool {
+        batch::builtin_safe(name)
+            || name == crate::subagents::TASK_TOOL
+            || self.toolset.get(name).is_some_and(|t| t.read_only)
     }
 }
 
