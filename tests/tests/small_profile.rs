@@ -311,6 +311,10 @@ async fn a_small_model_that_only_shows_the_change_is_asked_once_to_make_it() {
     assert!(events.iter().any(|e| matches!(&e.event, protocol::Event::Notice { text } if text.contains("asked once to make the change"))));
     let requests = server.received();
     assert_eq!(requests.len(), 4);
+    // The reply after being told must call a tool; the one after that is free again.
+    assert!(requests[0].body.get("tool_choice").is_none());
+    assert_eq!(requests[1].body["tool_choice"], "required");
+    assert!(requests[2].body.get("tool_choice").is_none());
     let told = requests[1].body["messages"]
         .as_array()
         .unwrap()
@@ -342,4 +346,41 @@ async fn a_small_model_that_only_shows_the_change_is_asked_once_to_make_it() {
         small_run(vec![openai::text(prose), openai::text(prose)]).await;
     assert_eq!(server.received().len(), 2);
     assert!(nothing_changed(&events));
+}
+
+#[tokio::test]
+async fn anthropic_s_wire_gets_one_call_per_reply_and_a_required_call_after_the_nudge() {
+    let daemon = Daemon::start();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("solution.py"), "def f():\n    pass\n").unwrap();
+    let server = ModelServer::start(vec![
+        anthropic::text("Here it is:\n\n```python\ndef f():\n    return 1\n```"),
+        anthropic::tool(
+            "write",
+            json!({"path": "solution.py", "content": "def f():\n    return 1\n"}),
+        ),
+        anthropic::text("Done."),
+    ])
+    .await;
+    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let options = RunOptions {
+        model: Some("qwen2.5-coder-1.5b-instruct".into()),
+        ..run_options(&server)
+    };
+    start_run(&client, &session, "Implement f in solution.py.", options).await;
+    let events = until_finished(&mut incoming).await;
+    assert!(!nothing_changed(&events));
+    let requests = server.received();
+    assert_eq!(
+        requests[0].body["tool_choice"],
+        json!({"type": "auto", "disable_parallel_tool_use": true})
+    );
+    assert_eq!(
+        requests[1].body["tool_choice"],
+        json!({"type": "any", "disable_parallel_tool_use": true})
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("solution.py")).unwrap(),
+        "def f():\n    return 1\n"
+    );
 }

@@ -84,7 +84,10 @@ impl Anthropic {
             .header("anthropic-version", API_VERSION)
             .header("accept", "text/event-stream")
             .json(&request_body(&request));
-        let parser = ReplyBuilder::default();
+        let parser = ReplyBuilder {
+            one_call: request.one_call,
+            ..ReplyBuilder::default()
+        };
         self.endpoint
             .stream(&FORMAT, &url, post, parser, on_delta, cancel)
             .await
@@ -128,8 +131,10 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
     });
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
-        if request.one_call {
-            body["tool_choice"] = json!({"type": "auto", "disable_parallel_tool_use": true});
+        let choice = if request.require_tool { "any" } else { "auto" };
+        if request.one_call || request.require_tool {
+            body["tool_choice"] =
+                json!({"type": choice, "disable_parallel_tool_use": request.one_call});
         }
     }
     body
@@ -242,6 +247,8 @@ pub struct ReplyBuilder {
     blocks: BTreeMap<u64, Partial>,
     stop_reason: Option<String>,
     usage: TokenUsage,
+    /// The reply ends at its first tool call: a second one starting ends the stream.
+    pub one_call: bool,
 }
 
 impl StreamParser for ReplyBuilder {
@@ -270,6 +277,10 @@ impl StreamParser for ReplyBuilder {
                         signature: str_of(&block["signature"]),
                     },
                     Some("redacted_thinking") => Partial::Redacted(str_of(&block["data"])),
+                    Some("tool_use") if self.one_call && self.has_call() => {
+                        self.stop_reason = Some("tool_use".to_string());
+                        return Ok(true);
+                    }
                     Some("tool_use") => Partial::ToolUse {
                         id: str_of(&block["id"]),
                         name: str_of(&block["name"]),
@@ -345,6 +356,13 @@ impl StreamParser for ReplyBuilder {
 
 impl ReplyBuilder {
     /// Takes the counts present in a usage object; later events carry the final numbers.
+    /// Whether a tool call has begun.
+    fn has_call(&self) -> bool {
+        self.blocks
+            .values()
+            .any(|b| matches!(b, Partial::ToolUse { .. }))
+    }
+
     fn read_usage(&mut self, usage: &Value) {
         let count = |key: &str| usage[key].as_u64();
         if let Some(n) = count("input_tokens") {
@@ -407,93 +425,5 @@ fn str_of(value: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use protocol::Delivery;
-
-    fn event(data: Value) -> SseEvent {
-        SseEvent {
-            event: data["type"].as_str().unwrap().to_string(),
-            data: data.to_string(),
-        }
-    }
-
-    #[test]
-    fn a_tool_call_is_assembled_from_json_pieces() {
-        let mut builder = ReplyBuilder::default();
-        let mut deltas = Vec::new();
-        let mut sink = |d| deltas.push(d);
-        let events = [
-            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "cache_read_input_tokens": 4, "cache_creation_input_tokens": 2, "output_tokens": 1}}}),
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Reading."}}),
-            json!({"type": "content_block_stop", "index": 0}),
-            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {}}}),
-            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"pa"}}),
-            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "th\": \"a\"}"}}),
-            json!({"type": "content_block_stop", "index": 1}),
-            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
-        ];
-        for e in events {
-            assert!(!builder.apply(event(e), &mut sink).unwrap());
-        }
-        assert!(
-            builder
-                .apply(event(json!({"type": "message_stop"})), &mut sink)
-                .unwrap()
-        );
-        let reply = builder.build();
-        assert_eq!(reply.text(), "Reading.");
-        assert_eq!(
-            reply.tool_calls()[0].args_json().unwrap(),
-            json!({"path": "a"})
-        );
-        assert_eq!(reply.stop_reason, ModelStopReason::ToolUse);
-        assert_eq!(
-            reply.usage,
-            TokenUsage {
-                input: 10,
-                output: 20,
-                cache_read: 4,
-                cache_write: 2
-            }
-        );
-        assert_eq!(deltas, vec![StreamDelta::Text("Reading.".into())]);
-    }
-
-    #[test]
-    fn tool_results_and_a_steer_merge_into_one_user_message() {
-        let call = ToolCall {
-            id: "t1".into(),
-            name: "read".into(),
-            args: "{\"path\":\"a\"}".into(),
-        };
-        let history = vec![
-            Message::User {
-                text: "go".into(),
-                delivery: Delivery::FollowUp,
-            },
-            Message::Assistant(AssistantReply {
-                content: vec![Block::ToolCall(call)],
-                stop_reason: ModelStopReason::ToolUse,
-                usage: TokenUsage::default(),
-            }),
-            Message::ToolResults {
-                results: vec![crate::conversation::ToolResult {
-                    call_id: "t1".into(),
-                    name: "read".into(),
-                    output: "x".into(),
-                    is_error: false,
-                }],
-            },
-            Message::User {
-                text: "also check b".into(),
-                delivery: Delivery::Steer,
-            },
-        ];
-        let messages = messages_json(&history);
-        assert_eq!(messages.len(), 3);
-        assert_eq!(messages[2]["content"][0]["type"], "tool_result");
-        assert_eq!(messages[2]["content"][1]["text"], "also check b");
-    }
-}
+#[path = "anthropic_tests.rs"]
+mod tests;

@@ -94,7 +94,10 @@ impl OpenAi {
         if let Some(key) = &self.api_key {
             post = post.bearer_auth(key);
         }
-        let parser = ReplyBuilder::default();
+        let parser = ReplyBuilder {
+            one_call: request.one_call,
+            ..ReplyBuilder::default()
+        };
         self.endpoint
             .stream(&FORMAT, &url, post, parser, on_delta, cancel)
             .await
@@ -138,6 +141,9 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
         body["tools"] = Value::Array(request.tools.iter().map(tool_json).collect());
         if request.one_call {
             body["parallel_tool_calls"] = json!(false);
+        }
+        if request.require_tool {
+            body["tool_choice"] = json!("required");
         }
     }
     body
@@ -215,6 +221,8 @@ pub struct ReplyBuilder {
     calls: BTreeMap<u64, PartialCall>,
     finish_reason: Option<String>,
     usage: TokenUsage,
+    /// The reply ends at its first tool call: a second one starting ends the stream.
+    pub one_call: bool,
 }
 
 impl StreamParser for ReplyBuilder {
@@ -268,6 +276,10 @@ impl StreamParser for ReplyBuilder {
         }
         for call in delta["tool_calls"].as_array().into_iter().flatten() {
             let index = call["index"].as_u64().unwrap_or(self.calls.len() as u64);
+            if self.one_call && !self.calls.is_empty() && !self.calls.contains_key(&index) {
+                self.finish_reason = Some("tool_calls".to_string());
+                return Ok(true);
+            }
             let partial = self.calls.entry(index).or_default();
             // Some servers repeat the id and name in every delta; they are set, not appended.
             if let Some(id) = call["id"].as_str().filter(|s| !s.is_empty()) {
@@ -379,6 +391,15 @@ mod tests {
         );
         assert_eq!(calls[1].name, "glob");
         assert_eq!(reply.stop_reason, ModelStopReason::ToolUse);
+        // One call per reply: the second call's start ends the reply.
+        let one = ReplyBuilder {
+            one_call: true,
+            ..ReplyBuilder::default()
+        };
+        let first = stream::decode(one, body.as_bytes(), &mut |_| {}).unwrap();
+        assert_eq!(first.tool_calls().len(), 1);
+        assert_eq!(first.tool_calls()[0].args, "{\"path\":\"a\"}");
+        assert_eq!(first.stop_reason, ModelStopReason::ToolUse);
         assert_eq!(
             reply.usage,
             TokenUsage {

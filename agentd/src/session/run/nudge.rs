@@ -1,6 +1,7 @@
 //! A small model asked for a change often answers with the code in prose ("Here's the
 //! implementation: …") and stops, with nothing changed. Once per run it is told that nothing
-//! changed and to make the change with its tools; the views see a notice saying so.
+//! changed and to make the change with its tools, and its next reply must call a tool (asked
+//! of the API: `tool_choice` required, or `any`); the views see a notice.
 
 use protocol::Event;
 
@@ -29,10 +30,10 @@ impl Run {
     /// and made none (told so once per run).
     pub(super) async fn nudge_to_act(&mut self) -> Result<bool, Gone> {
         let acted = self.acted.load(std::sync::atomic::Ordering::Relaxed);
-        if !self.small || !self.asked_change || acted || self.nudged {
+        if !self.small || !self.asked_change || acted || self.nudged.is_some() {
             return Ok(false);
         }
-        self.nudged = true;
+        self.nudged = Some(self.turns);
         self.emit(Event::Notice {
             text:
                 "the model answered without changing anything; it was asked once to make the change"
