@@ -116,7 +116,6 @@ pub async fn summarize(
         tools,
         max_tokens: SUMMARY_TOKENS,
         one_call: false,
-        require_tool: false,
     };
     let reply = provider.stream(request, &mut |_| {}, cancel).await?;
     let text = reply.text();

@@ -311,10 +311,6 @@ async fn a_small_model_that_only_shows_the_change_is_asked_once_to_make_it() {
     assert!(events.iter().any(|e| matches!(&e.event, protocol::Event::Notice { text } if text.contains("asked once to make the change"))));
     let requests = server.received();
     assert_eq!(requests.len(), 4);
-    // The reply after being told must call a tool; the one after that is free again.
-    assert!(requests[0].body.get("tool_choice").is_none());
-    assert_eq!(requests[1].body["tool_choice"], "required");
-    assert!(requests[2].body.get("tool_choice").is_none());
     let told = requests[1].body["messages"]
         .as_array()
         .unwrap()
@@ -327,13 +323,6 @@ async fn a_small_model_that_only_shows_the_change_is_asked_once_to_make_it() {
             .as_str()
             .unwrap()
             .contains("code in an answer changes nothing"),
-        "{told}"
-    );
-    assert!(
-        told["content"]
-            .as_str()
-            .unwrap()
-            .contains("{\"name\":\"write\""),
         "{told}"
     );
     assert_eq!(
@@ -349,7 +338,7 @@ async fn a_small_model_that_only_shows_the_change_is_asked_once_to_make_it() {
 }
 
 #[tokio::test]
-async fn anthropic_s_wire_gets_one_call_per_reply_and_a_required_call_after_the_nudge() {
+async fn anthropic_s_wire_gets_one_call_per_reply_and_the_nudge() {
     let daemon = Daemon::start();
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("solution.py"), "def f():\n    pass\n").unwrap();
@@ -375,10 +364,13 @@ async fn anthropic_s_wire_gets_one_call_per_reply_and_a_required_call_after_the_
         requests[0].body["tool_choice"],
         json!({"type": "auto", "disable_parallel_tool_use": true})
     );
-    assert_eq!(
-        requests[1].body["tool_choice"],
-        json!({"type": "any", "disable_parallel_tool_use": true})
-    );
+    let told = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(told.contains("code in an answer changes nothing"), "{told}");
     assert_eq!(
         std::fs::read_to_string(project.path().join("solution.py")).unwrap(),
         "def f():\n    return 1\n"

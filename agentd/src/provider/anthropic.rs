@@ -131,10 +131,8 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
     });
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
-        let choice = if request.require_tool { "any" } else { "auto" };
-        if request.one_call || request.require_tool {
-            body["tool_choice"] =
-                json!({"type": choice, "disable_parallel_tool_use": request.one_call});
+        if request.one_call {
+            body["tool_choice"] = json!({"type": "auto", "disable_parallel_tool_use": true});
         }
     }
     body

@@ -73,8 +73,6 @@ pub struct ModelRequest<'a> {
     pub max_tokens: u32,
     /// At most one tool call per reply (small models otherwise go on calling in a loop).
     pub one_call: bool,
-    /// The reply must call a tool (a small model told it answered without acting).
-    pub require_tool: bool,
 }
 
 /// A piece of a reply as it streams, for live display.

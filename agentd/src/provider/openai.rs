@@ -142,9 +142,6 @@ pub fn request_body(request: &ModelRequest<'_>) -> Value {
         if request.one_call {
             body["parallel_tool_calls"] = json!(false);
         }
-        if request.require_tool {
-            body["tool_choice"] = json!("required");
-        }
     }
     body
 }

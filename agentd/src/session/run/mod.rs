@@ -150,11 +150,8 @@ struct Run {
     writes: write_results::WriteResults,
     /// The message that started the run asks for a change.
     asked_change: bool,
-    /// When (after how many replies) the model was told that it answered without making the
-    /// change; its next reply must call a tool.
-    nudged: Option<u32>,
-    /// The files the message named, read for a small model at the start.
-    named: Vec<String>,
+    /// The model was told once that it answered without making the change.
+    nudged: bool,
     /// A file was changed or a command run (or a subagent or a server's tool may have).
     acted: std::sync::atomic::AtomicBool,
 }
@@ -222,8 +219,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         repeats: repeats::Repeats::default(),
         writes: Default::default(),
         asked_change: false,
-        nudged: None,
-        named: Vec::new(),
+        nudged: false,
         acted: Default::default(),
     };
     run.asked_change = run

@@ -71,7 +71,6 @@ impl Run {
             tools: &self.specs,
             max_tokens: self.setup.choice.max_tokens,
             one_call: self.small,
-            require_tool: self.nudged == Some(self.turns),
         };
         let gate = Arc::new(std::sync::Mutex::new(
             if self.setup.choice.text_tool_calls {

@@ -26,7 +26,6 @@ impl Run {
         if paths.is_empty() {
             return Ok(());
         }
-        self.named = paths.clone();
         let calls: Vec<ToolCall> = paths
             .iter()
             .enumerate()
