@@ -338,7 +338,7 @@ async fn unknown_tools_get_an_error_and_three_in_a_row_stop_the_run() {
 }
 
 #[tokio::test]
-async fn five_identical_replies_raise_a_health_event() {
+async fn identical_replies_raise_a_health_event_and_then_stop_the_run() {
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("a.txt"), "a\n").unwrap();
     let mut script: Vec<_> = (0..5)
@@ -359,13 +359,16 @@ async fn five_identical_replies_raise_a_health_event() {
         .collect();
     assert_eq!(health.len(), 1, "{health:?}");
     assert_eq!(health[0].0, protocol::HealthKind::RepeatedCalls);
+    // Warned at the third identical reply, stopped at the fourth: the same calls, the same
+    // results.
     assert!(matches!(
         finished(&events),
         Event::RunFinished {
-            stop_reason: StopReason::Completed,
+            stop_reason: StopReason::Health,
             ..
         }
     ));
+    assert_eq!(server.received().len(), 4);
 }
 
 #[tokio::test]
