@@ -90,7 +90,7 @@ async fn a_real_openai_stream_whose_call_is_text_becomes_a_call() {
     start_run(
         &_client,
         &session,
-        "implement digitSum",
+        "look at digitSum",
         openai_options(&server),
     )
     .await;
