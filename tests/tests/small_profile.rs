@@ -162,7 +162,10 @@ async fn a_change_asked_for_and_not_made_is_said_in_one_line() {
     .await;
     assert_eq!(finished["stop_reason"], "completed");
     assert_eq!(finished["nothing_changed"], true, "{finished}");
-    assert!(view.contains("nothing was changed: the request asked for a change, but no file was changed and no command was run"), "{view}");
+    assert!(
+        view.contains("nothing was changed: no file was changed and no command was run"),
+        "{view}"
+    );
     assert!(
         view.contains("completed without changing anything"),
         "{view}"

@@ -362,9 +362,9 @@ impl HumanView {
             self.line(&style.dim(&format!("  tokens per turn — {per_turn}")));
         }
         if *nothing_changed {
-            self.line(&style.yellow(
-                "! nothing was changed: the request asked for a change, but no file was changed and no command was run",
-            ));
+            self.line(
+                &style.yellow("! nothing was changed: no file was changed and no command was run"),
+            );
         }
         let verdict = match stop_reason {
             StopReason::Completed if *nothing_changed => {
