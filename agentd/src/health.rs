@@ -174,7 +174,7 @@ impl HealthMonitor {
 }
 
 /// Arguments compared by value, so key order and spacing do not hide a repeat.
-fn normalized_args(args: &str) -> String {
+pub(crate) fn normalized_args(args: &str) -> String {
     serde_json::from_str::<serde_json::Value>(args)
         .map_or_else(|_| args.to_string(), |v| v.to_string())
 }

@@ -6,8 +6,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::Tool;
-
 /// A context window this small (in tokens) gets the small profile.
 pub const SMALL_WINDOW: u64 = 16_384;
 /// Models of at most this many billion parameters are small.
@@ -36,15 +34,6 @@ impl ModelProfile {
     /// Whether this is the small profile.
     pub fn is_small(self) -> bool {
         self == ModelProfile::Small
-    }
-
-    /// The built-in tools offered: for a small model, reading, writing whole files and
-    /// running commands (which also search and list) are all it needs.
-    pub fn tools(self) -> &'static [Tool] {
-        match self {
-            ModelProfile::Small => &[Tool::Read, Tool::Write, Tool::Bash],
-            ModelProfile::Full => &Tool::ALL,
-        }
     }
 
     /// Whether subagents (`task`) are offered.
@@ -132,6 +121,5 @@ mod tests {
             ModelProfile::choose(Some(Small), 200_000, "claude-opus-4"),
             Small
         );
-        assert_eq!(Small.tools(), &[Tool::Read, Tool::Write, Tool::Bash]);
     }
 }

@@ -227,7 +227,7 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         .prompt
         .as_deref()
         .is_some_and(asked_change::asks_for_change);
-    run.specs = Arc::new(run.offered(tools::specs_for(profile.tools(), small)));
+    run.specs = Arc::new(run.offered(tools::specs_for(tools_step::builtins(profile), small)));
     if run.setup.resumed.is_some() {
         run.checkpoints.resume().await;
     }

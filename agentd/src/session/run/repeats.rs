@@ -100,12 +100,13 @@ fn note(tool: &str, turn: u32) -> String {
 /// Arguments compared by value, so key order, spacing and a `read`'s default window spelt out
 /// do not hide a repeat.
 fn normalized(tool: &str, args: &str) -> String {
+    if tool != "read" {
+        return crate::health::normalized_args(args);
+    }
     let Ok(mut value) = serde_json::from_str::<serde_json::Value>(args) else {
         return args.to_string();
     };
-    if tool == "read"
-        && let Some(object) = value.as_object_mut()
-    {
+    if let Some(object) = value.as_object_mut() {
         if object.get("offset").and_then(|v| v.as_u64()) == Some(1) {
             object.remove("offset");
         }

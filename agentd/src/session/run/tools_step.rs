@@ -10,6 +10,7 @@ use protocol::{Event, StopReason};
 use super::{Gone, Run, RunOutcome};
 use crate::conversation::{Message, ToolCall, ToolResult};
 use crate::health::Report;
+use crate::model_profile::ModelProfile;
 use crate::tools::{self, Tool, batch};
 
 impl Run {
@@ -70,7 +71,7 @@ impl Run {
         if self.toolset.tools.is_empty() && !had_mcp {
             return;
         }
-        let mut specs = tools::specs_for(self.profile.tools(), self.small);
+        let mut specs = tools::specs_for(builtins(self.profile), self.small);
         specs.extend(self.toolset.tools.iter().map(|t| {
             if self.small {
                 t.spec.compact()
@@ -90,6 +91,15 @@ impl Run {
     }
 }
 
+/// The built-in tools a profile offers: for a small model, reading, writing whole files and
+/// running commands (which also search and list) are all it needs.
+pub(super) fn builtins(profile: ModelProfile) -> &'static [Tool] {
+    match profile {
+        ModelProfile::Small => &[Tool::Read, Tool::Write, Tool::Bash],
+        ModelProfile::Full => &Tool::ALL,
+    }
+}
+
 /// Adds what the model must be told to the last result, where it reads it next.
 fn tell(results: &mut [ToolResult], told: &[String]) {
     if let Some(last) = results.last_mut()
@@ -97,5 +107,19 @@ fn tell(results: &mut [ToolResult], told: &[String]) {
     {
         last.output.push_str("\n\n");
         last.output.push_str(&told.join("\n"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_model_gets_reading_whole_file_writes_and_commands() {
+        assert_eq!(
+            builtins(ModelProfile::Small),
+            &[Tool::Read, Tool::Write, Tool::Bash]
+        );
+        assert_eq!(builtins(ModelProfile::Full), &Tool::ALL);
     }
 }
