@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentctl::client::paths::{Paths, socket_name};
 use interprocess::local_socket::ListenerOptions;
 use interprocess::local_socket::traits::tokio::Listener as _;
 use kameo::prelude::*;
+use protocol::local::paths::{Paths, socket_name};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -63,7 +63,7 @@ pub enum StartError {
 }
 
 /// Runs the daemon until `Shutdown`, SIGTERM or SIGINT, then stops as planned: tool calls
-/// already running finish first (see [`crate::stop`]).
+/// already running finish first (see the `stop` module).
 pub async fn run(paths: Paths) -> Result<(), StartError> {
     let stop = PlannedStop::new();
     watch_signals(stop.clone());

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use agentctl::client::paths::Paths;
 use clap::Parser;
+use protocol::local::paths::Paths;
 
 /// The agentd daemon. Started on demand by `agentctl`; it listens on a local socket until
 /// `agentctl daemon stop`, SIGTERM or SIGINT.

@@ -1,4 +1,5 @@
-//! What a run changed in the session directory, and what undoing it did (SPEC §13).
+//! What a run changed in the session directory, and what undoing it did
+//! (docs/architecture.md#checkpoints-fork-and-worktrees).
 
 use serde::{Deserialize, Serialize};
 

@@ -21,7 +21,7 @@ pub struct SessionEvent {
     pub event: Event,
 }
 
-/// What can happen in a session (SPEC §3).
+/// What can happen in a session (docs/architecture.md#protocol).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Event {
     /// A run began.
@@ -105,7 +105,7 @@ pub enum Event {
     /// A tool call waits for a user's decision.
     PermissionRequested {
         /// The subagent session whose request this is (answer it there); `None` for this
-        /// session's own (SPEC §14).
+        /// session's own (docs/architecture.md#subagents).
         session: Option<SessionId>,
         /// The request, to answer with `Answer`.
         request: PermissionRequestId,
@@ -188,7 +188,8 @@ pub enum Event {
         /// The new model.
         model: String,
     },
-    /// The session directory was put back as it was before `run` (SPEC §13).
+    /// The session directory was put back as it was before `run`
+    /// (docs/architecture.md#checkpoints-fork-and-worktrees).
     Rewound {
         /// The run.
         run: RunId,
@@ -228,14 +229,15 @@ pub enum Event {
     /// The session was deleted; no more events follow.
     SessionDeleted,
     /// A run the daemon did not live to finish goes on in the daemon that came up after it
-    /// (SPEC §4, continuity): same run, same turn count, same limits.
+    /// (docs/architecture.md#resume): same run, same turn count, same limits.
     RunResumed {
         /// The run.
         run: RunId,
         /// Why it had stopped.
         reason: ResumeReason,
     },
-    /// A `task` call started a subagent: a child session of this one (SPEC §14).
+    /// A `task` call started a subagent: a child session of this one
+    /// (docs/architecture.md#subagents).
     SubagentStarted {
         /// The `task` call.
         call: String,
@@ -255,7 +257,7 @@ pub enum Event {
         /// One line.
         activity: String,
     },
-    /// A hook ran (SPEC §15).
+    /// A hook ran (docs/architecture.md#hooks).
     HookRan {
         /// Its event (`PreToolUse`, `Stop`, …).
         event: String,

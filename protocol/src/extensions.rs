@@ -1,5 +1,6 @@
-//! What shapes a session besides its settings (SPEC §15, §16): the hooks in force, and the
-//! skills and slash commands a directory has.
+//! What shapes a session besides its settings (docs/architecture.md#hooks,
+//! docs/architecture.md#skills-and-commands): the hooks in force, and the skills and slash commands
+//! a directory has.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,6 @@
 //! The wire protocol between the `agentd` daemon and its clients: wire types and the frame
-//! codec, nothing that does I/O.
+//! codec. The default build does no I/O; the `local` feature adds what both ends of the local
+//! socket share, the socket paths and async frame reading (module `local`).
 //!
 //! A client connects to the daemon's local socket, sends [`ClientFrame::Hello`], receives
 //! [`ServerFrame::Welcome`], then sends requests that each get one reply with the same
@@ -12,6 +13,8 @@ pub mod changes;
 pub mod event;
 pub mod extensions;
 pub mod frame;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod reply;
 pub mod request;
 pub mod run;

@@ -33,7 +33,7 @@ pub struct Hello {
     pub client: String,
 }
 
-/// Everything a client can ask of the daemon (SPEC §3).
+/// Everything a client can ask of the daemon (docs/architecture.md#protocol).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
     /// Create a session; replies `SessionCreated`.
@@ -186,10 +186,10 @@ pub enum Request {
         /// Resume interrupted runs.
         resume: bool,
     },
-    /// Follow every session of the daemon through its summary (SPEC §17); replies `Done`, then
-    /// a `Summary` frame per session, `SummariesReady`, and from then on a `Summary` whenever
-    /// a session's summary changes (at most ten a second per session) and `SummaryRemoved`
-    /// when one is deleted.
+    /// Follow every session of the daemon through its summary (docs/architecture.md#the-board);
+    /// replies `Done`, then a `Summary` frame per session, `SummariesReady`, and from then on a
+    /// `Summary` whenever a session's summary changes (at most ten a second per session) and
+    /// `SummaryRemoved` when one is deleted.
     SubscribeSummaries,
     /// Stop following the summaries; replies `Done`.
     UnsubscribeSummaries,
@@ -235,10 +235,10 @@ pub struct CreateSession {
     /// A short title.
     pub title: Option<String>,
     /// The client's environment, for the session's commands: the daemon keeps it without
-    /// secrets (SPEC §5). Empty for the daemon's own environment.
+    /// secrets (docs/architecture.md#tools). Empty for the daemon's own environment.
     pub env: Vec<(String, String)>,
     /// Give the session its own git worktree of the repository `cwd` is in, on a new branch
-    /// `agentd/<id>` (SPEC §13).
+    /// `agentd/<id>` (docs/architecture.md#checkpoints-fork-and-worktrees).
     pub worktree: bool,
 }
 

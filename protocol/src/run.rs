@@ -79,7 +79,8 @@ named_enum!(Decision, "decision", {
     Deny => "deny",
 });
 
-/// What kind of effect a tool has, which decides whether it must ask (SPEC §6).
+/// What kind of effect a tool has, which decides whether it must ask
+/// (docs/architecture.md#permissions-and-modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PermissionClass {
     /// Reads files; always allowed.
@@ -141,7 +142,7 @@ named_enum!(ResumeReason, "resume reason", {
     Restart => "restart",
 });
 
-/// Why a run ended (SPEC §4).
+/// Why a run ended (docs/architecture.md#the-agent-loop).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum StopReason {
     /// The model answered without asking for tools and nothing was queued.
@@ -165,7 +166,8 @@ named_enum!(StopReason, "stop reason", {
 });
 
 impl StopReason {
-    /// The exit code of `agentctl run` for this stop reason (SPEC §1).
+    /// The exit code of `agentctl run` for this stop reason
+    /// (docs/architecture.md#what-a-user-does).
     pub fn exit_code(self) -> i32 {
         match self {
             StopReason::Completed => 0,
@@ -205,7 +207,7 @@ impl ModelStopReason {
     }
 }
 
-/// Signals of a run that makes no progress (SPEC §6).
+/// Signals of a run that makes no progress (docs/architecture.md#permissions-and-modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum HealthKind {
     /// The same tool calls in several consecutive replies.

@@ -28,7 +28,7 @@ impl fmt::Display for SessionId {
     }
 }
 
-/// How much the agent may do without asking (SPEC §6).
+/// How much the agent may do without asking (docs/architecture.md#permissions-and-modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum Mode {
     /// Reads allowed; writes and commands ask.
@@ -41,7 +41,7 @@ pub enum Mode {
     /// Everything allowed.
     Bypass,
     /// Writes inside the session directory allowed; commands run without asking inside the
-    /// kernel sandbox (SPEC §12); everything else asks.
+    /// kernel sandbox (docs/architecture.md#sandbox); everything else asks.
     Auto,
 }
 
@@ -70,7 +70,7 @@ named_enum!(SessionState, "session state", {
     AwaitingApproval => "awaiting approval",
 });
 
-/// How a message sent to a session is delivered (SPEC §4).
+/// How a message sent to a session is delivered (docs/architecture.md#the-agent-loop).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Delivery {
     /// At the next turn boundary of the running run.
@@ -126,7 +126,8 @@ pub struct SessionInfo {
     pub last_seq: u64,
     /// The git branch of the session's own worktree, for a session started with `--worktree`.
     pub branch: Option<String>,
-    /// The session that started this one with its `task` tool (SPEC §14), for a subagent.
+    /// The session that started this one with its `task` tool (docs/architecture.md#subagents), for
+    /// a subagent.
     pub parent: Option<SessionId>,
 }
 

@@ -1,5 +1,6 @@
-//! Per-session summaries for the board (SPEC §17): what each session of the daemon is doing
-//! and what it waits for, small enough that one subscription can follow every session.
+//! Per-session summaries for the board (docs/architecture.md#the-board): what each session of the
+//! daemon is doing and what it waits for, small enough that one subscription can follow every
+//! session.
 
 use serde::{Deserialize, Serialize};
 

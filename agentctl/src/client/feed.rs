@@ -231,16 +231,15 @@ impl Feed {
         }
     }
 
-    /// Passes everything to `view` until it says stop (`Ok`) or the connection ends (`Err`
-    /// with the reason, if one was given).
-    pub async fn drive(&mut self, view: &mut dyn View) -> Result<(), Option<String>> {
+    /// Passes everything to `view` until it says stop (`Ok`) or the connection ends (`Err`).
+    pub async fn drive(&mut self, view: &mut dyn View) -> Result<(), Closed> {
         loop {
             let flow = match self.next().await {
                 FeedItem::Event { event, replay } => view.event(&event, replay),
                 FeedItem::ReplayDone { session, .. } => view.replay_done(&session),
                 FeedItem::Reconnecting { reason, .. } => view.reconnecting(reason.as_deref()),
                 FeedItem::Reconnected { sessions, .. } => view.reconnected(&sessions),
-                FeedItem::Closed(reason) => return Err(reason),
+                FeedItem::Closed(reason) => return Err(Closed { reason }),
             };
             if flow == Flow::Stop {
                 return Ok(());
@@ -260,8 +259,8 @@ async fn come_back(
     loop {
         let mut client = match reconnect.connect(&lost).await {
             Ok(client) => client,
-            Err(reason) => {
-                let _ = report.send(Report::GaveUp(reason));
+            Err(gave_up) => {
+                let _ = report.send(Report::GaveUp(gave_up.to_string()));
                 return;
             }
         };
@@ -287,6 +286,14 @@ async fn come_back(
             }
         }
     }
+}
+
+/// The connection to the daemon ended while a view still wanted events.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the daemon closed the connection{}", .reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+pub struct Closed {
+    /// Why, when a reason was given.
+    pub reason: Option<String>,
 }
 
 /// Whether a view wants more.
@@ -325,5 +332,23 @@ pub trait View {
     /// unless the view draws it itself.
     fn note(&mut self, text: &str) {
         eprintln!("{text}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_feed_says_why_when_it_was_told() {
+        let told = Closed {
+            reason: Some("the daemon stops".into()),
+        };
+        assert_eq!(
+            told.to_string(),
+            "the daemon closed the connection: the daemon stops"
+        );
+        let untold = Closed { reason: None };
+        assert_eq!(untold.to_string(), "the daemon closed the connection");
     }
 }

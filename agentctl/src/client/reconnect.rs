@@ -40,6 +40,22 @@ pub enum Unreachable {
     Refused(String),
 }
 
+/// Why the daemon could not be reached again: the end of a feed that had lost it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GaveUp {
+    /// It did not come back within the patience; `last` says what the last attempt met.
+    #[error("the daemon did not come back within {} s ({last})", .patience.as_secs())]
+    TimedOut {
+        /// How long the client waited.
+        patience: Duration,
+        /// Why the last attempt failed.
+        last: String,
+    },
+    /// A daemon answered but this client cannot use it ([`Unreachable::Refused`]).
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// What is known of the connection that was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lost {
@@ -125,17 +141,17 @@ impl Reconnect {
     /// A new connection, once the daemon is back; the reason to give up when it has not come
     /// back within the patience since the connection was `lost`, or when it refuses. A daemon
     /// that said it stops is not connected to again while it still accepts.
-    pub async fn connect(&self, lost: &Lost) -> Result<Client, String> {
+    pub async fn connect(&self, lost: &Lost) -> Result<Client, GaveUp> {
         let deadline = lost.at + self.patience;
         let mut pause = Duration::from_millis(5);
         let mut last = String::from("nobody answered");
         loop {
             let now = Instant::now();
             if now >= deadline {
-                return Err(format!(
-                    "the daemon did not come back within {} s ({last})",
-                    self.patience.as_secs()
-                ));
+                return Err(GaveUp::TimedOut {
+                    patience: self.patience,
+                    last,
+                });
             }
             // A daemon that stopped on purpose is someone else's to start.
             let start = !lost.stopping && now.duration_since(lost.at) >= START_AFTER;
@@ -144,12 +160,31 @@ impl Reconnect {
                     last = "the old daemon is still stopping".to_string();
                 }
                 Ok(Ok(client)) => return Ok(client),
-                Ok(Err(Unreachable::Refused(reason))) => return Err(reason),
+                Ok(Err(Unreachable::Refused(reason))) => return Err(GaveUp::Refused(reason)),
                 Ok(Err(Unreachable::Away(reason))) => last = reason,
                 Err(_) => {}
             }
             tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
             pause = (pause * 2).min(MAX_PAUSE);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn giving_up_says_how_long_the_client_waited_and_what_it_met() {
+        let gave_up = GaveUp::TimedOut {
+            patience: Duration::from_secs(30),
+            last: "the old daemon is still stopping".into(),
+        };
+        assert_eq!(
+            gave_up.to_string(),
+            "the daemon did not come back within 30 s (the old daemon is still stopping)"
+        );
+        let refused = GaveUp::Refused("protocol 14, this agentctl speaks 15".into());
+        assert_eq!(refused.to_string(), "protocol 14, this agentctl speaks 15");
     }
 }

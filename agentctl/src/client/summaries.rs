@@ -1,8 +1,8 @@
-//! The board's feed (SPEC §17): one subscription to every session's summary. A task keeps the
-//! latest summary of each session as frames arrive, so a front end that looks only now and then
-//! (the board while it shows a chat) holds a map, never a growing queue. Given a [`Reconnect`],
-//! the task reaches the daemon again when it goes away and subscribes again: every session is
-//! summarised anew, and the ones deleted meanwhile are reported removed.
+//! The board's feed (docs/architecture.md#the-board): one subscription to every session's summary.
+//! A task keeps the latest summary of each session as frames arrive, so a front end that looks only
+//! now and then (the board while it shows a chat) holds a map, never a growing queue. Given a
+//! [`Reconnect`], the task reaches the daemon again when it goes away and subscribes again: every
+//! session is summarised anew, and the ones deleted meanwhile are reported removed.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -169,8 +169,8 @@ async fn keep(
         incoming = loop {
             let mut client = match reconnect.connect(&lost).await {
                 Ok(client) => client,
-                Err(reason) => {
-                    lock(&state.state).closed = Some(Some(reason));
+                Err(gave_up) => {
+                    lock(&state.state).closed = Some(Some(gave_up.to_string()));
                     state.notify.notify_one();
                     return;
                 }

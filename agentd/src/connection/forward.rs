@@ -14,7 +14,7 @@ use crate::store;
 
 /// Replays a subscription, then passes live events on; tells the client when the session
 /// dropped it for lagging.
-pub async fn forward(
+pub(crate) async fn forward(
     session: SessionId,
     from_seq: u64,
     mut subscription: Subscription,

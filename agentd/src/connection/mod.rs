@@ -7,19 +7,19 @@
 
 mod forward;
 mod pages;
-pub mod peer;
+pub(crate) mod peer;
 mod requests;
 mod shared;
-pub mod table;
+pub(crate) mod table;
 
-pub use shared::Shared;
+pub(crate) use shared::Shared;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentctl::client::frames::{self as frame, FrameError};
 use interprocess::local_socket::tokio::Stream;
+use protocol::local::frames::{self as frame, FrameError};
 use protocol::{
     ClientFrame, ErrorCode, ErrorInfo, Hello, PROTOCOL_VERSION, ServerFrame, SessionId,
     SessionSummary, Welcome,
@@ -33,7 +33,6 @@ use crate::session::actor::Unsubscribe;
 use crate::session::event_log::Subscription;
 use crate::summaries::Watcher;
 use crate::supervisor::IfLoaded;
-pub use requests::ask;
 
 /// Frames that may wait for a slow client before its forwarders pause.
 const OUTGOING_QUEUE: usize = 256;
@@ -45,7 +44,12 @@ const HELLO_BEFORE_REFUSAL: Duration = Duration::from_millis(200);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Serves one client until it leaves, sends something malformed, or the daemon shuts down.
-pub async fn serve(stream: Stream, conn: ConnectionId, slot: table::Slot, shared: Arc<Shared>) {
+pub(crate) async fn serve(
+    stream: Stream,
+    conn: ConnectionId,
+    slot: table::Slot,
+    shared: Arc<Shared>,
+) {
     let (stream, peer) = match peer::inspect(stream) {
         Ok(inspected) => inspected,
         Err(err) => {
@@ -80,7 +84,7 @@ pub async fn serve(stream: Stream, conn: ConnectionId, slot: table::Slot, shared
 }
 
 /// Tells a client over the connection limit so, and closes its connection.
-pub async fn refuse(stream: Stream, limit: usize) {
+pub(crate) async fn refuse(stream: Stream, limit: usize) {
     let refusal = ServerFrame::Error(ErrorInfo::new(
         ErrorCode::Busy,
         format!(

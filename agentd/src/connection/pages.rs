@@ -1,6 +1,6 @@
 //! Replies that grow with a session's data are sent in pages, and no frame is ever larger than
 //! the frame limit: a page of history holds about [`PAGE_BYTES`], and an event too large to
-//! send whole is replaced by an error event with its `seq` (SPEC §8).
+//! send whole is replaced by an error event with its `seq` (docs/architecture.md#state-on-disk).
 
 use protocol::{ErrorCode, ErrorInfo, Event, Reply, SessionEvent};
 
@@ -9,13 +9,13 @@ use crate::session::event_log::approximate_size;
 use crate::store;
 
 /// Bytes (roughly) of events in one page of history or replay.
-pub const PAGE_BYTES: usize = 4 << 20;
+pub(crate) const PAGE_BYTES: usize = 4 << 20;
 /// The largest event sent whole; the frame limit is 16 MiB.
 const MAX_EVENT_BYTES: usize = 12 << 20;
 
 /// One page of a session's history after `from_seq`: from its log on disk, then its
 /// in-memory window.
-pub async fn history_page(source: HistorySource) -> Result<Reply, ErrorInfo> {
+pub(crate) async fn history_page(source: HistorySource) -> Result<Reply, ErrorInfo> {
     let mut events = Vec::new();
     let mut bytes = 0;
     if let Some(disk) = source.disk {
@@ -62,7 +62,7 @@ fn reply(session: protocol::SessionInfo, events: Vec<SessionEvent>, more: bool) 
 }
 
 /// `event`, or an error event in its place (same `seq`) when it is too large for a frame.
-pub fn fit_in_frame(event: SessionEvent) -> SessionEvent {
+pub(crate) fn fit_in_frame(event: SessionEvent) -> SessionEvent {
     let size = approximate_size(&event.event);
     if size <= MAX_EVENT_BYTES {
         return event;

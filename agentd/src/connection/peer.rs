@@ -1,6 +1,7 @@
-//! Who is at the other end of a connection (SPEC §3, §12). The daemon serves processes of its
-//! own user in its own user namespace only: a process in another user namespace is a command
-//! in auto mode's sandbox, which must not drive the daemon that confined it.
+//! Who is at the other end of a connection (docs/architecture.md#protocol,
+//! docs/architecture.md#sandbox). The daemon serves processes of its own user in its own user
+//! namespace only: a process in another user namespace is a command in auto mode's sandbox, which
+//! must not drive the daemon that confined it.
 //!
 //! The check fails closed. The peer is pinned by a pidfd (`SO_PEERPIDFD`, Linux 6.5), so a
 //! process that exits before it is looked at cannot lend its id to another: a peer that is gone
@@ -13,7 +14,7 @@ use protocol::{ErrorCode, ErrorInfo};
 /// Looks at the peer of `stream`: the stream back (it is taken apart to reach its socket), and
 /// a refusal for a peer of another user, of another user namespace, or that cannot be told.
 #[cfg(target_os = "linux")]
-pub fn inspect(stream: Stream) -> std::io::Result<(Stream, Result<(), ErrorInfo>)> {
+pub(crate) fn inspect(stream: Stream) -> std::io::Result<(Stream, Result<(), ErrorInfo>)> {
     use std::os::fd::{AsRawFd, OwnedFd};
     let Stream::UdSocket(socket) = stream;
     let fd = OwnedFd::try_from(socket)?;
@@ -48,7 +49,7 @@ fn check(fd: std::os::fd::RawFd) -> Result<(), ErrorInfo> {
 
 /// Other Unix systems: the peer's user only.
 #[cfg(all(unix, not(target_os = "linux")))]
-pub fn inspect(stream: Stream) -> std::io::Result<(Stream, Result<(), ErrorInfo>)> {
+pub(crate) fn inspect(stream: Stream) -> std::io::Result<(Stream, Result<(), ErrorInfo>)> {
     use interprocess::local_socket::traits::StreamCommon;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
@@ -64,7 +65,7 @@ pub fn inspect(stream: Stream) -> std::io::Result<(Stream, Result<(), ErrorInfo>
 
 /// Windows pipes are checked by the OS's access rules.
 #[cfg(not(unix))]
-pub fn inspect(stream: Stream) -> std::io::Result<(Stream, Result<(), ErrorInfo>)> {
+pub(crate) fn inspect(stream: Stream) -> std::io::Result<(Stream, Result<(), ErrorInfo>)> {
     Ok((stream, Ok(())))
 }
 
@@ -76,12 +77,12 @@ mod linux {
     const SO_PEERPIDFD: libc::c_int = 77;
 
     /// The peer's process and user, as the kernel recorded them at `connect`.
-    pub struct Creds {
-        pub pid: libc::pid_t,
-        pub uid: libc::uid_t,
+    pub(crate) struct Creds {
+        pub(crate) pid: libc::pid_t,
+        pub(crate) uid: libc::uid_t,
     }
 
-    pub fn peer_creds(fd: RawFd) -> std::io::Result<Creds> {
+    pub(crate) fn peer_creds(fd: RawFd) -> std::io::Result<Creds> {
         let mut cred = libc::ucred {
             pid: 0,
             uid: 0,
@@ -112,7 +113,7 @@ mod linux {
 
     /// Whether the peer process `pid` of socket `fd` is in this process's user namespace;
     /// an error when it cannot be told for sure.
-    pub fn same_user_namespace(fd: RawFd, pid: libc::pid_t) -> Result<bool, String> {
+    pub(crate) fn same_user_namespace(fd: RawFd, pid: libc::pid_t) -> Result<bool, String> {
         let ours = std::fs::read_link("/proc/self/ns/user")
             .map_err(|e| format!("cannot read this daemon's user namespace: {e}"))?;
         let theirs = match peer_pidfd(fd) {

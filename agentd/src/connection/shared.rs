@@ -10,22 +10,22 @@ use crate::config::ConfigState;
 use crate::supervisor::Supervisor;
 
 /// What every connection task shares.
-pub struct Shared {
+pub(crate) struct Shared {
     /// The registry of sessions.
-    pub supervisor: ActorRef<Supervisor>,
+    pub(crate) supervisor: ActorRef<Supervisor>,
     /// Cancelled when the daemon stops serving (a planned stop first waits for running tool
     /// calls): connections close.
-    pub shutdown: CancellationToken,
+    pub(crate) shutdown: CancellationToken,
     /// The daemon's planned stop, which `Shutdown` asks for.
-    pub stop: crate::stop::PlannedStop,
+    pub(crate) stop: crate::stop::PlannedStop,
     /// Open connections.
-    pub connections: Arc<super::table::Connections>,
+    pub(crate) connections: Arc<super::table::Connections>,
     /// The socket path, for `Status`.
-    pub socket: String,
+    pub(crate) socket: String,
     /// The configuration in force.
-    pub config: tokio::sync::watch::Receiver<ConfigState>,
+    pub(crate) config: tokio::sync::watch::Receiver<ConfigState>,
     /// The MCP servers.
-    pub mcp: crate::mcp::McpHub,
+    pub(crate) mcp: crate::mcp::McpHub,
     /// The user's configuration directory (agents, skills, commands).
-    pub config_dir: std::path::PathBuf,
+    pub(crate) config_dir: std::path::PathBuf,
 }

@@ -13,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 use crate::ConnectionId;
 
 /// The most bytes held for unfinished frames across all connections.
-pub const FRAME_BUDGET: usize = 64 * 1024 * 1024;
+pub(crate) const FRAME_BUDGET: usize = 64 * 1024 * 1024;
 
 /// The open connections.
 #[derive(Debug)]
-pub struct Connections {
+pub(crate) struct Connections {
     inner: Mutex<Inner>,
     budget: usize,
 }
@@ -42,16 +42,16 @@ struct Entry {
 
 /// A connection's place in the table; leaving the table when dropped.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     table: Arc<Connections>,
     id: u64,
     /// Fires when the table closes the connection (evicted, or its frame dropped).
-    pub closed: CancellationToken,
+    pub(crate) closed: CancellationToken,
 }
 
 impl Connections {
     /// A table whose unfinished frames may hold `budget` bytes in all.
-    pub fn new(budget: usize) -> Arc<Connections> {
+    pub(crate) fn new(budget: usize) -> Arc<Connections> {
         Arc::new(Connections {
             inner: Mutex::default(),
             budget,
@@ -63,18 +63,19 @@ impl Connections {
     }
 
     /// Open connections.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.lock().entries.len()
     }
 
     /// Bytes held for unfinished frames now.
-    pub fn held(&self) -> usize {
+    #[cfg(test)]
+    fn held(&self) -> usize {
         self.lock().held
     }
 
     /// Takes a place for connection `id`, closing the oldest idle connection when `limit` are
     /// open; `None` when all of them are busy.
-    pub fn open(self: &Arc<Self>, id: ConnectionId, limit: usize) -> Option<Slot> {
+    pub(crate) fn open(self: &Arc<Self>, id: ConnectionId, limit: usize) -> Option<Slot> {
         let mut inner = self.lock();
         while inner.entries.len() >= limit.max(1) {
             let oldest = inner
@@ -113,7 +114,7 @@ impl Connections {
 
 impl Slot {
     /// The connection sent a request or subscribed: it is no longer idle.
-    pub fn busy(&self) {
+    pub(crate) fn busy(&self) {
         if let Some(entry) = self.table.lock().entries.get_mut(&self.id) {
             entry.idle = false;
         }
@@ -122,7 +123,7 @@ impl Slot {
     /// Asks for `bytes` more for this connection's unfinished frame. Past the budget, the
     /// connection whose frame began first is dropped until the bytes fit; false when that is
     /// this one.
-    pub fn grow(&self, bytes: usize) -> bool {
+    pub(crate) fn grow(&self, bytes: usize) -> bool {
         let mut inner = self.table.lock();
         if inner
             .entries
@@ -164,7 +165,7 @@ impl Slot {
     }
 
     /// The frame being read is complete (or given up): its bytes are no longer held here.
-    pub fn frame_done(&self) {
+    pub(crate) fn frame_done(&self) {
         let mut inner = self.table.lock();
         let freed = inner
             .entries

@@ -55,7 +55,10 @@ fn bounded(what: &str, value: Option<String>, max: usize) -> Result<Option<Strin
 }
 
 /// Create a session; a subagent when `child` is set.
-pub struct Create(pub CreateSession, pub Option<crate::subagents::ChildOf>);
+pub(crate) struct Create(
+    pub CreateSession,
+    pub(crate) Option<crate::subagents::ChildOf>,
+);
 
 impl Message<Create> for Supervisor {
     type Reply = DelegatedReply<Result<SessionInfo, ErrorInfo>>;
@@ -187,11 +190,11 @@ impl Message<Forget> for Supervisor {
 }
 
 /// Fork a session: a new one whose history is a copy of its history up to a turn.
-pub struct Fork {
+pub(crate) struct Fork {
     /// The session forked.
-    pub id: SessionId,
+    pub(crate) id: SessionId,
     /// The last turn copied; all of them when `None`.
-    pub turn: Option<u64>,
+    pub(crate) turn: Option<u64>,
 }
 
 impl Message<Fork> for Supervisor {

@@ -12,11 +12,11 @@ use crate::store;
 const CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Delete a session.
-pub struct Delete {
+pub(crate) struct Delete {
     /// The session.
-    pub id: SessionId,
+    pub(crate) id: SessionId,
     /// Cancel a running run first.
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 impl Message<Delete> for Supervisor {

@@ -14,7 +14,7 @@ use crate::session::SessionActor;
 use crate::session::directory::{ChildSpec, Directory};
 
 /// The supervisor, held weakly: sessions must not keep it alive.
-pub struct SupervisorDirectory(pub WeakActorRef<Supervisor>);
+pub(crate) struct SupervisorDirectory(pub WeakActorRef<Supervisor>);
 
 impl SupervisorDirectory {
     fn supervisor(&self) -> Result<ActorRef<Supervisor>, ErrorInfo> {

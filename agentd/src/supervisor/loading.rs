@@ -1,7 +1,8 @@
-//! Sessions in memory follow what is live (SPEC §8): a session loads in its own actor when a
-//! client asks for it (the supervisor does not wait: the caller waits for the load), and an
-//! idle one (no run, no subscriber, no request for `session_idle_unload_secs`) is unloaded; at
-//! most `max_loaded_sessions` idle sessions stay loaded, the least recently used go first.
+//! Sessions in memory follow what is live (docs/architecture.md#state-on-disk): a session loads in
+//! its own actor when a client asks for it (the supervisor does not wait: the caller waits for the
+//! load), and an idle one (no run, no subscriber, no request for `session_idle_unload_secs`) is
+//! unloaded; at most `max_loaded_sessions` idle sessions stay loaded, the least recently used go
+//! first.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -94,7 +95,7 @@ impl Supervisor {
 }
 
 /// Find the actor of a session (by id or unambiguous prefix), loaded.
-pub struct Lookup(pub SessionId);
+pub(crate) struct Lookup(pub SessionId);
 
 impl Message<Lookup> for Supervisor {
     type Reply = DelegatedReply<Result<ActorRef<SessionActor>, ErrorInfo>>;
@@ -126,7 +127,7 @@ impl Message<Lookup> for Supervisor {
 
 /// The actor of session `id` if it is loaded; never loads it (for clean-up that has nothing
 /// to do in a session that is not in memory).
-pub struct IfLoaded(pub SessionId);
+pub(crate) struct IfLoaded(pub SessionId);
 
 impl Message<IfLoaded> for Supervisor {
     type Reply = Option<ActorRef<SessionActor>>;
@@ -141,7 +142,7 @@ impl Message<IfLoaded> for Supervisor {
 
 /// Unload idle sessions: those unused for `session_idle_unload_secs`, and beyond the
 /// `max_loaded_sessions` most recently used.
-pub struct Sweep;
+pub(crate) struct Sweep;
 
 impl Message<Sweep> for Supervisor {
     type Reply = ();
@@ -185,7 +186,7 @@ impl Message<Sweep> for Supervisor {
 }
 
 /// Load these sessions now: their runs were going when the last daemon stopped.
-pub struct LoadInterrupted(pub Vec<SessionId>);
+pub(crate) struct LoadInterrupted(pub Vec<SessionId>);
 
 impl Message<LoadInterrupted> for Supervisor {
     type Reply = ();

@@ -15,8 +15,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agentctl::client::paths::Paths;
 use kameo::prelude::*;
+use protocol::local::paths::Paths;
 use protocol::{
     DaemonStatus, ErrorCode, ErrorInfo, ListCursor, PROTOCOL_VERSION, SessionId, SessionInfo,
     SessionState,
@@ -29,32 +29,32 @@ use crate::session::{SessionActor, SessionEnv};
 use crate::store::{self, Meta};
 use crate::summaries::SummaryHub;
 use crate::tools::pool::ToolPool;
-pub use create::{Create, Fork};
-pub use delete::Delete;
-pub use loading::{IfLoaded, Lookup, Sweep};
-pub use summaries::WatchSummaries;
+pub(crate) use create::{Create, Fork};
+pub(crate) use delete::Delete;
+pub(crate) use loading::{IfLoaded, Lookup};
+pub(crate) use summaries::WatchSummaries;
 
 /// The most characters of a title.
-pub const MAX_TITLE_CHARS: usize = 500;
+pub(crate) const MAX_TITLE_CHARS: usize = 500;
 /// The most characters of a model or provider name.
-pub const MAX_NAME_CHARS: usize = 200;
+pub(crate) const MAX_NAME_CHARS: usize = 200;
 /// The most bytes of a session directory's path.
-pub const MAX_CWD_BYTES: usize = 4096;
+pub(crate) const MAX_CWD_BYTES: usize = 4096;
 /// Bytes (roughly) of sessions in one page of the listing.
 const PAGE_BYTES: usize = 4 << 20;
 
 /// What the supervisor starts from.
-pub struct SupervisorArgs {
+pub(crate) struct SupervisorArgs {
     /// The daemon's paths.
-    pub paths: Paths,
+    pub(crate) paths: Paths,
     /// The configuration in force.
-    pub config: tokio::sync::watch::Receiver<ConfigState>,
+    pub(crate) config: tokio::sync::watch::Receiver<ConfigState>,
     /// The HTTP client for model providers.
-    pub http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
     /// The MCP servers.
-    pub mcp: crate::mcp::McpHub,
+    pub(crate) mcp: crate::mcp::McpHub,
     /// The daemon's planned stop.
-    pub stop: crate::stop::PlannedStop,
+    pub(crate) stop: crate::stop::PlannedStop,
 }
 
 struct Entry {
@@ -68,8 +68,8 @@ struct Entry {
     last_used: Instant,
 }
 
-/// The registry of sessions (SPEC §2).
-pub struct Supervisor {
+/// The registry of sessions (docs/architecture.md#processes-and-actors).
+pub(crate) struct Supervisor {
     paths: Paths,
     started: Instant,
     sessions: HashMap<SessionId, Entry>,
@@ -249,7 +249,7 @@ fn ambiguous(id: &SessionId, matches: &[&Entry]) -> ErrorInfo {
 }
 
 /// The error for a session id that names no session.
-pub fn unknown_session(id: &SessionId) -> ErrorInfo {
+pub(crate) fn unknown_session(id: &SessionId) -> ErrorInfo {
     ErrorInfo::new(
         ErrorCode::UnknownSession,
         format!("no session `{id}`; `agentctl sessions` lists them"),
@@ -257,19 +257,19 @@ pub fn unknown_session(id: &SessionId) -> ErrorInfo {
 }
 
 /// A page of the listing, newest first.
-pub struct List {
+pub(crate) struct List {
     /// Where the previous page ended.
-    pub after: Option<ListCursor>,
+    pub(crate) after: Option<ListCursor>,
 }
 
 /// A page of sessions.
-pub struct ListPage {
+pub(crate) struct ListPage {
     /// The sessions.
-    pub sessions: Vec<SessionInfo>,
+    pub(crate) sessions: Vec<SessionInfo>,
     /// Where the next page starts, if there is one.
-    pub next: Option<ListCursor>,
+    pub(crate) next: Option<ListCursor>,
     /// Sessions that could not be read (first page only).
-    pub unreadable: Vec<String>,
+    pub(crate) unreadable: Vec<String>,
 }
 
 impl Message<List> for Supervisor {
@@ -330,9 +330,9 @@ fn info_size(info: &SessionInfo) -> usize {
 }
 
 /// The daemon's status.
-pub struct Status {
+pub(crate) struct Status {
     /// Where the daemon listens.
-    pub socket: String,
+    pub(crate) socket: String,
 }
 
 impl Message<Status> for Supervisor {
@@ -385,7 +385,7 @@ impl Message<Status> for Supervisor {
 
 /// Hand out what must be stopped at daemon shutdown: the loaded sessions and the tool pool.
 /// The caller stops them outside this actor, whose mailbox the stopping children report to.
-pub struct StopAll;
+pub(crate) struct StopAll;
 
 impl Message<StopAll> for Supervisor {
     type Reply = Result<(Vec<ActorRef<SessionActor>>, ToolPool), ErrorInfo>;

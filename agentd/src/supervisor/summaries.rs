@@ -1,5 +1,6 @@
-//! The board's one subscription (SPEC §17): a watcher of every change from now on, and the
-//! summary of every session as of now, loaded or not (those not loaded from their metadata).
+//! The board's one subscription (docs/architecture.md#the-board): a watcher of every change from
+//! now on, and the summary of every session as of now, loaded or not (those not loaded from their
+//! metadata).
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use super::Supervisor;
 use crate::summaries::Watcher;
 
 /// Start watching the summaries; replies the watcher and every session's summary.
-pub struct WatchSummaries;
+pub(crate) struct WatchSummaries;
 
 impl Message<WatchSummaries> for Supervisor {
     type Reply = Result<(Vec<SessionSummary>, Arc<Watcher>), ErrorInfo>;

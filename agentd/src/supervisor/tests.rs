@@ -7,7 +7,7 @@ use super::{Create, IfLoaded, Lookup, StopAll, Supervisor, SupervisorArgs};
 use crate::config::ConfigState;
 
 async fn supervisor(home: &std::path::Path) -> ActorRef<Supervisor> {
-    let paths = agentctl::client::paths::Paths {
+    let paths = protocol::local::paths::Paths {
         config_dir: home.join("config"),
         data_dir: home.join("data"),
         socket: home.join("agentd.sock"),

@@ -99,7 +99,7 @@ impl Connection {
 }
 
 /// Asks an actor and turns a failed delivery into an `Internal` error.
-pub async fn ask<A, M, T>(actor: &ActorRef<A>, msg: M) -> Result<T, ErrorInfo>
+pub(crate) async fn ask<A, M, T>(actor: &ActorRef<A>, msg: M) -> Result<T, ErrorInfo>
 where
     A: Actor + Message<M>,
     <A as Message<M>>::Reply: kameo::reply::Reply<Ok = T, Error = ErrorInfo>,

@@ -1,4 +1,5 @@
-//! The board's subscription (SPEC §17): every session's summary, then its changes.
+//! The board's subscription (docs/architecture.md#the-board): every session's summary, then its
+//! changes.
 
 use protocol::{ErrorInfo, Reply};
 

@@ -1,10 +1,10 @@
 //! Frames over an async stream: a frame's payload read as its bytes arrive (never allocated by
 //! what the prefix announces), within a time once begun and within a memory budget; a value
-//! written as one frame. The format itself is [`protocol::frame`], whose codec is re-exported
+//! written as one frame. The format itself is [`crate::frame`], whose codec is re-exported
 //! here.
 
-use protocol::frame;
-pub use protocol::frame::{FrameError, MAX_FRAME_LEN, PREFIX_LEN, decode, encode, payload_len};
+use crate::frame;
+pub use crate::frame::{FrameError, MAX_FRAME_LEN, PREFIX_LEN, decode, encode, payload_len};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

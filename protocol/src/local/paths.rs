@@ -1,5 +1,6 @@
-//! Where the daemon keeps its socket, configuration and data (SPEC §3, §8). The daemon and its
-//! clients compute the same paths from the same environment.
+//! Where the daemon keeps its socket, configuration and data (docs/architecture.md#protocol,
+//! docs/architecture.md#state-on-disk). The daemon and its clients compute the same paths from
+//! the same environment.
 
 use std::io;
 use std::path::{Path, PathBuf};
