@@ -1,6 +1,6 @@
 //! The command line: every command, flag and argument `agentctl` takes.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use protocol::Mode;
 
 use crate::style::ColorChoice;
@@ -22,6 +22,37 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// The flags `run` and `chat` share: which session, and what a new session or its runs use.
+#[derive(Args)]
+pub struct SessionFlags {
+    /// Use this existing session instead of a new one (`-`: the latest one of this directory).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Use the latest session of this directory (as `--session -`).
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub continue_latest: bool,
+    /// The model. Its help differs by command, as what it applies to does (`mut_arg`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider: anthropic, openai, or a profile from config.toml.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Permission mode of a new session: default, accept-edits, auto (commands in a sandbox), plan, bypass.
+    #[arg(long)]
+    pub mode: Option<Mode>,
+    /// The turn limit of runs. Its help differs by command, as the default does (`mut_arg`).
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+    /// Give the session its own git worktree of this repository, on a new branch
+    /// `agentd/<id>` from HEAD, so that its changes stay apart from yours.
+    #[arg(long, conflicts_with_all = ["session", "continue_latest"])]
+    pub worktree: bool,
+    /// Run even though the daemon has no usable configuration (it started with a broken
+    /// config.toml, so runs are refused): with the defaults, none of the file's rules.
+    #[arg(long)]
+    pub ignore_config: bool,
+}
+
 /// The commands.
 #[derive(Subcommand)]
 pub enum Command {
@@ -36,25 +67,15 @@ pub enum Command {
     /// how it ended: 0 completed, 1 error, 2 usage, 3 turn limit, 4 health guard, 130 cancelled.
     ///
     /// Example: `agentctl run --allow write "fix the failing test"`
+    #[command(
+        mut_arg("model", |a| a.help("The model of this run (`agentctl model` lists those the provider serves)")),
+        mut_arg("max_turns", |a| a.help("Stop after this many model replies that ask for tools (0: no limit; default 100)")),
+    )]
     Run {
         /// The prompt; read from stdin when absent or `-`.
         prompt: Option<String>,
-        /// Run in this existing session instead of a new one (`-`: the latest one of this
-        /// directory).
-        #[arg(long, value_name = "ID")]
-        session: Option<String>,
-        /// The model of this run (`agentctl model` lists those the provider serves).
-        #[arg(long)]
-        model: Option<String>,
-        /// The provider: anthropic, openai, or a profile from config.toml.
-        #[arg(long)]
-        provider: Option<String>,
-        /// Permission mode of a new session: default, accept-edits, auto (commands in a sandbox), plan, bypass.
-        #[arg(long)]
-        mode: Option<Mode>,
-        /// Stop after this many model replies that ask for tools (0: no limit; default 100).
-        #[arg(long)]
-        max_turns: Option<u32>,
+        #[command(flatten)]
+        flags: SessionFlags,
         /// Allow without asking: `write` (file changes), `bash` (commands) or `mcp` (tools of
         /// MCP servers). Repeatable.
         #[arg(long, value_name = "write|bash|mcp")]
@@ -68,53 +89,21 @@ pub enum Command {
         /// Start the run, print the session id and return at once.
         #[arg(long)]
         detach: bool,
-        /// Run in the latest session of this directory.
-        #[arg(long, short = 'c', conflicts_with = "session")]
-        r#continue: bool,
-        /// Give the session its own git worktree of this repository, on a new branch
-        /// `agentd/<id>` from HEAD, so that its changes stay apart from yours.
-        #[arg(long, conflicts_with_all = ["session", "continue"])]
-        worktree: bool,
         /// If the daemon stops during a run of this session, do not resume the run in the next
         /// daemon (the config's `resume_interrupted` otherwise).
         #[arg(long)]
         no_resume: bool,
-        /// Run even though the daemon has no usable configuration (it started with a broken
-        /// config.toml, so runs are refused): with the defaults, none of the file's rules.
-        #[arg(long)]
-        ignore_config: bool,
     },
     /// Talk to the agent interactively in a new session here (or --session ID).
     ///
     /// Example: `agentctl chat --mode accept-edits`
+    #[command(
+        mut_arg("model", |a| a.help("The model of a new session")),
+        mut_arg("max_turns", |a| a.help("Turn limit of runs started here (default: none)")),
+    )]
     Chat {
-        /// Join this existing session instead of creating one (`-`: the latest one of this
-        /// directory).
-        #[arg(long, value_name = "ID")]
-        session: Option<String>,
-        /// Join the latest session of this directory (as `--session -`).
-        #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "worktree"])]
-        continue_latest: bool,
-        /// The model of a new session.
-        #[arg(long)]
-        model: Option<String>,
-        /// The provider of a new session.
-        #[arg(long)]
-        provider: Option<String>,
-        /// Permission mode of a new session: default, accept-edits, auto (commands in a sandbox), plan, bypass.
-        #[arg(long)]
-        mode: Option<Mode>,
-        /// Turn limit of runs started here (default: none).
-        #[arg(long)]
-        max_turns: Option<u32>,
-        /// Give the session its own git worktree of this repository, on a new branch
-        /// `agentd/<id>` from HEAD, so that its changes stay apart from yours.
-        #[arg(long, conflicts_with = "session")]
-        worktree: bool,
-        /// Run even though the daemon has no usable configuration (it started with a broken
-        /// config.toml, so runs are refused): with the defaults, none of the file's rules.
-        #[arg(long)]
-        ignore_config: bool,
+        #[command(flatten)]
+        flags: SessionFlags,
     },
     /// Join a session from this terminal: its history so far, then live.
     ///

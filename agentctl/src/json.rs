@@ -1,217 +1,315 @@
 //! The JSON view: one object per event, with stable field names (`--json` of `run` and
 //! `show`). It consumes the same events as the human view.
+//!
+//! Each line is a [`JsonEvent`]. Its shape is written once, as serde definitions of the
+//! protocol's types (`remote`): the wire types are not serialized as JSON themselves, since
+//! their serde form is bincode's (variants by Rust name, arguments as text, costs in
+//! millionths), and renaming a field on the wire must not change what scripts read.
+
+use std::fmt::{self, Display};
 
 use agentctl::client::{Flow, View};
-use protocol::{Event, SessionEvent, TokenUsage};
-use serde_json::{Value, json};
+use protocol::{
+    Decision, Delivery, Event, HealthKind, Mode, ModelStopReason, PermissionRequestId,
+    QueuedMessage, ResumeReason, RunId, SessionEvent, SessionId, StopReason, TokenUsage,
+    ToolCallInfo,
+};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
 /// The JSON view: each event as one line on stdout.
 pub struct JsonLines;
 
 impl View for JsonLines {
     fn event(&mut self, event: &SessionEvent, _replay: bool) -> Flow {
-        outln!("{}", event_json(event));
+        outln!("{}", JsonEvent(event));
         Flow::Go
     }
 }
 
-/// Token counts with stable field names.
-pub fn usage_json(usage: &TokenUsage) -> Value {
-    json!({
-        "input": usage.input,
-        "output": usage.output,
-        "cache_read": usage.cache_read,
-        "cache_write": usage.cache_write,
-    })
-}
+/// One event as a JSON object: the event's fields, then `type`, `seq`, `session` and
+/// `time_ms`. That order is the one these lines have always had, so it is kept.
+pub struct JsonEvent<'a>(
+    /// The event.
+    pub &'a SessionEvent,
+);
 
-fn args_json(args: &str) -> Value {
-    serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.to_string()))
-}
-
-/// One event as a JSON object: `seq`, `session`, `time_ms`, `type`, and the event's fields.
-pub fn event_json(event: &SessionEvent) -> Value {
-    let mut value = match &event.event {
-        Event::RunStarted {
-            run,
-            trigger,
-            max_turns,
-            model,
-            provider,
-        } => json!({
-            "run": run.0,
-            "trigger": trigger.as_str(),
-            "max_turns": max_turns,
-            "model": model,
-            "provider": provider,
-        }),
-        Event::UserMessage { text, delivery } => {
-            json!({"text": text, "delivery": delivery.as_str()})
+impl Serialize for JsonEvent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            #[serde(flatten, with = "EventDef")]
+            event: &'a Event,
+            #[serde(rename = "type")]
+            kind: &'static str,
+            seq: u64,
+            session: &'a SessionId,
+            time_ms: u64,
         }
-        Event::TurnStarted { turn } => json!({"turn": turn}),
-        Event::TextDelta { text } | Event::ThinkingDelta { text } => json!({"text": text}),
-        Event::AssistantMessage {
-            turn,
-            text,
-            thinking,
-            tool_calls,
-            stop_reason,
-            folds,
-        } => json!({
-            "turn": turn,
-            "text": text,
-            "thinking": thinking,
-            "tool_calls": tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "args": args_json(&c.args)})).collect::<Vec<_>>(),
-            "stop_reason": stop_reason.as_str(),
-            "folds": folds.map(|(first, last)| json!([first, last])),
-        }),
-        Event::ToolCall(call) => {
-            json!({"id": call.id, "name": call.name, "args": args_json(&call.args)})
-        }
-        Event::ToolOutput { id, text, omitted } => {
-            json!({"id": id, "text": text, "omitted": omitted})
-        }
-        Event::ToolResult {
-            id,
-            name,
-            is_error,
-            output,
-            duration_ms,
-        } => json!({
-            "id": id, "name": name, "is_error": is_error, "output": output, "duration_ms": duration_ms,
-        }),
-        Event::PermissionRequested {
+        let SessionEvent {
             session,
-            request,
-            tool,
-            args,
-            summary,
-        } => json!({
-            "request": request.0, "tool": tool, "args": args_json(args), "summary": summary,
-            "asker": session.as_ref().map(|s| s.as_str()),
-        }),
-        Event::PermissionResolved {
-            session,
-            request,
-            decision,
-            by_client,
-        } => json!({
-            "request": request.0, "decision": decision.as_str(), "by_client": by_client,
-            "asker": session.as_ref().map(|s| s.as_str()),
-        }),
-        Event::QueueChanged { steer, follow_up } => json!({"steer": steer, "follow_up": follow_up}),
-        Event::Usage {
-            turn,
-            cumulative,
-            cost_micros,
-        } => json!({
-            "turn": usage_json(turn),
-            "cumulative": usage_json(cumulative),
-            "cost_usd": cost_micros.map(|c| c as f64 / 1e6),
-        }),
-        Event::Retrying {
-            attempt,
-            wait_ms,
-            reason,
-        } => json!({"attempt": attempt, "wait_ms": wait_ms, "reason": reason}),
-        Event::Compacted {
-            before_tokens,
-            after_tokens,
-        } => {
-            json!({"before_tokens": before_tokens, "after_tokens": after_tokens})
-        }
-        Event::Health { kind, detail } => json!({"kind": kind.as_str(), "detail": detail}),
-        Event::FileChanged { path } => json!({"path": path}),
-        Event::Notice { text } => json!({"text": text}),
-        Event::ModeChanged { mode } => json!({"mode": mode.as_str()}),
-        Event::ModelChanged { model } => json!({"model": model}),
-        Event::Rewound {
-            run,
-            restored,
-            removed,
-            kept,
-        } => json!({"run": run.0, "restored": restored, "removed": removed, "kept": kept}),
-        Event::RunFinished {
-            run,
-            stop_reason,
-            turns,
-            truncated,
-            usage,
-            returned_messages,
-            error,
-            nothing_changed,
-        } => json!({
-            "run": run.0,
-            "stop_reason": stop_reason.as_str(),
-            "turns": turns,
-            "truncated": truncated,
-            "usage": usage_json(usage),
-            "returned_messages": returned_messages.iter().map(|m| json!({"text": m.text, "delivery": m.delivery.as_str()})).collect::<Vec<_>>(),
-            "error": error,
-            "nothing_changed": nothing_changed,
-        }),
-        Event::Error { message } => json!({"message": message}),
-        Event::SessionDeleted => json!({}),
-        Event::RunResumed { run, reason } => json!({"run": run.0, "reason": reason.as_str()}),
-        Event::SubagentStarted {
-            call,
-            child,
-            description,
-            agent,
-            background,
-        } => json!({
-            "call": call, "child": child.as_str(), "description": description, "agent": agent,
-            "background": background,
-        }),
-        Event::HookRan {
+            seq,
+            time_ms,
             event,
-            command,
-            exit,
-            duration_ms,
-            decision,
-        } => json!({
-            "event": event, "command": command, "exit": exit, "duration_ms": duration_ms,
-            "decision": decision,
-        }),
-        Event::SubagentActivity { child, activity } => {
-            json!({"child": child.as_str(), "activity": activity})
+        } = self.0;
+        Line {
+            event,
+            kind: event.kind(),
+            seq: *seq,
+            session,
+            time_ms: *time_ms,
         }
-        Event::SubagentFinished {
-            child,
-            stop_reason,
-            turns,
-            usage,
-            cost_micros,
-            duration_ms,
-        } => json!({
-            "child": child.as_str(), "stop_reason": stop_reason.as_str(), "turns": turns,
-            "usage": usage_json(usage), "duration_ms": duration_ms,
-            "cost_usd": cost_micros.map(|c| c as f64 / 1e6),
-        }),
-    };
-    value["type"] = json!(event.event.kind());
-    value["seq"] = json!(event.seq);
-    value["session"] = json!(event.session.as_str());
-    value["time_ms"] = json!(event.time_ms);
-    value
+        .serialize(serializer)
+    }
+}
+
+impl Display for JsonEvent<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every map key here is a string, so serializing cannot fail.
+        let line = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        f.write_str(&line)
+    }
+}
+
+/// Token counts with stable field names.
+#[derive(Serialize)]
+pub struct Tokens<'a>(
+    /// The counts.
+    #[serde(with = "TokensDef")]
+    pub &'a TokenUsage,
+);
+
+#[derive(Serialize)]
+#[serde(remote = "TokenUsage")]
+struct TokensDef {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+/// A tool call, its arguments as JSON.
+#[derive(Serialize)]
+#[serde(remote = "ToolCallInfo")]
+struct CallDef {
+    id: String,
+    name: String,
+    #[serde(serialize_with = "args_json")]
+    args: String,
+}
+
+/// A queued message a run handed back.
+#[derive(Serialize)]
+#[serde(remote = "QueuedMessage")]
+struct QueuedDef {
+    text: String,
+    #[serde(serialize_with = "name")]
+    delivery: Delivery,
+}
+
+/// The fields of each kind of event, in the order they are printed. Untagged: the name comes
+/// after them, in [`JsonEvent`]. Ids are printed as their numbers or text (serde's newtypes).
+#[derive(Serialize)]
+#[serde(remote = "Event", untagged)]
+enum EventDef {
+    RunStarted {
+        run: RunId,
+        #[serde(serialize_with = "name")]
+        trigger: Delivery,
+        max_turns: u32,
+        model: String,
+        provider: String,
+    },
+    UserMessage {
+        text: String,
+        #[serde(serialize_with = "name")]
+        delivery: Delivery,
+    },
+    TurnStarted {
+        turn: u32,
+    },
+    TextDelta {
+        text: String,
+    },
+    ThinkingDelta {
+        text: String,
+    },
+    AssistantMessage {
+        turn: u32,
+        text: String,
+        thinking: String,
+        #[serde(serialize_with = "calls")]
+        tool_calls: Vec<ToolCallInfo>,
+        #[serde(serialize_with = "model_stop")]
+        stop_reason: ModelStopReason,
+        folds: Option<(u64, u64)>,
+    },
+    ToolCall(#[serde(with = "CallDef")] ToolCallInfo),
+    ToolOutput {
+        id: String,
+        text: String,
+        omitted: u64,
+    },
+    ToolResult {
+        id: String,
+        name: String,
+        is_error: bool,
+        output: String,
+        duration_ms: u64,
+    },
+    PermissionRequested {
+        request: PermissionRequestId,
+        tool: String,
+        #[serde(serialize_with = "args_json")]
+        args: String,
+        summary: String,
+        /// The subagent that asks; `null` for the session itself.
+        #[serde(rename = "asker")]
+        session: Option<SessionId>,
+    },
+    PermissionResolved {
+        request: PermissionRequestId,
+        #[serde(serialize_with = "name")]
+        decision: Decision,
+        by_client: String,
+        #[serde(rename = "asker")]
+        session: Option<SessionId>,
+    },
+    QueueChanged {
+        steer: Vec<String>,
+        follow_up: Vec<String>,
+    },
+    Usage {
+        #[serde(with = "TokensDef")]
+        turn: TokenUsage,
+        #[serde(with = "TokensDef")]
+        cumulative: TokenUsage,
+        #[serde(rename = "cost_usd", serialize_with = "usd")]
+        cost_micros: Option<u64>,
+    },
+    Retrying {
+        attempt: u32,
+        wait_ms: u64,
+        reason: String,
+    },
+    Compacted {
+        before_tokens: u64,
+        after_tokens: u64,
+    },
+    Health {
+        #[serde(serialize_with = "name")]
+        kind: HealthKind,
+        detail: String,
+    },
+    Notice {
+        text: String,
+    },
+    FileChanged {
+        path: String,
+    },
+    ModeChanged {
+        #[serde(serialize_with = "name")]
+        mode: Mode,
+    },
+    ModelChanged {
+        model: String,
+    },
+    Rewound {
+        run: RunId,
+        restored: Vec<String>,
+        removed: Vec<String>,
+        kept: Vec<String>,
+    },
+    RunFinished {
+        run: RunId,
+        #[serde(serialize_with = "name")]
+        stop_reason: StopReason,
+        turns: u32,
+        truncated: bool,
+        #[serde(with = "TokensDef")]
+        usage: TokenUsage,
+        #[serde(serialize_with = "returned")]
+        returned_messages: Vec<QueuedMessage>,
+        error: Option<String>,
+        nothing_changed: bool,
+    },
+    Error {
+        message: String,
+    },
+    SessionDeleted,
+    RunResumed {
+        run: RunId,
+        #[serde(serialize_with = "name")]
+        reason: ResumeReason,
+    },
+    SubagentStarted {
+        call: String,
+        child: SessionId,
+        description: String,
+        agent: String,
+        background: bool,
+    },
+    SubagentActivity {
+        child: SessionId,
+        activity: String,
+    },
+    HookRan {
+        event: String,
+        command: String,
+        exit: Option<i32>,
+        duration_ms: u64,
+        decision: Option<String>,
+    },
+    SubagentFinished {
+        child: SessionId,
+        #[serde(serialize_with = "name")]
+        stop_reason: StopReason,
+        turns: u32,
+        #[serde(with = "TokensDef")]
+        usage: TokenUsage,
+        duration_ms: u64,
+        #[serde(rename = "cost_usd", serialize_with = "usd")]
+        cost_micros: Option<u64>,
+    },
+}
+
+/// A value of a field-less protocol enum by the name users see (`follow_up`, `accept-edits`).
+fn name<T: Display, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(value)
+}
+
+/// Why a reply ended, by its provider-neutral name.
+fn model_stop<S: Serializer>(reason: &ModelStopReason, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(reason.as_str())
+}
+
+/// A tool call's arguments as JSON; text that is not JSON stays a string.
+fn args_json<S: Serializer>(args: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    match serde_json::from_str::<Value>(args) {
+        Ok(value) => value.serialize(serializer),
+        Err(_) => serializer.serialize_str(args),
+    }
+}
+
+/// Millionths of a US dollar as dollars.
+fn usd<S: Serializer>(micros: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+    micros.map(|c| c as f64 / 1e6).serialize(serializer)
+}
+
+/// Tool calls, each with its arguments as JSON.
+fn calls<S: Serializer>(calls: &[ToolCallInfo], serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Call<'a>(#[serde(with = "CallDef")] &'a ToolCallInfo);
+    serializer.collect_seq(calls.iter().map(Call))
+}
+
+/// Queued messages, each with its queue's name.
+fn returned<S: Serializer>(queued: &[QueuedMessage], serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Queued<'a>(#[serde(with = "QueuedDef")] &'a QueuedMessage);
+    serializer.collect_seq(queued.iter().map(Queued))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_events_carry_type_and_seq() {
-        let event = SessionEvent {
-            session: protocol::SessionId("s1".into()),
-            seq: 4,
-            time_ms: 9,
-            event: Event::TextDelta { text: "hi".into() },
-        };
-        let value = event_json(&event);
-        assert_eq!(
-            value,
-            json!({"type": "text_delta", "seq": 4, "session": "s1", "time_ms": 9, "text": "hi"})
-        );
-    }
-}
+#[path = "json_tests.rs"]
+mod tests;

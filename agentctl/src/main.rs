@@ -93,19 +93,12 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         },
         Command::Run {
             prompt,
-            session,
-            model,
-            provider,
-            mode,
-            max_turns,
+            flags,
             allow,
             yes,
             json,
             detach,
-            r#continue,
-            worktree,
             no_resume,
-            ignore_config,
         } => {
             let mut grants: Vec<PermissionClass> = allow
                 .iter()
@@ -124,47 +117,38 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             }
             let args = commands::run::RunArgs {
                 prompt,
-                session,
-                model,
-                provider,
-                mode,
-                max_turns,
+                session: flags.session,
+                model: flags.model,
+                provider: flags.provider,
+                mode: flags.mode,
+                max_turns: flags.max_turns,
                 allow: grants,
                 json,
                 detach,
-                continue_latest: r#continue,
-                worktree,
+                continue_latest: flags.continue_latest,
+                worktree: flags.worktree,
                 no_resume,
-                ignore_config,
+                ignore_config: flags.ignore_config,
             };
             commands::run::run(&paths, args).await
         }
-        Command::Chat {
-            session,
-            continue_latest,
-            model,
-            provider,
-            mode,
-            max_turns,
-            worktree,
-            ignore_config,
-        } => {
-            let session = match session {
+        Command::Chat { flags } => {
+            let session = match flags.session {
                 Some(id) => Some(commands::here::id_named(&paths, &id).await?),
-                None if continue_latest => {
+                None if flags.continue_latest => {
                     Some(commands::here::id_named(&paths, commands::here::LATEST).await?)
                 }
                 None => None,
             };
             let args = commands::chat::ChatArgs {
                 session,
-                model,
-                provider,
-                mode,
-                max_turns,
+                model: flags.model,
+                provider: flags.provider,
+                mode: flags.mode,
+                max_turns: flags.max_turns,
                 attach: false,
-                worktree,
-                ignore_config,
+                worktree: flags.worktree,
+                ignore_config: flags.ignore_config,
             };
             commands::chat::chat(&paths, args).await
         }

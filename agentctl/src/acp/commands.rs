@@ -1,5 +1,6 @@
 //! The slash commands an editor offers: the command files of the session's project and of
-//! the user, sent as `available_commands_update` when a session opens (SPEC §16).
+//! the user, sent as `available_commands_update` when a session opens
+//! (docs/architecture.md#skills-and-commands).
 
 use agent_client_protocol::v1;
 use protocol::{Reply, Request};

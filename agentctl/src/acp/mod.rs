@@ -1,7 +1,7 @@
-//! `agentctl acp`: an Agent Client Protocol agent on stdio (SPEC §11), so that editors (Zed,
-//! JetBrains, Neovim, Emacs) drive the daemon's sessions, also ones a terminal started, while
-//! terminals stay attached. A thin client: every session lives in the daemon, and closing the
-//! editor leaves them running. Stdout carries the protocol; notes go to stderr.
+//! `agentctl acp`: an Agent Client Protocol agent on stdio (docs/architecture.md#editors-acp), so
+//! that editors (Zed, JetBrains, Neovim, Emacs) drive the daemon's sessions, also ones a terminal
+//! started, while terminals stay attached. A thin client: every session lives in the daemon, and
+//! closing the editor leaves them running. Stdout carries the protocol; notes go to stderr.
 
 mod bridge;
 mod commands;

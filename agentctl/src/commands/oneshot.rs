@@ -102,10 +102,7 @@ pub async fn compact(paths: &Paths, id: String) -> Result<u8, Failure> {
             Some(Err(message)) => Err(Failure::new(message)),
             None => Ok(1),
         },
-        Err(reason) => Err(Failure::new(format!(
-            "the daemon closed the connection{}",
-            reason.map(|r| format!(": {r}")).unwrap_or_default()
-        ))),
+        Err(closed) => Err(Failure::new(closed)),
     }
 }
 

@@ -4,7 +4,7 @@ use agentctl::client::paths::Paths;
 use protocol::{Reply, Request, SessionId};
 
 use super::{request, unexpected};
-use crate::json::event_json;
+use crate::json::JsonEvent;
 use crate::view::{HumanView, Style};
 use crate::{Failure, connect, format};
 
@@ -51,7 +51,7 @@ pub async fn show(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> 
         session = info.id;
         for event in &events {
             if json {
-                outln!("{}", event_json(event));
+                outln!("{}", JsonEvent(event));
             } else {
                 view.show(event);
             }

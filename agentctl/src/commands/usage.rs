@@ -43,15 +43,15 @@ fn report_json(report: &UsageReport) -> serde_json::Value {
                 serde_json::json!({
                     "model": m.model,
                     "provider": m.provider,
-                    "usage": crate::json::usage_json(&m.usage),
+                    "usage": crate::json::Tokens(&m.usage),
                     "cost_micros": m.cost_micros,
                 })
             })
             .collect();
         serde_json::json!({
             "models": models,
-            "subagents": crate::json::usage_json(&totals.subagents),
-            "usage": crate::json::usage_json(&totals.tokens()),
+            "subagents": crate::json::Tokens(&totals.subagents),
+            "usage": crate::json::Tokens(&totals.tokens()),
             "cost_micros": totals.cost_micros(),
         })
     };

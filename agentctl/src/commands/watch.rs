@@ -97,7 +97,7 @@ pub fn summary_json(s: &SessionSummary) -> Value {
             "run": r.run.0,
             "started_ms": r.started_ms,
             "turn": r.turn,
-            "usage": crate::json::usage_json(&r.usage),
+            "usage": crate::json::Tokens(&r.usage),
             "cost_micros": r.cost_micros,
             "stop_reason": end.map(|e| e.stop_reason.as_str()),
             "error": end.and_then(|e| e.error.clone()),

@@ -1,6 +1,6 @@
-//! Subagents as a parent's view shows them (SPEC §14): a line when one starts and when it
-//! ends, and while they run one live line each (what it does now and for how long), redrawn in
-//! place on a terminal.
+//! Subagents as a parent's view shows them (docs/architecture.md#subagents): a line when one starts
+//! and when it ends, and while they run one live line each (what it does now and for how long),
+//! redrawn in place on a terminal.
 
 use std::time::Instant;
 

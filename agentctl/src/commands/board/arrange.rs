@@ -1,11 +1,22 @@
 //! The board's layout: top-level sessions in their group (the most urgent of their own and
-//! their running subagents'), each subagent that still works or asks under its parent.
+//! their running subagents'), each subagent that still works or asks under its parent. The
+//! board's state lays its rows out with this; this module knows nothing of the board.
 
 use std::collections::HashMap;
 
 use protocol::{Group, SessionId, SessionSummary};
 
-use super::model::{GROUPS, Row};
+/// The groups in the order they are shown.
+pub const GROUPS: [Group; 4] = [Group::NeedsYou, Group::Working, Group::Done, Group::Failed];
+
+/// One line of the board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Row {
+    /// A group's heading and how many sessions it holds.
+    Heading(Group, usize),
+    /// A session, `depth` levels under its parent.
+    Session(SessionId, usize),
+}
 
 /// The rows for `sessions`, those matching `filter` only.
 pub fn rows(sessions: &HashMap<SessionId, SessionSummary>, filter: &str) -> Vec<Row> {

@@ -1,6 +1,6 @@
-//! `agentctl board` (SPEC §17): every session of the daemon on one live screen, grouped by
-//! what it needs, with one key for each thing a person does with a session. It follows the
-//! daemon's summaries ([`Summaries`]), never each session's full stream.
+//! `agentctl board` (docs/architecture.md#the-board): every session of the daemon on one live
+//! screen, grouped by what it needs, with one key for each thing a person does with a session. It
+//! follows the daemon's summaries ([`Summaries`]), never each session's full stream.
 
 use std::io::IsTerminal;
 

@@ -7,20 +7,10 @@ use std::time::{Duration, Instant};
 
 use protocol::{Group, PendingSummary, PermissionRequestId, SessionId, SessionSummary};
 
+use super::arrange::{self, Row};
+
 /// Keys that answer a request are ignored this long after it appeared.
 pub const ANSWER_GUARD: Duration = Duration::from_millis(300);
-
-/// The groups in the order they are shown.
-pub const GROUPS: [Group; 4] = [Group::NeedsYou, Group::Working, Group::Done, Group::Failed];
-
-/// One line of the board.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Row {
-    /// A group's heading and how many sessions it holds.
-    Heading(Group, usize),
-    /// A session, `depth` levels under its parent.
-    Session(SessionId, usize),
-}
 
 /// A request, as the board tells requests apart: (the session shown, the asker, the number).
 type AskKey = (SessionId, Option<SessionId>, PermissionRequestId);
@@ -173,7 +163,7 @@ impl Board {
 
     /// Lays the rows out again (after a change or a new filter).
     pub fn arrange(&mut self) {
-        self.rows = super::arrange::rows(&self.sessions, &self.filter);
+        self.rows = arrange::rows(&self.sessions, &self.filter);
         let visible = self.selected_row().is_some();
         if !visible {
             self.selected = self.first_session();

@@ -8,8 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
+use super::arrange::Row;
 use super::describe;
-use super::model::{Board, Row};
+use super::model::Board;
 use super::ui::{Prompt, Ui};
 use protocol::Group;
 

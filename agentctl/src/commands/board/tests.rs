@@ -3,7 +3,8 @@ use protocol::{
     SessionInfo, SessionState, SessionSummary, StopReason,
 };
 
-use super::model::{Board, Row};
+use super::arrange::Row;
+use super::model::Board;
 
 fn summary(id: &str, parent: Option<&str>, group: Group, time: u64) -> SessionSummary {
     let info = SessionInfo {
