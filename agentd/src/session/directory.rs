@@ -5,34 +5,13 @@
 
 use futures::future::BoxFuture;
 use kameo::prelude::*;
-use protocol::{ErrorInfo, Mode, SessionId, SessionInfo};
+use protocol::{ErrorInfo, SessionId, SessionInfo};
 
 use super::SessionActor;
-use crate::subagents::ChildOf;
-
-/// A child session to make.
-#[derive(Debug, Clone)]
-pub struct ChildSpec {
-    /// Its directory: its parent's (a worktree of it when `worktree`).
-    pub cwd: String,
-    /// Its mode: never more than its parent's.
-    pub mode: Mode,
-    /// Its model, if not the configured default.
-    pub model: Option<String>,
-    /// Its provider profile, if not the configured default.
-    pub provider: Option<String>,
-    /// Its parent's environment, without secrets.
-    pub env: Vec<(String, String)>,
-    /// Its turn limit.
-    pub max_turns: Option<u32>,
-    /// Whether it works in a git worktree of its own.
-    pub worktree: bool,
-    /// Its parent and task.
-    pub child: ChildOf,
-}
+pub(crate) use super::run::ChildSpec;
 
 /// The daemon's sessions, as a session sees them.
-pub trait Directory: Send + Sync {
+pub(crate) trait Directory: Send + Sync {
     /// Makes a child session.
     fn create_child(&self, spec: ChildSpec) -> BoxFuture<'static, Result<SessionInfo, ErrorInfo>>;
 

@@ -8,8 +8,8 @@
 //! the assistant message that completes them names their `seq` range.
 //!
 //! Subscribers receive live events through bounded channels filled with `try_send`, so a slow
-//! client never holds up the session: when a subscriber's channel is full it is dropped and
-//! flagged as lagged, and its connection tells the client to subscribe again.
+//! client never holds up the session: when a subscriber's channel is full it is dropped, and
+//! its connection, seeing the channel end, tells the client to subscribe again.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,15 +21,15 @@ use tokio::sync::mpsc;
 use crate::{ConnectionId, now_ms};
 
 /// How many live events may wait for one subscriber before it counts as lagging.
-pub const LIVE_QUEUE: usize = 1024;
+pub(crate) const LIVE_QUEUE: usize = 1024;
 /// Recent events kept in memory, at most.
-pub const RECENT_EVENTS: usize = 512;
+pub(crate) const RECENT_EVENTS: usize = 512;
 /// Bytes (roughly) of recent events kept in memory, at most.
-pub const RECENT_BYTES: usize = 1 << 20;
+pub(crate) const RECENT_BYTES: usize = 1 << 20;
 
 /// How an event reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
+pub(crate) enum Durability {
     /// Never stored on its own: the assistant message that completes it is (text and thinking
     /// deltas).
     Folded,
@@ -41,7 +41,7 @@ pub enum Durability {
 
 impl Durability {
     /// How `event` is kept.
-    pub fn of(event: &Event) -> Durability {
+    pub(crate) fn of(event: &Event) -> Durability {
         match event {
             Event::TextDelta { .. } | Event::ThinkingDelta { .. } | Event::ToolOutput { .. } => {
                 Durability::Folded
@@ -60,32 +60,29 @@ impl Durability {
 }
 
 /// The receiving side of a subscription: events to replay, then live ones.
-pub struct Subscription {
+pub(crate) struct Subscription {
     /// Events to read from the log on disk first, if the window does not reach back far
     /// enough.
-    pub disk: Option<crate::store::DiskReplay>,
+    pub(crate) disk: Option<crate::store::DiskReplay>,
     /// Events of the in-memory window after the requested `seq`, in order.
-    pub replay: Vec<SessionEvent>,
+    pub(crate) replay: Vec<SessionEvent>,
     /// Live events; every one has a `seq` above the last replayed one.
-    pub live: mpsc::Receiver<SessionEvent>,
+    pub(crate) live: mpsc::Receiver<SessionEvent>,
     /// The last `seq` sent to subscribers when the subscription began: replayed events are at
     /// or below it, live ones above.
-    pub through_seq: u64,
-    /// Set when the subscription was dropped because `live` overflowed.
-    pub lagged: Arc<AtomicBool>,
+    pub(crate) through_seq: u64,
     /// Set when the client ended the subscription itself.
-    pub unsubscribed: Arc<AtomicBool>,
+    pub(crate) unsubscribed: Arc<AtomicBool>,
 }
 
 struct Subscriber {
     conn: ConnectionId,
     tx: mpsc::Sender<SessionEvent>,
-    lagged: Arc<AtomicBool>,
     unsubscribed: Arc<AtomicBool>,
 }
 
 /// A session's events: numbering, the wait for the disk, the recent window, subscribers.
-pub struct EventLog {
+pub(crate) struct EventLog {
     session: SessionId,
     recent: VecDeque<SessionEvent>,
     recent_bytes: usize,
@@ -106,12 +103,12 @@ pub struct EventLog {
 
 impl EventLog {
     /// An empty log for `session`.
-    pub fn new(session: SessionId) -> Self {
+    pub(crate) fn new(session: SessionId) -> Self {
         Self::with_capacity(session, LIVE_QUEUE)
     }
 
     /// An empty log whose subscribers lag after `live_capacity` unread events.
-    pub fn with_capacity(session: SessionId, live_capacity: usize) -> Self {
+    pub(crate) fn with_capacity(session: SessionId, live_capacity: usize) -> Self {
         EventLog {
             session,
             recent: VecDeque::new(),
@@ -130,23 +127,18 @@ impl EventLog {
     }
 
     /// The `seq` of the newest event (0 when empty).
-    pub fn last_seq(&self) -> u64 {
+    pub(crate) fn last_seq(&self) -> u64 {
         self.last_seq
     }
 
-    /// The `seq` of the newest event sent to subscribers.
-    pub fn published_seq(&self) -> u64 {
-        self.published_seq
-    }
-
     /// When the newest event happened, milliseconds since the epoch (0 when empty).
-    pub fn last_time_ms(&self) -> u64 {
+    pub(crate) fn last_time_ms(&self) -> u64 {
         self.last_time_ms
     }
 
     /// Numbers `event` (the next `seq`, the time now) without sending it yet, so that it can
     /// be stored first. An assistant message is told the range of deltas it completes.
-    pub fn number(&mut self, mut event: Event) -> SessionEvent {
+    pub(crate) fn number(&mut self, mut event: Event) -> SessionEvent {
         self.last_seq += 1;
         self.last_time_ms = now_ms();
         match &mut event {
@@ -185,25 +177,25 @@ impl EventLog {
     }
 
     /// The `seq` of the first delta of the reply streaming now, if one is.
-    pub fn deltas_from(&self) -> Option<u64> {
+    pub(crate) fn deltas_from(&self) -> Option<u64> {
         self.deltas_from
     }
 
     /// The `seq`s of deltas whose reply was given up by the event just numbered, if any: no
     /// assistant message will fold them.
-    pub fn take_abandoned(&mut self) -> Option<(u64, u64)> {
+    pub(crate) fn take_abandoned(&mut self) -> Option<(u64, u64)> {
         self.abandoned.take()
     }
 
     /// The `seq`s of a tool's output pieces that the event just numbered (its result) ends:
     /// they are not stored, and the result holds their text.
-    pub fn take_tool_output(&mut self) -> Option<(u64, u64)> {
+    pub(crate) fn take_tool_output(&mut self) -> Option<(u64, u64)> {
         self.output_done.take()
     }
 
     /// Sends a numbered (and stored) event, unless events before it still wait for the disk:
     /// then it waits behind them.
-    pub fn publish(&mut self, event: SessionEvent) {
+    pub(crate) fn publish(&mut self, event: SessionEvent) {
         if self.pending.is_empty() {
             self.send(event);
         } else {
@@ -213,18 +205,13 @@ impl EventLog {
 
     /// Keeps a numbered event until the disk has synced it; returns whether it is the first
     /// to wait (the caller then arranges a sync).
-    pub fn hold(&mut self, event: SessionEvent) -> bool {
+    pub(crate) fn hold(&mut self, event: SessionEvent) -> bool {
         self.pending.push(event);
         self.pending.len() == 1
     }
 
-    /// Whether events wait for a sync.
-    pub fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
     /// Sends every event that waited for the disk, in order.
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         for event in std::mem::take(&mut self.pending) {
             self.send(event);
         }
@@ -235,7 +222,6 @@ impl EventLog {
             .retain(|sub| match sub.tx.try_send(event.clone()) {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
-                    sub.lagged.store(true, Ordering::Release);
                     tracing::debug!(conn = sub.conn.0, seq = event.seq, "subscriber lagged");
                     false
                 }
@@ -270,7 +256,7 @@ impl EventLog {
 
     /// Takes back an event read from the session's store: numbering goes on after it, and the
     /// newest ones form the recent window.
-    pub fn restore(&mut self, seq: u64, time_ms: u64, event: Event) {
+    pub(crate) fn restore(&mut self, seq: u64, time_ms: u64, event: Event) {
         self.last_seq = self.last_seq.max(seq);
         self.published_seq = self.published_seq.max(seq);
         self.last_time_ms = self.last_time_ms.max(time_ms);
@@ -284,20 +270,20 @@ impl EventLog {
 
     /// Moves numbering on to `seq` (seqs that were handed out and not stored: see the store's
     /// reservations).
-    pub fn advance_to(&mut self, seq: u64) {
+    pub(crate) fn advance_to(&mut self, seq: u64) {
         self.last_seq = self.last_seq.max(seq);
         self.published_seq = self.published_seq.max(seq);
     }
 
     /// Events of the recent window with `seq > from_seq`, in order.
-    pub fn recent_after(&self, from_seq: u64) -> Vec<SessionEvent> {
+    pub(crate) fn recent_after(&self, from_seq: u64) -> Vec<SessionEvent> {
         let start = self.recent.partition_point(|e| e.seq <= from_seq);
         self.recent.iter().skip(start).cloned().collect()
     }
 
     /// The `seq` before which events must come from the disk: the oldest of the window, or
     /// the next to be sent when the window is empty.
-    pub fn window_start(&self) -> u64 {
+    pub(crate) fn window_start(&self) -> u64 {
         self.recent
             .front()
             .map_or(self.published_seq + 1, |event| event.seq)
@@ -306,7 +292,7 @@ impl EventLog {
     /// Subscribes `conn` after `from_seq`: the replay (from `disk`, when given, then the window)
     /// and the live channel meet without a gap or a duplicate. A connection holds at most one
     /// subscription per session.
-    pub fn subscribe(
+    pub(crate) fn subscribe(
         &mut self,
         conn: ConnectionId,
         from_seq: u64,
@@ -314,12 +300,10 @@ impl EventLog {
     ) -> Subscription {
         self.unsubscribe(conn);
         let (tx, live) = mpsc::channel(self.live_capacity);
-        let lagged = Arc::new(AtomicBool::new(false));
         let unsubscribed = Arc::new(AtomicBool::new(false));
         self.subscribers.push(Subscriber {
             conn,
             tx,
-            lagged: lagged.clone(),
             unsubscribed: unsubscribed.clone(),
         });
         Subscription {
@@ -327,13 +311,12 @@ impl EventLog {
             replay: self.recent_after(from_seq),
             live,
             through_seq: self.published_seq,
-            lagged,
             unsubscribed,
         }
     }
 
     /// Ends `conn`'s subscription, if any.
-    pub fn unsubscribe(&mut self, conn: ConnectionId) {
+    pub(crate) fn unsubscribe(&mut self, conn: ConnectionId) {
         self.subscribers.retain(|sub| {
             let ended = sub.conn == conn;
             if ended {
@@ -344,12 +327,12 @@ impl EventLog {
     }
 
     /// Ends every subscription; their receivers see the channel close.
-    pub fn close_all(&mut self) {
+    pub(crate) fn close_all(&mut self) {
         self.subscribers.clear();
     }
 
     /// Connections subscribed now (those whose receivers are still open).
-    pub fn subscriber_count(&self) -> usize {
+    pub(crate) fn subscriber_count(&self) -> usize {
         self.subscribers
             .iter()
             .filter(|s| !s.tx.is_closed())
@@ -377,7 +360,7 @@ impl EventLog {
 }
 
 /// Roughly the bytes an event holds: its texts and a little for the rest.
-pub fn approximate_size(event: &Event) -> usize {
+pub(crate) fn approximate_size(event: &Event) -> usize {
     let text = match event {
         Event::TextDelta { text } | Event::ThinkingDelta { text } => text.len(),
         Event::ToolOutput { text, .. } => text.len(),
@@ -426,14 +409,21 @@ mod tests {
     }
 
     #[test]
-    fn a_full_subscriber_is_dropped_and_flagged() {
+    fn a_full_subscriber_is_dropped() {
         let mut log = EventLog::with_capacity(SessionId("s".into()), 2);
-        let sub = log.subscribe(ConnectionId(1), 0, None);
+        let mut sub = log.subscribe(ConnectionId(1), 0, None);
         for _ in 0..3 {
             emit(&mut log, mode_event());
         }
-        assert!(sub.lagged.load(Ordering::Acquire));
         assert_eq!(log.subscriber_count(), 0);
+        // What fitted is delivered, then the channel ends: the connection tells the client it
+        // lagged.
+        assert!(sub.live.try_recv().is_ok());
+        assert!(sub.live.try_recv().is_ok());
+        assert_eq!(
+            sub.live.try_recv(),
+            Err(mpsc::error::TryRecvError::Disconnected)
+        );
     }
 
     #[test]

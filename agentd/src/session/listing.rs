@@ -1,6 +1,7 @@
-//! A session's listing and summary as the daemon's registry sees it: the session publishes
-//! each change, the registry reads the latest when asked, the board's watchers hear of it
-//! (SPEC §17), and neither the session nor the registry holds a reference to the other.
+//! A session's listing and summary as the daemon's registry sees it: the session publishes each
+//! change, the registry reads the latest when asked, the board's watchers hear of it
+//! (docs/architecture.md#the-board), and neither the session nor the registry holds a reference to
+//! the other.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use crate::summaries::SummaryHub;
 
 /// The latest listing and summary of one session; cheap to clone.
 #[derive(Clone)]
-pub struct Listing(Arc<Inner>);
+pub(crate) struct Listing(Arc<Inner>);
 
 struct Inner {
     summary: Mutex<SessionSummary>,
@@ -22,7 +23,7 @@ struct Inner {
 
 impl Listing {
     /// A listing starting as `summary`, whose changes `hub` hears of.
-    pub fn new(summary: SessionSummary, hub: SummaryHub) -> Listing {
+    pub(crate) fn new(summary: SessionSummary, hub: SummaryHub) -> Listing {
         hub.changed(&summary);
         Listing(Arc::new(Inner {
             summary: Mutex::new(summary),
@@ -32,14 +33,14 @@ impl Listing {
     }
 
     /// The session is gone: watchers are told so, and nothing it publishes from now on.
-    pub fn retire(&self) {
+    pub(crate) fn retire(&self) {
         let current = self.lock();
         self.0.retired.store(true, Ordering::Release);
         self.0.hub.removed(&current.info.id);
     }
 
     /// Publishes a new summary; watchers hear of it when it differs from the last.
-    pub fn publish(&self, summary: SessionSummary) {
+    pub(crate) fn publish(&self, summary: SessionSummary) {
         let mut current = self.lock();
         if *current != summary {
             *current = summary;
@@ -48,7 +49,7 @@ impl Listing {
     }
 
     /// Changes the listing in place.
-    pub fn update(&self, change: impl FnOnce(&mut SessionInfo)) {
+    pub(crate) fn update(&self, change: impl FnOnce(&mut SessionInfo)) {
         let mut current = self.lock();
         let before = current.info.clone();
         change(&mut current.info);
@@ -58,17 +59,17 @@ impl Listing {
     }
 
     /// The latest listing.
-    pub fn get(&self) -> SessionInfo {
+    pub(crate) fn get(&self) -> SessionInfo {
         self.lock().info.clone()
     }
 
     /// The latest summary.
-    pub fn summary(&self) -> SessionSummary {
+    pub(crate) fn summary(&self) -> SessionSummary {
         self.lock().clone()
     }
 
     /// Reads the latest listing without copying it.
-    pub fn with<R>(&self, read: impl FnOnce(&SessionInfo) -> R) -> R {
+    pub(crate) fn with<R>(&self, read: impl FnOnce(&SessionInfo) -> R) -> R {
         read(&self.lock().info)
     }
 

@@ -1,5 +1,6 @@
-//! The steer and follow-up queues of a session (SPEC §4): steer messages enter the running run
-//! at its next turn boundary; follow-ups only when it would otherwise complete, one at a time.
+//! The steer and follow-up queues of a session (docs/architecture.md#the-agent-loop): steer
+//! messages enter the running run at its next turn boundary; follow-ups only when it would
+//! otherwise complete, one at a time.
 
 use std::collections::VecDeque;
 
@@ -7,14 +8,14 @@ use protocol::{Delivery, QueuedMessage};
 
 /// Both queues.
 #[derive(Debug, Default)]
-pub struct Queues {
+pub(crate) struct Queues {
     steer: VecDeque<String>,
     follow_up: VecDeque<String>,
 }
 
 impl Queues {
     /// Adds a message to the queue its delivery names.
-    pub fn push(&mut self, text: String, delivery: Delivery) {
+    pub(crate) fn push(&mut self, text: String, delivery: Delivery) {
         match delivery {
             Delivery::Steer => self.steer.push_back(text),
             Delivery::FollowUp => self.follow_up.push_back(text),
@@ -22,17 +23,17 @@ impl Queues {
     }
 
     /// Takes every steer message, in order.
-    pub fn take_steer(&mut self) -> Vec<String> {
+    pub(crate) fn take_steer(&mut self) -> Vec<String> {
         self.steer.drain(..).collect()
     }
 
     /// Takes the next follow-up.
-    pub fn take_follow_up(&mut self) -> Option<String> {
+    pub(crate) fn take_follow_up(&mut self) -> Option<String> {
         self.follow_up.pop_front()
     }
 
     /// Takes the message that should start the next run: steering first, then follow-ups.
-    pub fn take_next(&mut self) -> Option<(String, Delivery)> {
+    pub(crate) fn take_next(&mut self) -> Option<(String, Delivery)> {
         self.steer
             .pop_front()
             .map(|t| (t, Delivery::Steer))
@@ -40,7 +41,7 @@ impl Queues {
     }
 
     /// Empties both queues, steering first, for returning to the user.
-    pub fn drain(&mut self) -> Vec<QueuedMessage> {
+    pub(crate) fn drain(&mut self) -> Vec<QueuedMessage> {
         let steer = self.steer.drain(..).map(|text| QueuedMessage {
             text,
             delivery: Delivery::Steer,
@@ -53,22 +54,22 @@ impl Queues {
     }
 
     /// Whether both are empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.steer.is_empty() && self.follow_up.is_empty()
     }
 
     /// The messages waiting to steer.
-    pub fn steer(&self) -> Vec<String> {
+    pub(crate) fn steer(&self) -> Vec<String> {
         self.steer.iter().cloned().collect()
     }
 
     /// The messages waiting to follow.
-    pub fn follow_up(&self) -> Vec<String> {
+    pub(crate) fn follow_up(&self) -> Vec<String> {
         self.follow_up.iter().cloned().collect()
     }
 
     /// How many wait in each queue.
-    pub fn lens(&self) -> (u32, u32) {
+    pub(crate) fn lens(&self) -> (u32, u32) {
         (self.steer.len() as u32, self.follow_up.len() as u32)
     }
 }

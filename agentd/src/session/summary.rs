@@ -1,6 +1,6 @@
-//! A session's board summary (SPEC §17), folded from its events as they are emitted or
-//! replayed: what its run does now, its turn, tokens and cost, and the permission requests
-//! that wait for a person.
+//! A session's board summary (docs/architecture.md#the-board), folded from its events as they
+//! are emitted or replayed: what its run does now, its turn, tokens and cost, and the
+//! permission requests that wait for a person.
 
 use protocol::{
     Activity, Event, PendingSummary, RunEnd, RunSummary, SessionInfo, SessionSummary, summary_text,
@@ -8,7 +8,7 @@ use protocol::{
 
 /// What the events so far say about the session's run.
 #[derive(Debug, Default)]
-pub struct SummaryTracker {
+pub(crate) struct SummaryTracker {
     activity: Option<Activity>,
     since_ms: u64,
     run: Option<RunSummary>,
@@ -19,7 +19,7 @@ pub struct SummaryTracker {
 
 impl SummaryTracker {
     /// Takes in one event that happened at `time_ms`.
-    pub fn apply(&mut self, event: &Event, time_ms: u64) {
+    pub(crate) fn apply(&mut self, event: &Event, time_ms: u64) {
         match event {
             Event::RunStarted { run, .. } => {
                 self.run = Some(RunSummary {
@@ -120,12 +120,12 @@ impl SummaryTracker {
     }
 
     /// The run that ended last, if the last run has ended.
-    pub fn finished_run(&self) -> Option<RunSummary> {
+    pub(crate) fn finished_run(&self) -> Option<RunSummary> {
         self.run.clone().filter(|run| run.end.is_some())
     }
 
     /// The summary of the session listed as `info`.
-    pub fn summary(&self, info: SessionInfo) -> SessionSummary {
+    pub(crate) fn summary(&self, info: SessionInfo) -> SessionSummary {
         SessionSummary {
             activity_since_ms: self.since_ms.max(info.created_ms),
             activity: self.activity.clone().unwrap_or(Activity::Idle),

@@ -46,7 +46,7 @@ impl Totals {
 
 /// What the events so far say about the session's token use.
 #[derive(Debug, Default)]
-pub struct UsageTracker {
+pub(crate) struct UsageTracker {
     /// The provider and model of the run going (or the last one).
     current: Key,
     last_run: Option<RunId>,
@@ -56,7 +56,7 @@ pub struct UsageTracker {
 
 impl UsageTracker {
     /// Takes in one event.
-    pub fn apply(&mut self, event: &Event) {
+    pub(crate) fn apply(&mut self, event: &Event) {
         match event {
             Event::RunStarted {
                 run,
@@ -81,7 +81,7 @@ impl UsageTracker {
     }
 
     /// The tokens so far, priced with `prices` where a model's price is known.
-    pub fn report(&self, prices: &BTreeMap<String, Price>) -> UsageReport {
+    pub(crate) fn report(&self, prices: &BTreeMap<String, Price>) -> UsageReport {
         UsageReport {
             last_run: self.last_run,
             run: self.run.report(prices),

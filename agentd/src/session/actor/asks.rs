@@ -1,228 +1,170 @@
-//! Permission asks: whether a call may run, the requests that wait for a user's answer, the
-//! answers from any client (the first wins), and the timeout that denies.
+//! The session's permission asks (docs/architecture.md#permissions-and-modes): the requests
+//! that wait for a user's answer, who decided the others, the rules "allow always" made, and
+//! whether a call let run changed which program a name runs. What a call's check decides, what
+//! an answer does, and denying the requests still open, are decided here and nowhere else.
 
-use protocol::{
-    Decision, ErrorCode, ErrorInfo, Event, PermissionRequestId, RunId, SessionState, ToolCallInfo,
-};
+use std::collections::HashMap;
+use std::path::Path;
 
+use protocol::{Decision, ErrorCode, ErrorInfo, Event, Mode, PermissionRequestId, RunOptions};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use kameo::prelude::*;
-
-use super::SessionActor;
-use crate::permission::ToolRef;
-use crate::permission::{self, Verdict};
-use crate::store::Record;
+use crate::permission::{self, AlwaysRule, ToolRef, Verdict};
+use crate::session::run::{Answer, Authorization, CallToCheck};
 
 /// A permission request waiting for an answer.
-pub(super) struct PendingAsk {
-    pub(super) answer: oneshot::Sender<Decision>,
-    pub(super) tool: ToolRef,
-    pub(super) args: Value,
+struct PendingAsk {
+    answer: oneshot::Sender<Decision>,
+    tool: ToolRef,
+    args: Value,
 }
 
-impl SessionActor {
-    /// Decides a pending permission request; the first answer wins.
-    pub(super) fn resolve(&mut self, msg: Answer) -> Result<(), ErrorInfo> {
-        let Some(pending) = self.pending.remove(&msg.request) else {
-            return Err(match self.decided.get(&msg.request) {
+/// The session's permission requests, answers and rules.
+#[derive(Default)]
+pub(super) struct Asks {
+    /// The requests waiting for an answer.
+    pending: HashMap<PermissionRequestId, PendingAsk>,
+    /// Who decided each request that is no longer pending.
+    decided: HashMap<PermissionRequestId, String>,
+    /// The rules "allow always" made.
+    always: Vec<AlwaysRule>,
+    /// The last request's number.
+    requests: u64,
+    /// A `bash` call that changes which program a name runs (`export PATH=…`, `hash -p`, an
+    /// alias) was let run: where deny rules exist, every program found through `PATH` asks
+    /// from then on.
+    lookup_changed: bool,
+}
+
+/// Where the session's calls run, as a rule made by "allow always" sees it.
+pub(super) struct Scope<'a> {
+    /// The session directory.
+    pub(super) cwd: &'a Path,
+    /// Where plan mode keeps its plan.
+    pub(super) plan_file: &'a Path,
+    /// When the session was created.
+    pub(super) created_ms: u64,
+}
+
+/// Why the requests still open are denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Withdrawn {
+    /// The run that asked ended.
+    RunEnded,
+    /// The daemon stopped while they were open, and the run is closed.
+    Restart,
+    /// The daemon stopped while they were open, and the run goes on: its calls ask again.
+    AskedAgain,
+}
+
+impl Withdrawn {
+    /// Who the clients are told decided.
+    fn by(self) -> &'static str {
+        match self {
+            Withdrawn::RunEnded => "the end of the run",
+            Withdrawn::Restart => "the daemon restart",
+            Withdrawn::AskedAgain => "the daemon restart (it is asked again)",
+        }
+    }
+
+    /// Who a late answer is told decided.
+    fn decided_by(self) -> &'static str {
+        match self {
+            Withdrawn::RunEnded => "the end of the run",
+            Withdrawn::Restart | Withdrawn::AskedAgain => "the daemon restart",
+        }
+    }
+}
+
+impl Asks {
+    /// Whether request `request` waits for an answer.
+    pub(super) fn is_open(&self, request: PermissionRequestId) -> bool {
+        self.pending.contains_key(&request)
+    }
+
+    /// Whether no request waits for an answer.
+    pub(super) fn none_open(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Whether a call let run (or asked about) changed which program a name runs.
+    pub(super) fn lookup_changed(&self) -> bool {
+        self.lookup_changed
+    }
+
+    /// Whether nothing was asked that waits, and no rule was made.
+    pub(super) fn holds_nothing(&self) -> bool {
+        self.pending.is_empty() && self.always.is_empty()
+    }
+
+    /// Decides a pending request by `answer` (the first answer wins): the run that asked hears
+    /// it. The rule an "allow always" makes, to store, is returned (and applies from now on).
+    pub(super) fn decide(
+        &mut self,
+        answer: &Answer,
+        scope: Scope<'_>,
+    ) -> Result<Option<AlwaysRule>, ErrorInfo> {
+        let Some(pending) = self.pending.remove(&answer.request) else {
+            return Err(match self.decided.get(&answer.request) {
                 Some(by) => ErrorInfo::new(
                     ErrorCode::AlreadyDecided,
                     format!(
                         "permission request {} was already decided by {by}",
-                        msg.request
+                        answer.request
                     ),
                 ),
                 None => ErrorInfo::new(
                     ErrorCode::UnknownPermissionRequest,
                     format!(
                         "no pending permission request {} in this session",
-                        msg.request
+                        answer.request
                     ),
                 ),
             });
         };
-        if msg.decision == Decision::AllowAlways {
-            let (cwd, plan) = (self.cwd(), self.plan_file());
+        let mut made = None;
+        if answer.decision == Decision::AllowAlways {
             let protected = permission::ProtectedPaths::default();
             let call = permission::Call {
                 tool: pending.tool.as_call(),
                 args: &pending.args,
-                cwd: &cwd,
-                plan_file: &plan,
+                cwd: scope.cwd,
+                plan_file: scope.plan_file,
                 sandbox: false,
                 path_var: None,
                 protected: &protected,
-                since: permission::unchanged_since(self.info.created_ms),
+                since: permission::unchanged_since(scope.created_ms),
                 lookup_changed_before: self.lookup_changed,
                 target: None,
             };
             if let Some(rule) = permission::rule_for(call) {
-                self.record(&Record::Rule { rule: rule.clone() });
-                self.always.push(rule);
+                self.always.push(rule.clone());
+                made = Some(rule);
             }
         }
-        let _ = pending.answer.send(msg.decision);
-        self.decided.insert(msg.request, msg.by_client.clone());
-        self.emit(Event::PermissionResolved {
-            session: None,
-            request: msg.request,
-            decision: msg.decision,
-            by_client: msg.by_client,
-        });
-        if self.pending.is_empty() && self.run.is_some() {
-            self.set_state(SessionState::Running);
-        }
-        Ok(())
-    }
-}
-
-/// Answer a pending permission request.
-pub struct Answer {
-    /// The request.
-    pub request: PermissionRequestId,
-    /// The answer.
-    pub decision: Decision,
-    /// Who answered.
-    pub by_client: String,
-}
-
-impl Message<Answer> for SessionActor {
-    type Reply = Result<(), ErrorInfo>;
-
-    async fn handle(&mut self, msg: Answer, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        // A subagent's request shown in this session's stream: the subagent decides it.
-        if let Some(asker) = self.asker_of(msg.request)? {
-            return match asker.ask(msg).await {
-                Ok(()) => Ok(()),
-                Err(SendError::HandlerError(err)) => Err(err),
-                Err(err) => Err(ErrorInfo::new(
-                    ErrorCode::UnknownPermissionRequest,
-                    format!("the subagent that asked is gone: {err}"),
-                )),
-            };
-        }
-        self.resolve(msg)
-    }
-}
-
-/// May this call run?
-pub struct Authorize {
-    /// The run asking.
-    pub run: RunId,
-    /// The tool.
-    pub tool: ToolRef,
-    /// Its arguments.
-    pub args: Value,
-    /// The call as the model made it.
-    pub call: ToolCallInfo,
-    /// What the call's PreToolUse hooks answered, if they did.
-    pub hook: Option<crate::hooks::output::Permission>,
-}
-
-/// The answer to [`Authorize`], and the sandbox a command runs in when it runs.
-pub struct Authorized {
-    /// Whether it may run.
-    pub authorization: Authorization,
-    /// The sandbox of a `bash` call in auto mode (not asked to leave it), and what the call
-    /// may not look at.
-    pub confinement: crate::sandbox::Confinement,
-}
-
-/// Whether a call may run.
-pub enum Authorization {
-    /// Run it.
-    Allowed,
-    /// Do not; the model gets this reason.
-    Denied(String),
-    /// Wait for a user's answer to this request; `true` when it is only the mode's question
-    /// (a PermissionRequest hook may answer it), `false` when a rule or a protected path asks.
-    Pending(PermissionRequestId, oneshot::Receiver<Decision>, bool),
-}
-
-impl Message<Authorize> for SessionActor {
-    type Reply = Result<Authorized, ErrorInfo>;
-
-    async fn handle(&mut self, msg: Authorize, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let (cwd, plan) = (self.cwd(), self.plan_file());
-        // Only a call that writes (a tool's path, a command's redirections) meets the
-        // guarded paths: a read is not made to look for them.
-        let writes = msg.tool.writes()
-            || msg.tool == crate::permission::ToolRef::Builtin(crate::tools::Tool::Bash);
-        let config = self.env.config();
-        let env = self.command_env(&config);
-        let protected = self.protected_paths(&config, &env, writes);
-        let path_var = env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.as_str());
-        // A written path is resolved once: the check and the tool see the same file, whatever
-        // a command running meanwhile does to the directories on the way.
-        let target = msg.tool.writes().then(|| {
-            msg.args["path"]
-                .as_str()
-                .map(|p| permission::real_path(&crate::tools::resolve(&cwd, p)))
-        });
-        let target = target.flatten();
-        let call = permission::Call {
-            tool: msg.tool.as_call(),
-            args: &msg.args,
-            cwd: &cwd,
-            plan_file: &plan,
-            sandbox: self.info.mode == protocol::Mode::Auto && crate::sandbox::available(),
-            path_var,
-            protected: &protected,
-            since: permission::unchanged_since(self.info.created_ms),
-            lookup_changed_before: self.lookup_changed,
-            target: target.as_deref(),
-        };
-        let hidden = self.hidden_paths(&config, &env);
-        let sandbox = (call.sandbox
-            && msg.tool == crate::permission::ToolRef::Builtin(crate::tools::Tool::Bash)
-            && !call.unsandboxed())
-        .then(|| Box::new(self.sandbox_policy(&config, &env, &hidden)));
-        let authorization = self.authorize(&msg, call)?;
-        Ok(Authorized {
-            authorization,
-            confinement: crate::sandbox::Confinement {
-                sandbox,
-                hidden: std::sync::Arc::new(hidden),
-                target,
-            },
-        })
-    }
-}
-
-impl SessionActor {
-    /// Marks the session when `call`, let run or asked about, changes which program a name runs
-    /// for later commands: the deny rules can no longer tell what a name runs. A call refused
-    /// outright did not run and changes nothing.
-    fn note_lookup_change(&mut self, call: permission::Call<'_>) {
-        if permission::changes_lookup(call) {
-            self.lookup_changed = true;
-        }
+        let _ = pending.answer.send(answer.decision);
+        self.decided
+            .insert(answer.request, answer.by_client.clone());
+        Ok(made)
     }
 
-    /// Decides `call` by the session's mode, grants, answers and rules.
-    fn authorize(
+    /// Decides `call` (the call `check` describes) by the session's `mode`, the run's grants
+    /// (`options`), the answers and rules so far, and the configured `rules`. A call that asks
+    /// opens a request: its `PermissionRequested` event is returned with the answer.
+    pub(super) fn check(
         &mut self,
-        msg: &Authorize,
         call: permission::Call<'_>,
-    ) -> Result<Authorization, ErrorInfo> {
-        let run = self.active(msg.run)?;
-        let rules = self.env.config().permissions.clone();
-        let verdict = permission::check(
-            call,
-            self.info.mode,
-            &run.options.grants,
-            &self.always,
-            &rules,
-        );
+        check: &CallToCheck,
+        mode: Mode,
+        options: &RunOptions,
+        rules: &permission::PermissionRules,
+    ) -> (Authorization, Option<Event>) {
+        let verdict = permission::check(call, mode, &options.grants, &self.always, rules);
         // A hook's allow answers the mode's question only: an ask with a reason (a command the
         // deny rules cannot see through, a protected path) still asks. Its ask asks; a deny
         // rule still wins.
-        let verdict = match (msg.hook, verdict) {
+        let verdict = match (check.hook, verdict) {
             (Some(crate::hooks::output::Permission::Allow), Verdict::Ask(None)) => Verdict::Allow,
             (Some(crate::hooks::output::Permission::Ask), Verdict::Allow) => {
                 Verdict::Ask(Some("a PreToolUse hook asks".to_string()))
@@ -232,14 +174,15 @@ impl SessionActor {
         match verdict {
             Verdict::Allow => {
                 self.note_lookup_change(call);
-                Ok(Authorization::Allowed)
+                (Authorization::Allowed, None)
             }
-            Verdict::Deny(reason) => Ok(Authorization::Denied(reason)),
-            Verdict::Ask(reason) if run.options.deny_unanswered => {
-                Ok(Authorization::Denied(match reason {
+            Verdict::Deny(reason) => (Authorization::Denied(reason), None),
+            Verdict::Ask(reason) if options.deny_unanswered => {
+                let reason = match reason {
                     Some(reason) => format!("denied: nobody is there to ask, and {reason}"),
-                    None => permission::unattended_denial(msg.tool.as_call().class()),
-                }))
+                    None => permission::unattended_denial(check.tool.as_call().class()),
+                };
+                (Authorization::Denied(reason), None)
             }
             Verdict::Ask(reason) => {
                 // It runs if the user allows it: from then on names may run other programs.
@@ -256,39 +199,98 @@ impl SessionActor {
                     request,
                     PendingAsk {
                         answer,
-                        tool: msg.tool.clone(),
-                        args: msg.args.clone(),
+                        tool: check.tool.clone(),
+                        args: check.args.clone(),
                     },
                 );
-                self.info.state = SessionState::AwaitingApproval;
-                self.emit(Event::PermissionRequested {
+                let asked = Event::PermissionRequested {
                     session: None,
                     request,
-                    tool: msg.call.name.clone(),
-                    args: msg.call.args.clone(),
+                    tool: check.call.name.clone(),
+                    args: check.call.args.clone(),
                     summary,
-                });
-                Ok(Authorization::Pending(request, receiver, plain))
+                };
+                (
+                    Authorization::Pending(request, receiver, plain),
+                    Some(asked),
+                )
             }
         }
     }
+
+    /// Marks the session when `call`, let run or asked about, changes which program a name runs
+    /// for later commands: the deny rules can no longer tell what a name runs. A call refused
+    /// outright did not run and changes nothing.
+    fn note_lookup_change(&mut self, call: permission::Call<'_>) {
+        if permission::changes_lookup(call) {
+            self.lookup_changed = true;
+        }
+    }
+
+    /// Denies every request still open, and `replayed` (requests a log left open), for `why`:
+    /// the events that tell the clients.
+    pub(super) fn deny_open(
+        &mut self,
+        why: Withdrawn,
+        replayed: Vec<PermissionRequestId>,
+    ) -> Vec<Event> {
+        let open: Vec<_> = self.pending.drain().map(|(request, _)| request).collect();
+        open.into_iter()
+            .chain(replayed)
+            .map(|request| {
+                self.decided.insert(request, why.decided_by().to_string());
+                Event::PermissionResolved {
+                    session: None,
+                    request,
+                    decision: Decision::Deny,
+                    by_client: why.by().to_string(),
+                }
+            })
+            .collect()
+    }
+
+    /// A request read from the log: numbering goes on after it.
+    pub(super) fn restore_request(&mut self, request: PermissionRequestId) {
+        self.requests = self.requests.max(request.0);
+    }
+
+    /// A decision read from the log.
+    pub(super) fn restore_decided(&mut self, request: PermissionRequestId, by: String) {
+        self.decided.insert(request, by);
+    }
+
+    /// A rule read from the log.
+    pub(super) fn restore_rule(&mut self, rule: AlwaysRule) {
+        self.always.push(rule);
+    }
 }
 
-/// Nobody answered a permission request in time: deny it.
-pub struct Expire(pub PermissionRequestId);
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Message<Expire> for SessionActor {
-    type Reply = Result<(), ErrorInfo>;
-
-    async fn handle(&mut self, msg: Expire, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if !self.pending.contains_key(&msg.0) {
-            return Ok(());
-        }
-        let answer = Answer {
-            request: msg.0,
-            decision: Decision::Deny,
-            by_client: "the permission timeout".to_string(),
+    #[test]
+    fn a_request_withdrawn_by_a_restart_refuses_a_late_answer() {
+        let mut asks = Asks::default();
+        let request = PermissionRequestId(3);
+        let events = asks.deny_open(Withdrawn::AskedAgain, vec![request]);
+        assert!(matches!(
+            &events[..],
+            [Event::PermissionResolved { decision: Decision::Deny, by_client, .. }]
+                if by_client == "the daemon restart (it is asked again)"
+        ));
+        let late = Answer {
+            request,
+            decision: Decision::Allow,
+            by_client: "a client".to_string(),
         };
-        self.resolve(answer)
+        let scope = Scope {
+            cwd: Path::new("/work"),
+            plan_file: Path::new("/work/plan.md"),
+            created_ms: 0,
+        };
+        let refused = asks.decide(&late, scope).expect_err("already decided");
+        assert_eq!(refused.code, ErrorCode::AlreadyDecided);
+        assert!(refused.message.ends_with("decided by the daemon restart"));
     }
 }

@@ -1,6 +1,7 @@
-//! What the session's runs changed in its directory, and undoing it (SPEC §13): the diff of a
-//! run, and the rewind, which is refused while a run is going and recorded in the history so
-//! the model hears of it on its next turn.
+//! What the session's runs changed in its directory, and undoing it
+//! (docs/architecture.md#checkpoints-fork-and-worktrees): the diff of a run, and the rewind, which
+//! is refused while a run is going and recorded in the history so the model hears of it on its next
+//! turn.
 
 use kameo::prelude::*;
 use protocol::{ErrorCode, ErrorInfo, Event, RewindReport, RunDiff, RunId};
@@ -18,13 +19,13 @@ fn failed(err: CheckpointError) -> ErrorInfo {
 }
 
 /// What a run changed.
-pub struct Diff(pub Option<RunId>);
+pub(crate) struct Diff(pub(crate) Option<RunId>);
 
 impl Message<Diff> for SessionActor {
     type Reply = DelegatedReply<Result<RunDiff, ErrorInfo>>;
 
     async fn handle(&mut self, msg: Diff, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let (checkpoints, limits) = (self.checkpoints.clone(), self.env.config().checkpoints);
+        let (checkpoints, limits) = (self.workspace.checkpoints(), self.env.config().checkpoints);
         // Reading the store takes a while on a large directory: not in the actor.
         ctx.spawn(async move {
             tokio::task::spawn_blocking(move || checkpoints.diff(msg.0, &limits).map_err(failed))
@@ -35,29 +36,29 @@ impl Message<Diff> for SessionActor {
 }
 
 /// Put the directory back as it was before a run.
-pub struct Rewind {
+pub(crate) struct Rewind {
     /// The run; the last one with a checkpoint when `None`.
-    pub run: Option<RunId>,
+    pub(crate) run: Option<RunId>,
     /// Also restore files changed outside the agent since.
-    pub force: bool,
+    pub(crate) force: bool,
     /// Only say what would be done.
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 impl Message<Rewind> for SessionActor {
     type Reply = Result<RewindReport, ErrorInfo>;
 
     async fn handle(&mut self, msg: Rewind, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if self.run.is_some() {
+        if self.runs.is_running() {
             return Err(ErrorInfo::new(
                 ErrorCode::Busy,
                 format!(
                     "session {} is running; cancel it or wait for it to finish before rewinding",
-                    self.info.id
+                    self.shown.id()
                 ),
             ));
         }
-        let (checkpoints, limits) = (self.checkpoints.clone(), self.env.config().checkpoints);
+        let (checkpoints, limits) = (self.workspace.checkpoints(), self.env.config().checkpoints);
         // The actor waits: no run may start while files are being put back.
         let report = tokio::task::spawn_blocking(move || {
             checkpoints.rewind(msg.run, msg.force, msg.dry_run, &limits)

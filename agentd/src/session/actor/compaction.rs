@@ -2,69 +2,30 @@
 //! model call) or when a client asks for it between runs.
 
 use kameo::prelude::*;
-use protocol::{ErrorCode, ErrorInfo, Event, RunId};
+use protocol::{ErrorCode, ErrorInfo, Event};
 use tokio_util::sync::CancellationToken;
 
 use super::SessionActor;
-use super::loop_messages::TurnInput;
 use crate::store::Record;
-
-/// Replace the older history by a summary (compaction): the first `cut` messages of the
-/// history of `generation` give way to `summary`. Messages added since are all kept; a summary
-/// of a history that was compacted meanwhile is refused.
-pub struct ApplyCompaction {
-    /// Whether the model's window is small: the compact system prompt.
-    pub compact_prompt: bool,
-    /// The run that compacted.
-    pub run: RunId,
-    /// The summary.
-    pub summary: String,
-    /// How many messages it summarises, from the start.
-    pub cut: usize,
-    /// The generation of the history it summarises.
-    pub generation: u64,
-}
-
-impl Message<ApplyCompaction> for SessionActor {
-    /// The next model call's input after compaction.
-    type Reply = Result<TurnInput, ErrorInfo>;
-
-    async fn handle(
-        &mut self,
-        msg: ApplyCompaction,
-        _: &mut Context<Self, Self::Reply>,
-    ) -> Self::Reply {
-        self.active(msg.run)?;
-        self.apply_compaction(msg.summary, msg.cut, msg.generation)?;
-        Ok(self.turn_input(msg.compact_prompt))
-    }
-}
 
 impl SessionActor {
     /// Replaces the first `cut` messages of the history by `summary`, if the history is still
-    /// of `generation`.
-    fn apply_compaction(
+    /// of `generation`; messages added since are all kept.
+    pub(super) fn apply_compaction(
         &mut self,
         summary: String,
         cut: usize,
         generation: u64,
     ) -> Result<(), ErrorInfo> {
-        if generation != self.history_generation || cut > self.history.len() {
-            return Err(ErrorInfo::new(
-                ErrorCode::Busy,
-                "the history was compacted meanwhile, so this summary is out of date and was dropped",
-            ));
-        }
-        let before_tokens = crate::compact::estimate_all(&self.history);
-        let summary = self.with_running_children(summary);
-        let keep_last = self.history.len() - cut;
-        self.record(&Record::Compaction {
+        let keep_last = self.history.kept_after(cut, generation)?;
+        let before_tokens = self.history.tokens();
+        let summary = self.family.with_running_children(summary);
+        self.durable.record(&Record::Compaction {
             summary: summary.clone(),
             keep_last,
         });
-        self.replace_history(summary, keep_last);
-        self.compact_requested = false;
-        let after_tokens = crate::compact::estimate_all(&self.history);
+        self.history.compacted(summary, keep_last);
+        let after_tokens = self.history.tokens();
         self.emit(Event::Compacted {
             before_tokens,
             after_tokens,
@@ -76,17 +37,17 @@ impl SessionActor {
 /// Compact the history now (or, while a run is going, before its next model call). The reply
 /// comes at once; the summary is made in the background, cancellable by any client, and ends
 /// with `Compacted` or an `Error` event.
-pub struct CompactNow;
+pub(crate) struct CompactNow;
 
 impl Message<CompactNow> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, _: CompactNow, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if self.run.is_some() {
-            self.compact_requested = true;
+        if self.runs.is_running() {
+            self.history.request_compaction();
             return Ok(());
         }
-        if self.compaction.is_some() {
+        if self.history.compacting() {
             return Err(ErrorInfo::new(
                 ErrorCode::Busy,
                 "a compaction is already under way",
@@ -102,22 +63,17 @@ impl Message<CompactNow> for SessionActor {
             ));
         };
         let config = self.env.config();
+        let last = self.runs.last_options();
         let (provider, model) = config
             .provider(
                 &self.env.http,
-                self.last_options
-                    .provider
-                    .as_deref()
-                    .or(self.info.provider.as_deref()),
-                self.last_options
-                    .model
-                    .as_deref()
-                    .or(self.info.model.as_deref()),
-                &self.last_options.env,
+                last.provider.as_deref().or(self.shown.provider()),
+                last.model.as_deref().or(self.shown.model()),
+                &last.env,
             )
             .map_err(|e| ErrorInfo::new(ErrorCode::InvalidRequest, e.to_string()))?;
         let cancel = CancellationToken::new();
-        self.compaction = Some(cancel.clone());
+        self.history.begin_compaction(cancel.clone());
         let me = ctx.actor_ref().clone();
         tokio::spawn(async move {
             let specs = crate::tools::specs();
@@ -142,7 +98,7 @@ impl Message<CompactNow> for SessionActor {
 }
 
 /// A compaction a client asked for came to an end.
-pub struct CompactionDone {
+struct CompactionDone {
     summary: Result<String, crate::provider::ProviderError>,
     cut: usize,
     generation: u64,
@@ -152,7 +108,7 @@ impl Message<CompactionDone> for SessionActor {
     type Reply = ();
 
     async fn handle(&mut self, msg: CompactionDone, _: &mut Context<Self, Self::Reply>) {
-        self.compaction = None;
+        self.history.end_compaction();
         let failed = match msg.summary {
             Ok(summary) => self
                 .apply_compaction(summary, msg.cut, msg.generation)

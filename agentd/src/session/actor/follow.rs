@@ -10,42 +10,27 @@ use crate::ConnectionId;
 use crate::session::event_log::Subscription;
 use crate::store::DiskReplay;
 
-impl SessionActor {
-    /// The stretch of events after `from_seq` that only the log on disk still holds.
-    fn disk_before_window(&self, from_seq: u64) -> Option<DiskReplay> {
-        let through = self.log.window_start().saturating_sub(1);
-        (from_seq < through).then(|| DiskReplay {
-            session: self.info.id.clone(),
-            path: self.store.log_path(),
-            offset: self.store.offset_after(from_seq),
-            after_seq: from_seq,
-            through_seq: through,
-        })
-    }
-}
-
 /// Subscribe a connection from `from_seq`.
-pub struct Subscribe {
+pub(crate) struct Subscribe {
     /// The subscribing connection.
-    pub conn: ConnectionId,
+    pub(crate) conn: ConnectionId,
     /// The last `seq` the client has.
-    pub from_seq: u64,
+    pub(crate) from_seq: u64,
 }
 
 impl Message<Subscribe> for SessionActor {
     type Reply = Result<(SessionInfo, Subscription), ErrorInfo>;
 
     async fn handle(&mut self, msg: Subscribe, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        let disk = self.disk_before_window(msg.from_seq);
-        let subscription = self.log.subscribe(msg.conn, msg.from_seq, disk);
+        let subscription = self.durable.subscribe(msg.conn, msg.from_seq);
         Ok((self.info(), subscription))
     }
 }
 
 /// End a connection's subscription.
-pub struct Unsubscribe {
+pub(crate) struct Unsubscribe {
     /// The connection.
-    pub conn: ConnectionId,
+    pub(crate) conn: ConnectionId,
 }
 
 impl Message<Unsubscribe> for SessionActor {
@@ -57,37 +42,38 @@ impl Message<Unsubscribe> for SessionActor {
         msg: Unsubscribe,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
-        self.log.unsubscribe(msg.conn);
+        self.durable.unsubscribe(msg.conn);
         self.discard_if_empty();
-        Ok(self.info.id.clone())
+        Ok(self.shown.id().clone())
     }
 }
 
 /// Where the session's history after `from_seq` is: its listing, the stretch to read from
 /// disk (if the in-memory window does not reach back that far) and the window's events.
-pub struct GetHistory {
+pub(crate) struct GetHistory {
     /// The last `seq` the client has.
-    pub from_seq: u64,
+    pub(crate) from_seq: u64,
 }
 
 /// The answer to [`GetHistory`].
-pub struct HistorySource {
+pub(crate) struct HistorySource {
     /// The session's listing.
-    pub info: SessionInfo,
+    pub(crate) info: SessionInfo,
     /// Events to read from the log first.
-    pub disk: Option<DiskReplay>,
+    pub(crate) disk: Option<DiskReplay>,
     /// Then the window's events.
-    pub recent: Vec<SessionEvent>,
+    pub(crate) recent: Vec<SessionEvent>,
 }
 
 impl Message<GetHistory> for SessionActor {
     type Reply = Result<HistorySource, ErrorInfo>;
 
     async fn handle(&mut self, msg: GetHistory, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let (disk, recent) = self.durable.events_after(msg.from_seq);
         Ok(HistorySource {
             info: self.info(),
-            disk: self.disk_before_window(msg.from_seq),
-            recent: self.log.recent_after(msg.from_seq),
+            disk,
+            recent,
         })
     }
 }

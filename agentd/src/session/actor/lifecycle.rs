@@ -9,18 +9,18 @@ use super::SessionActor;
 /// Unload the session if it is idle: no run, no subscriber, no pending question, no
 /// compaction. Answers whether it did; an idle session stops (nothing is lost: it loads again
 /// from its log on next use).
-pub struct TryUnload;
+pub(crate) struct TryUnload;
 
 impl Message<TryUnload> for SessionActor {
     type Reply = bool;
 
     async fn handle(&mut self, _: TryUnload, ctx: &mut Context<Self, Self::Reply>) -> bool {
-        let idle = self.run.is_none()
-            && self.log.subscriber_count() == 0
-            && self.pending.is_empty()
-            && self.compaction.is_none();
+        let idle = !self.runs.is_running()
+            && self.durable.followers() == 0
+            && self.asks.none_open()
+            && !self.history.compacting();
         if idle {
-            tracing::debug!(session = %self.info.id, "unloading an idle session");
+            tracing::debug!(session = %self.shown.id(), "unloading an idle session");
             ctx.stop();
         }
         idle
@@ -28,7 +28,7 @@ impl Message<TryUnload> for SessionActor {
 }
 
 /// Cancel the running run and a compaction under way, if any.
-pub struct Cancel;
+pub(crate) struct Cancel;
 
 impl Message<Cancel> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
@@ -36,13 +36,11 @@ impl Message<Cancel> for SessionActor {
     async fn handle(&mut self, _: Cancel, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         // Children first: none goes on working for a parent that stopped.
         self.cancel_children().await;
-        if let Some(run) = &self.run {
-            tracing::info!(session = %self.info.id, run = run.id.0, "run cancelled");
-            run.cancel.cancel();
+        if let Some(run) = self.runs.cancel() {
+            tracing::info!(session = %self.shown.id(), run = run.0, "run cancelled");
         }
-        if let Some(compaction) = &self.compaction {
-            tracing::info!(session = %self.info.id, "compaction cancelled");
-            compaction.cancel();
+        if self.history.cancel_compaction() {
+            tracing::info!(session = %self.shown.id(), "compaction cancelled");
         }
         Ok(())
     }
@@ -50,30 +48,30 @@ impl Message<Cancel> for SessionActor {
 
 /// Close the session for deletion: refuse while running unless `force`, tell subscribers,
 /// and stop the actor.
-pub struct Close {
+pub(crate) struct Close {
     /// Cancel a running run instead of refusing.
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 impl Message<Close> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, msg: Close, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if let Some(run) = &self.run {
+        if self.runs.is_running() {
             if !msg.force {
                 return Err(ErrorInfo::new(
                     ErrorCode::Busy,
                     format!(
                         "session {} is running; cancel it first or delete with --force",
-                        self.info.id
+                        self.shown.id()
                     ),
                 ));
             }
-            run.cancel.cancel();
+            self.runs.cancel();
         }
         self.emit(Event::SessionDeleted);
-        self.flush_now();
-        self.log.close_all();
+        self.durable.flush_now();
+        self.durable.close_all();
         ctx.stop();
         Ok(())
     }

@@ -7,34 +7,36 @@ use protocol::{ErrorCode, ErrorInfo, Event, UsageReport};
 use super::SessionActor;
 
 /// Use `model` for the session's next runs.
-pub struct SetModel(pub String);
+pub(crate) struct SetModel(pub(crate) String);
 
 impl Message<SetModel> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, msg: SetModel, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        self.info.model = Some(msg.0.clone());
-        self.meta.model = Some(msg.0.clone());
-        self.emit(Event::ModelChanged { model: msg.0 });
-        self.save_meta();
+        let model = msg.0;
+        self.shown.set_model(model.clone());
+        self.emit(Event::ModelChanged {
+            model: model.clone(),
+        });
+        self.save_meta_with(|meta| meta.model = Some(model));
         Ok(())
     }
 }
 
 /// The models the session's provider serves.
-pub struct ListModels {
+pub(crate) struct ListModels {
     /// Keys and base URLs from the client's environment, before the daemon's.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// What the provider of a session serves.
-pub struct ModelList {
+pub(crate) struct ModelList {
     /// The provider profile asked.
-    pub provider: String,
+    pub(crate) provider: String,
     /// The model the session uses now, when it is known before a run.
-    pub current: Option<String>,
+    pub(crate) current: Option<String>,
     /// The ids it lists.
-    pub models: Vec<String>,
+    pub(crate) models: Vec<String>,
 }
 
 impl Message<ListModels> for SessionActor {
@@ -46,7 +48,7 @@ impl Message<ListModels> for SessionActor {
         ctx: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
         let config = self.env.config();
-        let (profile, model) = (self.info.provider.as_deref(), self.info.model.as_deref());
+        let (profile, model) = (self.shown.provider(), self.shown.model());
         let names = config.names(profile, model, &msg.env);
         let provider = config.provider(&self.env.http, profile, model, &msg.env);
         // The server may take seconds to answer: not in the actor.
@@ -72,12 +74,12 @@ impl Message<ListModels> for SessionActor {
 }
 
 /// The session's tokens and cost per model.
-pub struct GetUsage;
+pub(crate) struct GetUsage;
 
 impl Message<GetUsage> for SessionActor {
     type Reply = Result<UsageReport, ErrorInfo>;
 
     async fn handle(&mut self, _: GetUsage, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        Ok(self.usage.report(&self.env.config().prices))
+        Ok(self.shown.usage(&self.env.config().prices))
     }
 }

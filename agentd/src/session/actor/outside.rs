@@ -29,14 +29,13 @@ pub(super) fn tracker(
 }
 
 /// A file the session read was touched on disk.
-pub struct FileTouched(pub PathBuf);
+pub(super) struct FileTouched(PathBuf);
 
 impl Message<FileTouched> for SessionActor {
     type Reply = ();
 
     async fn handle(&mut self, msg: FileTouched, _: &mut Context<Self, Self::Reply>) {
-        if self.files.changed_outside(&msg.0) {
-            let path = crate::tools::display(&self.cwd(), &msg.0);
+        if let Some(path) = self.workspace.changed_outside(&msg.0) {
             self.emit(Event::FileChanged { path });
         }
     }

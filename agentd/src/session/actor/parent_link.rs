@@ -13,7 +13,7 @@ use crate::session::directory::Directory;
 use crate::subagents::task::ChildEnd;
 
 /// What a child tells its parent.
-pub enum ChildNote {
+pub(crate) enum ChildNote {
     /// A permission request of `session` (the child or one of its own children).
     Asked {
         session: SessionId,
@@ -41,18 +41,22 @@ pub enum ChildNote {
 }
 
 /// A note from a child session.
-pub struct FromChild {
+pub(crate) struct FromChild {
     /// The child.
-    pub child: SessionId,
+    pub(crate) child: SessionId,
     /// Its actor.
-    pub actor: WeakActorRef<SessionActor>,
+    pub(crate) actor: WeakActorRef<SessionActor>,
     /// What it says.
-    pub note: ChildNote,
+    pub(crate) note: ChildNote,
 }
 
 /// The child's side of the link: notes go, in order, to the parent's actor (loaded again if it
 /// was unloaded) by a task of their own, so the child never waits for its parent.
-pub struct ParentLink(mpsc::UnboundedSender<ChildNote>);
+pub(super) struct ParentLink {
+    notes: mpsc::UnboundedSender<ChildNote>,
+    /// The child's actor, which answers its own requests shown in the parent.
+    me: WeakActorRef<SessionActor>,
+}
 
 impl ParentLink {
     /// Starts the link of child `child` (whose actor is `me`) to `parent`.
@@ -63,6 +67,7 @@ impl ParentLink {
         me: WeakActorRef<SessionActor>,
     ) -> ParentLink {
         let (tx, mut rx) = mpsc::unbounded_channel::<ChildNote>();
+        let child_actor = me.clone();
         tokio::spawn(async move {
             let mut actor: Option<ActorRef<SessionActor>> = None;
             while let Some(note) = rx.recv().await {
@@ -98,11 +103,19 @@ impl ParentLink {
                 }
             }
         });
-        ParentLink(tx)
+        ParentLink {
+            notes: tx,
+            me: child_actor,
+        }
     }
 
     /// Sends `note` to the parent.
     pub(super) fn send(&self, note: ChildNote) {
-        let _ = self.0.send(note);
+        let _ = self.notes.send(note);
+    }
+
+    /// The child's actor.
+    pub(super) fn me(&self) -> WeakActorRef<SessionActor> {
+        self.me.clone()
     }
 }

@@ -1,17 +1,16 @@
-//! Rebuilding a session from its log, record by record as it is read, and what to do with a
-//! run that the daemon (or the session's actor) did not live to finish: resumed (SPEC §4,
-//! continuity), or closed (every tool call gets its result, open permission requests are
-//! answered, and the run is finished as `error`) when resuming is off, when the actor itself
-//! failed, or when the run was already resumed less than a minute before.
-
-use std::sync::Arc;
+//! Rebuilding a session from its log, record by record as it is read, and what to do with a run
+//! that the daemon (or the session's actor) did not live to finish: resumed
+//! (docs/architecture.md#the-agent-loop), or closed (every tool call gets its result, open
+//! permission requests are answered, and the run is finished as `error`) when resuming is off, when
+//! the actor itself failed, or when the run was already resumed less than a minute before.
 
 use protocol::{
-    Decision, Delivery, Event, PermissionRequestId, ResumeReason, RunId, RunOptions, StopReason,
-    TokenUsage,
+    Delivery, Event, PermissionRequestId, ResumeReason, RunId, RunOptions, StopReason, TokenUsage,
 };
 
 use super::SessionActor;
+use super::asks::Withdrawn;
+use super::run_slot::Resume;
 use crate::conversation::{Message as HistoryMessage, ToolCall, ToolResult};
 use crate::session::queue::Queues;
 use crate::session::run::Resumed;
@@ -19,15 +18,6 @@ use crate::store::Record;
 
 /// A run interrupted twice within this time is not resumed again.
 const AGAIN_WITHIN_MS: u64 = 60_000;
-
-/// A run to resume once the session is loaded.
-pub(super) struct Resume {
-    pub(super) run: RunId,
-    pub(super) max_turns: u32,
-    pub(super) options: RunOptions,
-    pub(super) reason: ResumeReason,
-    pub(super) resumed: Resumed,
-}
 
 /// What replaying a log keeps between records, for closing what a stop interrupted.
 #[derive(Default)]
@@ -73,23 +63,25 @@ impl Replayer {
             }
             Record::Message { message } => {
                 if matches!(message, HistoryMessage::Assistant(_)) {
-                    actor.info.turns += 1;
+                    actor.shown.count_turn();
                 }
                 if matches!(message, HistoryMessage::ToolResults { .. }) {
                     self.results_since_reply.clear();
                 }
-                Arc::make_mut(&mut actor.history).push(message);
+                actor.history.push(message);
             }
-            Record::Rule { rule } => actor.always.push(rule),
+            Record::Rule { rule } => actor.asks.restore_rule(rule),
             Record::Run { run, options } => {
                 // A run started later without a client (a subagent's result) goes on with these.
-                actor.last_options = options.clone();
+                actor.runs.restore_options(options.clone());
                 self.open_options = Some((run, options));
             }
             Record::Stopped { run } => {
                 self.stopped = self.open_run.is_some_and(|(open, _)| open == run);
             }
-            Record::Compaction { summary, keep_last } => actor.replace_history(summary, keep_last),
+            Record::Compaction { summary, keep_last } => {
+                actor.history.compacted(summary, keep_last);
+            }
             Record::Event {
                 seq,
                 time_ms,
@@ -97,7 +89,7 @@ impl Replayer {
             } => {
                 match &event {
                     Event::RunStarted { run, max_turns, .. } => {
-                        actor.runs = actor.runs.max(run.0);
+                        actor.runs.restore_count(*run);
                         self.open_run = Some((*run, 0));
                         self.open_max_turns = *max_turns;
                         self.resumed_ms = None;
@@ -174,14 +166,15 @@ impl Replayer {
                             error: error.clone(),
                             nothing_changed: false,
                         };
-                        actor.family.last_end = Some((*run, actor.end_of(&outcome, 0)));
+                        let end = actor.end_of(&outcome, 0);
+                        actor.family.restore_last_end(*run, end);
                     }
-                    Event::ModeChanged { mode } => actor.info.mode = *mode,
+                    Event::ModeChanged { mode } => actor.shown.set_mode(*mode),
                     // A session stored before it took its title takes it now.
                     Event::UserMessage { text, .. } => {
-                        self.titled |= actor.take_title(text);
+                        self.titled |= actor.shown.take_title(text);
                     }
-                    Event::ModelChanged { model } => actor.info.model = Some(model.clone()),
+                    Event::ModelChanged { model } => actor.shown.set_model(model.clone()),
                     Event::QueueChanged { steer, follow_up } => {
                         actor.queues = Queues::default();
                         for text in steer {
@@ -198,7 +191,7 @@ impl Replayer {
                         args,
                         ..
                     } => {
-                        actor.requests = actor.requests.max(request.0);
+                        actor.asks.restore_request(*request);
                         self.asks.push(*request);
                         self.asked.push((*request, tool.clone(), args.clone()));
                     }
@@ -210,13 +203,12 @@ impl Replayer {
                     } => {
                         self.asks.retain(|r| r != request);
                         self.asked.retain(|(r, ..)| r != request);
-                        actor.decided.insert(*request, by_client.clone());
+                        actor.asks.restore_decided(*request, by_client.clone());
                     }
                     _ => {}
                 }
-                actor.board.apply(&event, time_ms);
-                actor.usage.apply(&event);
-                actor.log.restore(seq, time_ms, event);
+                actor.shown.fold(&event, time_ms);
+                actor.durable.restore(seq, time_ms, event);
             }
         }
     }
@@ -254,26 +246,29 @@ impl SessionActor {
             open_deltas,
             titled: _,
         } = replayed;
-        self.account_for_reserved(open_deltas, reserved, explained);
+        self.durable
+            .account_for_reserved(open_deltas, reserved, explained);
         if restarted {
             self.emit(Event::Error {
                 message: "the session restarted after an internal error; its history was reloaded from disk".to_string(),
             });
         }
         // Loaded idle; a resumed run makes it running again.
-        self.info.state = protocol::SessionState::Idle;
+        self.shown.set_state(protocol::SessionState::Idle);
+        let session = self.shown.id().0.clone();
         let Some((run, turns)) = open_run else {
             // The run finished before its end reached the journal.
-            self.env.running.forget(&self.info.id.0);
+            self.env.running.forget(&session);
             return;
         };
         // Only a run the journal says was going when the last daemon stopped goes on: one its
         // log alone leaves open (its end never written, or from long ago) is closed.
-        let interrupted = self.env.running.was_interrupted(&self.info.id.0, run.0);
+        let interrupted = self.env.running.was_interrupted(&session, run.0);
         let resume = !restarted
             && interrupted
             && self
-                .meta
+                .durable
+                .meta()
                 .resume_interrupted
                 .unwrap_or(self.env.config().resume_interrupted);
         // A crash soon after a resume is a crash loop; a restart on purpose is not.
@@ -292,13 +287,10 @@ impl SessionActor {
         };
         if resume && !again && refused.is_none() {
             // A request left open is asked again when its call runs again.
-            self.withdraw(asks, "the daemon restart (it is asked again)");
-            let calls: Vec<ToolCall> = match self.history.last() {
-                Some(HistoryMessage::Assistant(reply)) => {
-                    reply.tool_calls().into_iter().cloned().collect()
-                }
-                _ => Vec::new(),
-            };
+            for denied in self.asks.deny_open(Withdrawn::AskedAgain, asks) {
+                self.emit(denied);
+            }
+            let calls: Vec<ToolCall> = self.history.last_calls();
             let done = results_since_reply
                 .into_iter()
                 .filter(|(id, ..)| calls.iter().any(|c| &c.id == id))
@@ -320,8 +312,8 @@ impl SessionActor {
                 })
                 .map(|c| c.id.clone())
                 .collect();
-            tracing::info!(session = %self.info.id, run = run.0, "resuming a run interrupted by a stop");
-            self.to_resume = Some(Resume {
+            tracing::info!(%session, run = run.0, "resuming a run interrupted by a stop");
+            self.runs.keep_for_resume(Resume {
                 run,
                 max_turns: open_max_turns,
                 options,
@@ -356,44 +348,44 @@ impl SessionActor {
         };
         // Every tool call of the last reply gets its result: the ones that finished before the
         // stop, and "(interrupted: the daemon stopped)" for the rest.
-        if let Some(HistoryMessage::Assistant(reply)) = self.history.last() {
-            let calls: Vec<_> = reply.tool_calls().into_iter().cloned().collect();
-            if !calls.is_empty() {
-                let results = calls
-                    .iter()
-                    .map(
-                        |call| match results_since_reply.iter().find(|r| r.0 == call.id) {
-                            Some((id, name, is_error, output)) => ToolResult {
-                                call_id: id.clone(),
-                                name: name.clone(),
-                                output: output.clone(),
-                                is_error: *is_error,
-                            },
-                            None => {
-                                let result = ToolResult {
-                                    call_id: call.id.clone(),
-                                    name: call.name.clone(),
-                                    output: "(interrupted: the daemon stopped)".to_string(),
-                                    is_error: true,
-                                };
-                                self.emit(Event::ToolResult {
-                                    id: result.call_id.clone(),
-                                    name: result.name.clone(),
-                                    is_error: true,
-                                    output: result.output.clone(),
-                                    duration_ms: 0,
-                                });
-                                result
-                            }
+        let calls = self.history.last_calls();
+        if !calls.is_empty() {
+            let results = calls
+                .iter()
+                .map(
+                    |call| match results_since_reply.iter().find(|r| r.0 == call.id) {
+                        Some((id, name, is_error, output)) => ToolResult {
+                            call_id: id.clone(),
+                            name: name.clone(),
+                            output: output.clone(),
+                            is_error: *is_error,
                         },
-                    )
-                    .collect();
-                self.push_message(HistoryMessage::ToolResults { results });
-            }
+                        None => {
+                            let result = ToolResult {
+                                call_id: call.id.clone(),
+                                name: call.name.clone(),
+                                output: "(interrupted: the daemon stopped)".to_string(),
+                                is_error: true,
+                            };
+                            self.emit(Event::ToolResult {
+                                id: result.call_id.clone(),
+                                name: result.name.clone(),
+                                is_error: true,
+                                output: result.output.clone(),
+                                duration_ms: 0,
+                            });
+                            result
+                        }
+                    },
+                )
+                .collect();
+            self.push_message(HistoryMessage::ToolResults { results });
         }
-        self.withdraw(asks, "the daemon restart");
-        tracing::info!(session = %self.info.id, run = run.0, "closing a run interrupted by a stop");
-        self.env.running.ended(&self.info.id.0, run.0);
+        for denied in self.asks.deny_open(Withdrawn::Restart, asks) {
+            self.emit(denied);
+        }
+        tracing::info!(%session, run = run.0, "closing a run interrupted by a stop");
+        self.env.running.ended(&session, run.0);
         self.emit(Event::RunFinished {
             run,
             stop_reason: StopReason::Error,
@@ -410,33 +402,5 @@ impl SessionActor {
             nothing_changed: false,
         });
         self.save_meta();
-    }
-
-    /// Answers permission requests the stop left open (denied, by `by`).
-    fn withdraw(&mut self, asks: Vec<PermissionRequestId>, by: &str) {
-        for request in asks {
-            self.decided
-                .insert(request, "the daemon restart".to_string());
-            self.emit(Event::PermissionResolved {
-                session: None,
-                request,
-                decision: Decision::Deny,
-                by_client: by.to_string(),
-            });
-        }
-    }
-
-    /// `seq`s handed out to deltas of a reply cut short by a stop, and those reserved and never
-    /// used, are recorded as a gap, and numbering goes on after them, so no `seq` a client saw
-    /// is used twice.
-    fn account_for_reserved(&mut self, open_deltas: Option<u64>, reserved: u64, explained: u64) {
-        self.reserved_to = reserved;
-        let stored = self.log.last_seq().max(explained);
-        let to = reserved.max(stored);
-        let from = open_deltas.unwrap_or(stored + 1);
-        if from <= to && (open_deltas.is_some() || reserved > stored) {
-            self.record(&Record::Gap { from, to });
-            self.log.advance_to(to);
-        }
     }
 }

@@ -1,7 +1,7 @@
-//! Every user message is screened by the UserPromptSubmit hooks before it is stored (SPEC
-//! §15): the first prompt of a run, a follow-up queued while one goes, a steer, a subagent's
-//! prompt. A refused message never enters the history; what the hooks add is kept with it.
-//! The hooks run off the actor, one message at a time in the order they came.
+//! Every user message is screened by the UserPromptSubmit hooks before it is stored
+//! (docs/architecture.md#hooks): the first prompt of a run, a follow-up queued while one goes, a
+//! steer, a subagent's prompt. A refused message never enters the history; what the hooks add is
+//! kept with it. The hooks run off the actor, one message at a time in the order they came.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -61,14 +61,14 @@ impl SessionActor {
         if hooks.is_empty() {
             return None;
         }
-        let mut env = self.command_env(&config);
-        env.push(("AGENTD_SESSION_ID".to_string(), self.info.id.0.clone()));
+        let mut env = self.workspace.command_env(&config);
+        env.push(("AGENTD_SESSION_ID".to_string(), self.shown.id().0.clone()));
         Some(Screen {
             hooks,
-            session: self.info.id.clone(),
+            session: self.shown.id().clone(),
             transcript: self.write_transcript(),
-            mode: self.info.mode,
-            cwd: self.cwd(),
+            mode: self.shown.mode(),
+            cwd: self.cwd().to_path_buf(),
             env,
             order: self.screening.clone(),
         })
@@ -84,7 +84,7 @@ impl SessionActor {
         me: ActorRef<Self>,
     ) -> Result<Option<RunId>, ErrorInfo> {
         self.fits_window(&text, &options)?;
-        if self.run.is_some() {
+        if self.runs.is_running() {
             self.queues.push(text, delivery);
             self.emit_queues();
             return Ok(None);
@@ -94,7 +94,7 @@ impl SessionActor {
 }
 
 /// A message the hooks screened.
-pub struct Screened {
+pub(super) struct Screened {
     pub(super) text: String,
     pub(super) delivery: Delivery,
     pub(super) options: RunOptions,

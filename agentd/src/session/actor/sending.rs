@@ -8,13 +8,13 @@ use protocol::{Delivery, ErrorCode, ErrorInfo, RunId, RunOptions};
 use super::{FAULT_ENV, FAULT_MESSAGE, SessionActor, screening};
 
 /// A user message: it steers or follows the running run, or starts a run.
-pub struct SendMessage {
+pub(crate) struct SendMessage {
     /// The message.
-    pub text: String,
+    pub(crate) text: String,
     /// Where it goes while a run is going.
-    pub delivery: Delivery,
+    pub(crate) delivery: Delivery,
     /// Options for the run it may start.
-    pub options: RunOptions,
+    pub(crate) options: RunOptions,
 }
 
 impl Message<SendMessage> for SessionActor {
@@ -71,7 +71,7 @@ impl SessionActor {
         if !text.starts_with('/') {
             return Ok(text);
         }
-        let dirs = crate::commands::directories(&self.cwd(), &self.env.paths.config_dir);
+        let dirs = crate::commands::directories(self.cwd(), &self.env.paths.config_dir);
         match crate::commands::expand(&text, &dirs) {
             Some(Ok(expanded)) => Ok(expanded),
             Some(Err(too_big)) => Err(ErrorInfo::new(ErrorCode::InvalidRequest, too_big)),

@@ -7,13 +7,13 @@ use protocol::{ErrorInfo, Event, Mode};
 use super::SessionActor;
 
 /// Change the permission mode.
-pub struct SetMode(pub Mode);
+pub(crate) struct SetMode(pub(crate) Mode);
 
 impl Message<SetMode> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, msg: SetMode, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        self.info.mode = msg.0;
+        self.shown.set_mode(msg.0);
         self.emit(Event::ModeChanged { mode: msg.0 });
         self.save_meta();
         Ok(())
@@ -21,14 +21,13 @@ impl Message<SetMode> for SessionActor {
 }
 
 /// Whether a run the daemon did not live to finish goes on in the next daemon.
-pub struct SetResume(pub bool);
+pub(crate) struct SetResume(pub(crate) bool);
 
 impl Message<SetResume> for SessionActor {
     type Reply = Result<(), ErrorInfo>;
 
     async fn handle(&mut self, msg: SetResume, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        self.meta.resume_interrupted = Some(msg.0);
-        self.save_meta();
+        self.save_meta_with(|meta| meta.resume_interrupted = Some(msg.0));
         Ok(())
     }
 }

@@ -1,45 +1,21 @@
-//! The session's transcript for hooks (`transcript_path`, SPEC §15): its history as JSON lines
-//! in the shape Claude Code's transcripts have (a `type`, and a `message` with `role` and
-//! `content`), written when a hook is about to run.
+//! The session's transcript for hooks (`transcript_path`, docs/architecture.md#hooks): its
+//! history as JSON lines in the shape Claude Code's transcripts have (a `type`, and a
+//! `message` with `role` and `content`), written when a hook is about to run.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use kameo::prelude::*;
-use protocol::{ErrorInfo, Mode};
 use serde_json::{Value, json};
 
 use super::SessionActor;
 use crate::conversation::{Block, Message as HistoryMessage};
 
-/// What a hook's input says of the session: its transcript's path and its mode.
-pub struct HookContext;
-
-/// See [`HookContext`].
-pub struct HookSession {
-    /// The transcript, written just now.
-    pub transcript: PathBuf,
-    /// The session's mode now.
-    pub mode: Mode,
-}
-
-impl Message<HookContext> for SessionActor {
-    type Reply = Result<HookSession, ErrorInfo>;
-
-    async fn handle(&mut self, _: HookContext, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        Ok(HookSession {
-            transcript: self.write_transcript(),
-            mode: self.info.mode,
-        })
-    }
-}
-
 impl SessionActor {
     /// Writes the session's transcript for hooks and returns its path.
     pub(super) fn write_transcript(&self) -> PathBuf {
-        let transcript = self.store.dir().join("transcript.jsonl");
-        if let Err(err) = write(&transcript, &self.history) {
-            tracing::warn!(session = %self.info.id, "cannot write the transcript for hooks: {err}");
+        let transcript = self.durable.transcript_path();
+        if let Err(err) = write(&transcript, self.history.messages()) {
+            tracing::warn!(session = %self.shown.id(), "cannot write the transcript for hooks: {err}");
         }
         transcript
     }

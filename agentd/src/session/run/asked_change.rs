@@ -91,7 +91,7 @@ const NO_CHANGE: &[&str] = &[
 ];
 
 /// Whether `message` asks for a change. Files attached to it (`<file …>` blocks) are not read.
-pub fn asks_for_change(message: &str) -> bool {
+pub(crate) fn asks_for_change(message: &str) -> bool {
     let text = without_attached_files(message).to_lowercase();
     if NO_CHANGE.iter().any(|p| text.contains(p)) {
         return false;

@@ -8,11 +8,10 @@ use std::time::Instant;
 use protocol::Event;
 
 use super::hooks::Hooked;
-use super::{Gone, Run};
+use super::{Authorization, CallToCheck, Gone, Run};
 use crate::conversation::{ToolCall, ToolResult};
 use crate::mcp::McpTool;
 use crate::permission::ToolRef;
-use crate::session::actor::{Authorization, Authorize, Expire};
 use crate::stop::RunningCall;
 use crate::tools::gate::EffectGate;
 use crate::tools::progress::Progress;
@@ -140,13 +139,13 @@ impl Run {
                         _ticker = progress.clone().map(|p| self.output_ticker(&call.id, p));
                         streamed = progress.clone();
                         let ctx = ToolContext {
-                            cwd: self.setup.cwd.clone(),
+                            cwd: self.setup.place.cwd().to_path_buf(),
                             cancel: self.cancel().clone(),
                             bash_timeout: self.setup.config.bash_timeout(),
-                            files: self.setup.files.clone(),
+                            files: self.setup.place.files.clone(),
                             gate: gate.clone(),
-                            processes: self.setup.processes.clone(),
-                            env: self.setup.env.clone(),
+                            processes: self.setup.place.processes.clone(),
+                            env: self.setup.place.env().clone(),
                             sandbox: confinement.sandbox,
                             hidden: confinement.hidden,
                             target: confinement.target,
@@ -157,8 +156,8 @@ impl Run {
                     Target::Mcp(tool) => {
                         acted = !tool.read_only;
                         let (hub, side, cancel) = (
-                            self.setup.mcp.clone(),
-                            self.side.clone(),
+                            self.setup.place.mcp.clone(),
+                            self.setup.place.side.clone(),
                             self.cancel().clone(),
                         );
                         Box::pin(async move { hub.call(&side, &tool, args, &cancel).await })
@@ -172,7 +171,7 @@ impl Run {
                     })
                 };
                 // A call overtaken by a cancel while it waited for an executor never starts.
-                let output = self.setup.tools.run(job, self.cancel(), gate).await;
+                let output = self.setup.place.tools.run(job, self.cancel(), gate).await;
                 began = began_at.get().copied();
                 // No piece of output may follow the result.
                 if let Some(progress) = &streamed {
@@ -206,12 +205,14 @@ impl Run {
             Prepared::Interrupted => return Ok(None),
         };
         if acted {
-            self.acted.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.changes
+                .acted
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let ran_ms = began.map_or(0, |at| at.elapsed().as_millis() as u64);
         let output = self.after_tool(call, hooked, output).await;
-        let output = self.writes.landed(call, output, self.small);
-        let output = self.repeats.answer(call, self.turns, output);
+        let output = self.changes.writes.landed(call, output, self.harness.small);
+        let output = self.guards.repeats.answer(call, self.tally.turns, output);
         let result = ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -233,7 +234,7 @@ impl Run {
     ) -> Result<Prepared, Gone> {
         if let Some(refused) = self
             .not_offered(&call.name)
-            .or_else(|| self.writes.echo(call))
+            .or_else(|| self.changes.writes.echo(call))
         {
             return Ok(Prepared::Refused(refused));
         }
@@ -253,19 +254,20 @@ impl Run {
                 });
             }
             Some(tool) => Target::Builtin(tool),
-            None => match self.toolset.get(&call.name) {
+            None => match self.harness.toolset.get(&call.name) {
                 Some(tool) => Target::Mcp(Box::new(tool.clone())),
                 // A server that was down when the turn began may be back (or say why not).
                 None => match self
                     .setup
+                    .place
                     .mcp
-                    .find(&self.side, &call.name, self.cancel())
+                    .find(&self.setup.place.side, &call.name, self.cancel())
                     .await
                 {
                     Some(Ok(tool)) => Target::Mcp(Box::new(tool)),
                     Some(Err(output)) => return Ok(Prepared::Refused(output)),
                     None => {
-                        let more = self.toolset.tools.iter().map(|t| t.name.as_str());
+                        let more = self.harness.toolset.tools.iter().map(|t| t.name.as_str());
                         return Ok(Prepared::Refused(tools::unknown_tool(&call.name, more)));
                     }
                 },
@@ -291,17 +293,13 @@ impl Run {
         if self.cancel().is_cancelled() {
             return Ok(Prepared::Interrupted);
         }
-        let authorization = self
-            .setup
-            .session
-            .ask(Authorize {
-                run: self.setup.run,
-                tool: target.permission(),
-                args: args.clone(),
-                call: call.info(),
-                hook: hooked.permission,
-            })
-            .await?;
+        let check = CallToCheck {
+            tool: target.permission(),
+            args: args.clone(),
+            call: call.info(),
+            hook: hooked.permission,
+        };
+        let authorization = self.setup.session.authorize(self.setup.run, check).await?;
         let confinement = authorization.confinement;
         let decision = match authorization.authorization {
             Authorization::Allowed => return Ok(Prepared::Run(target, args, confinement)),
@@ -327,7 +325,7 @@ impl Run {
                     // Asked again in the next daemon: a planned stop does not wait for a person.
                     () = self.setup.stop.asked() => return Ok(Prepared::Interrupted),
                     () = expired => {
-                        self.setup.session.ask(Expire(request)).await?;
+                        self.setup.session.expire(request).await?;
                         return Ok(Prepared::Refused(ToolOutput::error(format!(
                             "denied: nobody answered the permission request within {} s",
                             timeout.unwrap_or_default().as_secs()

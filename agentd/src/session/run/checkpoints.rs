@@ -1,7 +1,8 @@
-//! The run's checkpoints (SPEC §13): the session directory is recorded just before the run's
-//! first tool that may change files, and again when the run ends. A run that only reads records
-//! nothing (its store is not even created); a run that changed nothing forgets its start. A
-//! checkpoint that cannot be recorded is reported once, and the run goes on without.
+//! The run's checkpoints (docs/architecture.md#checkpoints-fork-and-worktrees): the session
+//! directory is recorded just before the run's first tool that may change files, and again when the
+//! run ends. A run that only reads records nothing (its store is not even created); a run that
+//! changed nothing forgets its start. A checkpoint that cannot be recorded is reported once, and
+//! the run goes on without.
 
 use std::sync::Arc;
 

@@ -1,11 +1,8 @@
 //! Compaction inside a run: the older part of the history summarised and replaced.
 
-use kameo::prelude::*;
-
-use super::{Gone, Run};
+use super::{Gone, PortError, Run, TurnInput};
 use crate::compact;
 use crate::provider::{Provider, ProviderError};
-use crate::session::actor::{ApplyCompaction, TurnInput};
 
 impl Run {
     /// Summarises the older part of the history and has the session replace it.
@@ -15,7 +12,7 @@ impl Run {
         model: &str,
         input: &TurnInput,
     ) -> Result<Compaction, Gone> {
-        let keep = compact::keep_recent(self.window);
+        let keep = compact::keep_recent(self.harness.window);
         let Some(cut) = compact::cut_point(&input.messages, keep) else {
             return Ok(Compaction::Nothing);
         };
@@ -25,7 +22,7 @@ impl Run {
             provider,
             model,
             &input.system,
-            &self.specs,
+            &self.harness.specs,
             input.messages.get(..cut).unwrap_or_default(),
             self.cancel(),
         )
@@ -35,21 +32,25 @@ impl Run {
             Err(ProviderError::Cancelled) => return Ok(Compaction::Cancelled),
             Err(err) => return Ok(Compaction::Failed(err)),
         };
-        let apply = ApplyCompaction {
-            compact_prompt: self.small,
-            run: self.setup.run,
-            summary,
-            cut,
-            generation: input.generation,
-        };
-        match self.setup.session.ask(apply).await {
+        let applied = self
+            .setup
+            .session
+            .apply_compaction(
+                self.setup.run,
+                self.harness.small,
+                summary,
+                cut,
+                input.generation,
+            )
+            .await;
+        match applied {
             Ok(compacted) => {
                 // The results the model saw before are summarised now: repeats show again.
-                self.repeats.forget();
+                self.guards.repeats.forget();
                 Ok(Compaction::Done(compacted))
             }
             // Compacted meanwhile by someone else: go on with what there is.
-            Err(SendError::HandlerError(err)) if err.code == protocol::ErrorCode::Busy => {
+            Err(PortError::Refused(err)) if err.code == protocol::ErrorCode::Busy => {
                 Ok(Compaction::Nothing)
             }
             Err(err) => Err(err.into()),

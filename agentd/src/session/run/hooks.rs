@@ -1,5 +1,5 @@
-//! Running a session's hooks from the loop (SPEC §15): the tool events around each call, with
-//! what they change of its arguments, its permission question and its result.
+//! Running a session's hooks from the loop (docs/architecture.md#hooks): the tool events around
+//! each call, with what they change of its arguments, its permission question and its result.
 
 use serde_json::{Map, Value, json};
 
@@ -8,7 +8,6 @@ pub(super) use crate::hooks::chain::HookOutcome;
 use crate::hooks::chain::{Chain, run_chain};
 use crate::hooks::output::Permission;
 use crate::hooks::{HookEvent, hooks_for};
-use crate::session::actor::HookContext;
 
 impl Run {
     /// Whether `event` has hooks for `tool`.
@@ -31,16 +30,19 @@ impl Run {
         if hooks.is_empty() {
             return HookOutcome::default();
         }
-        let context = self.setup.session.ask(HookContext).await.ok();
-        let mut env = self.setup.env.as_ref().clone();
-        env.push(("AGENTD_SESSION_ID".to_string(), self.setup.id.0.clone()));
+        let context = self.setup.session.hook_context().await.ok();
+        let mut env = self.setup.place.env().as_ref().clone();
+        env.push((
+            "AGENTD_SESSION_ID".to_string(),
+            self.setup.place.id().0.clone(),
+        ));
         let chain = Chain {
             hooks,
             event,
-            session: &self.setup.id.0,
+            session: &self.setup.place.id().0,
             transcript: context.as_ref().map(|c| c.transcript.as_path()),
             mode: context.as_ref().map(|c| c.mode),
-            cwd: &self.setup.cwd,
+            cwd: self.setup.place.cwd(),
             env: &env,
             cancel: self.cancel(),
         };

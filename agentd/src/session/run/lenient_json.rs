@@ -10,7 +10,7 @@ const MAX_KEY: usize = 64;
 
 /// `text` repaired into JSON text, or `None` when it has no string to repair or does not
 /// start like an object or an array.
-pub fn repair(text: &str) -> Option<String> {
+pub(crate) fn repair(text: &str) -> Option<String> {
     let chars: Vec<char> = text.trim().chars().collect();
     if !matches!(chars.first(), Some('{' | '[')) {
         return None;

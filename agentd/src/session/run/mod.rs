@@ -1,33 +1,33 @@
-//! The agent loop (SPEC §4): call the model, save its reply, run the tools it asked for, save
-//! their results, and go round again until the model answers without tools, the user cancels,
-//! the turn limit is reached, or something fails.
+//! The agent loop (docs/architecture.md#the-agent-loop): call the model, save its reply, run
+//! the tools it asked for, save their results, and go round again until the model answers
+//! without tools, the user cancels, the turn limit is reached, or something fails.
 //!
 //! The loop runs as a task owned by the session actor. The actor keeps the history and the
 //! queues; the loop asks it for the next turn's input and hands it every reply and result, so
-//! steer, follow-up, cancel and permission answers are handled while the loop works.
+//! steer, follow-up, cancel and permission answers are handled while the loop works. The loop
+//! reaches its session only through its [`SessionPort`], and never names the actor.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use kameo::prelude::*;
-use protocol::{Event, RunId, StopReason, TokenUsage};
+use protocol::{Event, StopReason, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
 mod asked_change;
 mod calls;
+mod checkpoints;
 mod compaction;
 mod hooks;
 mod lenient_json;
 mod model_turn;
 mod named_files;
 mod nudge;
-
-use compaction::Compaction;
-mod checkpoints;
+pub(crate) mod port;
 mod repeats;
 mod repetition;
 mod resume;
 mod run_hooks;
+mod setup;
+mod state;
 mod step;
 mod stopping;
 mod task_call;
@@ -35,129 +35,65 @@ mod text_calls;
 mod tools_step;
 mod write_results;
 
-pub use resume::Resumed;
-pub use step::{Step, next_step};
+use compaction::Compaction;
+pub(crate) use port::{
+    Answer, Authorization, Authorized, CallToCheck, ChildSpec, Door, HookSession, PortError,
+    SessionPort, ToSession, TurnInput,
+};
+pub(crate) use resume::Resumed;
+pub(crate) use setup::{Nesting, RunSetup, Start, Workplace};
+use state::{Changes, Guards, Harness, Tally};
+use step::{Step, next_step};
+pub(crate) use task_call::TaskSetup;
 
-pub use task_call::TaskSetup;
-
-use super::actor::{BeginTurn, NextQueued, Push, SessionPort};
 use crate::compact;
 use crate::conversation::{Message, ToolCall};
-use crate::health::HealthMonitor;
-use crate::mcp::{McpHub, SessionSide, Toolset};
 use crate::model_profile::ModelProfile;
-use crate::provider::{Choice, Provider, ProviderError, ToolSpec};
-use crate::tools::{self, ToolPool};
+use crate::provider::{Provider, ProviderError};
+use crate::tools;
 
 /// The result text of a call that was not run because the turn limit was reached.
-pub const NOT_EXECUTED_MAX_TURNS: &str = "(not executed: reached max turns)";
+pub(crate) const NOT_EXECUTED_MAX_TURNS: &str = "(not executed: reached max turns)";
 /// The result text of a call of a reply that was cut off at the output limit.
-pub const NOT_EXECUTED_TRUNCATED: &str = "not executed: the reply was cut off at the output limit, so its arguments may be incomplete; send the call again";
+pub(crate) const NOT_EXECUTED_TRUNCATED: &str = "not executed: the reply was cut off at the output limit, so its arguments may be incomplete; send the call again";
 /// The result text of a call that had not started when the run was interrupted.
-pub const INTERRUPTED: &str = "(interrupted before this tool ran)";
-
-/// Everything a run needs.
-pub struct RunSetup {
-    /// The session the run belongs to.
-    pub session: SessionPort,
-    /// The run's id.
-    pub run: RunId,
-    /// The session directory.
-    pub cwd: PathBuf,
-    /// The configuration in force when the run started.
-    pub config: Arc<crate::config::Config>,
-    /// The provider, model and limits chosen for the run.
-    pub choice: Choice,
-    /// The tool pool.
-    pub tools: ToolPool,
-    /// Fires when the user cancels.
-    pub cancel: CancellationToken,
-    /// The turn limit; 0 for none.
-    pub max_turns: u32,
-    /// The files the session read, for the stale-file guard.
-    pub files: Arc<crate::stale_files::FileTracker>,
-    /// Where running commands are recorded.
-    pub processes: crate::tools::processes::ProcessRecords,
-    /// The environment commands run with.
-    pub env: Arc<Vec<(String, String)>>,
-    /// The MCP servers.
-    pub mcp: McpHub,
-    /// The session's id.
-    pub id: protocol::SessionId,
-    /// Where the run's checkpoints go; `None` when they are off.
-    pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
-    /// Where the run stood, when it is resumed after the daemon stopped.
-    pub resumed: Option<Resumed>,
-    /// What starting subagents needs; `None` where this session may not (SPEC §14).
-    pub subagents: Option<Arc<TaskSetup>>,
-    /// The tools a subagent's definition allows it; every tool when `None`.
-    pub allowed_tools: Option<Vec<String>>,
-    /// The message that started the run (its hooks see it); `None` for a resumed run.
-    pub prompt: Option<String>,
-    /// Whether the session is a subagent (its Stop hooks are `SubagentStop`).
-    pub subagent: bool,
-    /// The daemon's planned stop: once it is asked for, the run starts no model turn and no
-    /// tool call, and waits to be stopped (the next daemon resumes it).
-    pub stop: crate::stop::PlannedStop,
-}
+pub(crate) const INTERRUPTED: &str = "(interrupted before this tool ran)";
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunOutcome {
+pub(crate) struct RunOutcome {
     /// Why it stopped.
-    pub stop_reason: StopReason,
+    pub(crate) stop_reason: StopReason,
     /// Complete replies received.
-    pub turns: u32,
+    pub(crate) turns: u32,
     /// Whether the last reply was cut off at the output limit.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// Tokens used.
-    pub usage: TokenUsage,
+    pub(crate) usage: TokenUsage,
     /// What went wrong, for `error` and `health` stops.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// A change was asked for, and the run completed without changing a file or running a
     /// command.
-    pub nothing_changed: bool,
+    pub(crate) nothing_changed: bool,
 }
 
 /// The loop's own state.
 struct Run {
     setup: RunSetup,
-    /// The model's context window, in tokens.
-    window: u64,
-    /// The harness the model gets: its tools, their descriptions and the prompt.
-    profile: ModelProfile,
-    /// The profile is the small one.
-    small: bool,
-    turns: u32,
-    usage: TokenUsage,
-    health: HealthMonitor,
-    specs: Arc<Vec<ToolSpec>>,
-    /// The MCP tools of the current turn.
-    toolset: Toolset,
-    /// What the session brings to its MCP servers.
-    side: SessionSide,
+    /// What the model gets.
+    harness: Harness,
+    /// What the run used so far.
+    tally: Tally,
+    /// The guards against going round in circles.
+    guards: Guards,
+    /// Whether the run made the change it was asked for.
+    changes: Changes,
     /// The run's checkpoints.
     checkpoints: checkpoints::RunCheckpoints,
-    /// The last reply looped and was cut.
-    looped: bool,
-    /// Tokens of the run's subagents (in the foreground) so far.
-    children_usage: std::sync::Mutex<TokenUsage>,
-    /// Stop hooks that blocked in a row.
-    stop_blocks: u32,
-    /// What each call gave before, to tell the model when a call repeats itself.
-    repeats: repeats::Repeats,
-    /// The summaries of the run's changes, and what a small model is told after one.
-    writes: write_results::WriteResults,
-    /// The message that started the run asks for a change.
-    asked_change: bool,
-    /// The model was told once that it answered without making the change.
-    nudged: bool,
-    /// A file was changed or a command run (or a subagent or a server's tool may have).
-    acted: std::sync::atomic::AtomicBool,
 }
 
 /// Runs the loop to its end.
-pub async fn run(setup: RunSetup) -> RunOutcome {
+pub(crate) async fn run(setup: RunSetup) -> RunOutcome {
     let failed = |err: String| RunOutcome {
         stop_reason: StopReason::Error,
         turns: 0,
@@ -185,50 +121,46 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
         },
     };
     let checkpoints = checkpoints::RunCheckpoints::start(
-        setup.checkpoints.clone(),
+        setup.place.checkpoints.clone(),
         setup.run,
         setup.config.checkpoints,
     );
-    let side = SessionSide {
-        id: setup.id.clone(),
-        cwd: setup.cwd.clone(),
-        env: setup.env.clone(),
-    };
     let profile = ModelProfile::choose(setup.choice.profile, window, &model);
     let small = profile.is_small();
     // A resumed run counts what it did before the stop.
-    let (turns, usage, children_usage) = setup.resumed.as_ref().map_or_else(
+    let (turns, usage, children_usage) = setup.start.resumed.as_ref().map_or_else(
         || (0, TokenUsage::default(), TokenUsage::default()),
         |r| (r.turns, r.usage, r.children_usage),
     );
-    let mut run = Run {
-        setup,
-        window,
-        profile,
-        small,
-        turns,
-        usage,
-        health: HealthMonitor::new(),
-        specs: Arc::default(),
-        toolset: Toolset::default(),
-        checkpoints,
-        side,
-        looped: false,
-        children_usage: std::sync::Mutex::new(children_usage),
-        stop_blocks: 0,
-        repeats: repeats::Repeats::default(),
-        writes: Default::default(),
-        asked_change: false,
-        nudged: false,
-        acted: Default::default(),
-    };
-    run.asked_change = run
-        .setup
+    let asked = setup
+        .start
         .prompt
         .as_deref()
         .is_some_and(asked_change::asks_for_change);
-    run.specs = Arc::new(run.offered(tools::specs_for(tools_step::builtins(profile), small)));
-    if run.setup.resumed.is_some() {
+    let mut run = Run {
+        setup,
+        harness: Harness {
+            window,
+            profile,
+            small,
+            specs: Arc::default(),
+            toolset: Default::default(),
+        },
+        tally: Tally {
+            turns,
+            usage,
+            children_usage: std::sync::Mutex::new(children_usage),
+        },
+        guards: Guards::default(),
+        changes: Changes {
+            asked,
+            ..Default::default()
+        },
+        checkpoints,
+    };
+    run.harness.specs =
+        Arc::new(run.offered(tools::specs_for(tools_step::builtins(profile), small)));
+    if run.setup.start.resumed.is_some() {
         run.checkpoints.resume().await;
     }
     let outcome = match run.drive(&provider, &model).await {
@@ -247,8 +179,8 @@ pub async fn run(setup: RunSetup) -> RunOutcome {
 /// The session actor stopped answering.
 struct Gone;
 
-impl<M, E> From<SendError<M, E>> for Gone {
-    fn from(_: SendError<M, E>) -> Self {
+impl From<PortError> for Gone {
+    fn from(_: PortError) -> Self {
         Gone
     }
 }
@@ -261,16 +193,19 @@ impl Run {
         error: Option<String>,
     ) -> RunOutcome {
         // The run's usage counts its subagents'.
-        let mut usage = self.usage;
+        let mut usage = self.tally.usage;
         usage.add(&self.children_usage());
-        let acted = self.acted.load(std::sync::atomic::Ordering::Relaxed);
+        let acted = self
+            .changes
+            .acted
+            .load(std::sync::atomic::Ordering::Relaxed);
         RunOutcome {
             stop_reason,
-            turns: self.turns,
+            turns: self.tally.turns,
             truncated,
             usage,
             error,
-            nothing_changed: stop_reason == StopReason::Completed && self.asked_change && !acted,
+            nothing_changed: stop_reason == StopReason::Completed && self.changes.asked && !acted,
         }
     }
 
@@ -286,19 +221,15 @@ impl Run {
     async fn push(&self, message: Message, event: Option<Event>) -> Result<(), Gone> {
         self.setup
             .session
-            .ask(Push {
-                run: self.setup.run,
-                message,
-                event,
-            })
+            .push(self.setup.run, message, event)
             .await?;
         Ok(())
     }
 
     async fn drive(&mut self, provider: &Provider, model: &str) -> Result<RunOutcome, Gone> {
-        let fresh = self.setup.resumed.is_none();
+        let fresh = self.setup.start.resumed.is_none();
         // A resumed run first answers the calls the stop left without a result.
-        if let Some(resumed) = self.setup.resumed.take()
+        if let Some(resumed) = self.setup.start.resumed.take()
             && !resumed.calls.is_empty()
         {
             self.refresh_tools().await;
@@ -308,8 +239,8 @@ impl Run {
         self.start_hooks().await?;
         // A small model starts with the files the message names already read.
         if fresh
-            && self.small
-            && let Some(prompt) = self.setup.prompt.clone()
+            && self.harness.small
+            && let Some(prompt) = self.setup.start.prompt.clone()
         {
             self.refresh_tools().await;
             self.read_named_files(&prompt).await?;
@@ -324,12 +255,9 @@ impl Run {
             let mut input = self
                 .setup
                 .session
-                .ask(BeginTurn {
-                    run: self.setup.run,
-                    compact_prompt: self.small,
-                })
+                .begin_turn(self.setup.run, self.harness.small)
                 .await?;
-            let window = self.window;
+            let window = self.harness.window;
             if self.setup.config.compaction
                 && (input.compact
                     || compact::over_threshold(
@@ -356,7 +284,7 @@ impl Run {
                 return Ok(self.finish(StopReason::Aborted, false, None));
             }
             self.emit(Event::TurnStarted {
-                turn: self.turns + 1,
+                turn: self.tally.turns + 1,
             });
             let mut compacted_for_overflow = false;
             let turn = loop {
@@ -400,11 +328,11 @@ impl Run {
             // added, so that nothing is copied.
             drop(input);
             let reply = self.settle(turn);
-            self.turns += 1;
-            self.usage.add(&reply.usage);
+            self.tally.turns += 1;
+            self.tally.usage.add(&reply.usage);
             let calls: Vec<ToolCall> = reply.tool_calls().into_iter().cloned().collect();
             let event = Event::AssistantMessage {
-                turn: self.turns,
+                turn: self.tally.turns,
                 text: reply.text(),
                 thinking: reply.thinking(),
                 tool_calls: calls.iter().map(ToolCall::info).collect(),
@@ -416,12 +344,16 @@ impl Run {
             self.push(Message::Assistant(reply), Some(event)).await?;
             self.emit(Event::Usage {
                 turn: turn_usage,
-                cumulative: self.usage,
-                cost_micros: self.setup.choice.price.map(|p| p.cost_micros(&self.usage)),
+                cumulative: self.tally.usage,
+                cost_micros: self
+                    .setup
+                    .choice
+                    .price
+                    .map(|p| p.cost_micros(&self.tally.usage)),
             });
             let signs = self.observe_calls(&calls);
 
-            if self.looped {
+            if self.guards.looped {
                 return Ok(self.finish(
                     StopReason::Health,
                     false,
@@ -429,11 +361,11 @@ impl Run {
                 ));
             }
             let queued = if calls.is_empty() {
-                self.setup.session.ask(NextQueued(self.setup.run)).await?
+                self.setup.session.next_queued(self.setup.run).await?
             } else {
                 None
             };
-            match next_step(&step_reply, self.turns, self.setup.max_turns, queued) {
+            match next_step(&step_reply, self.tally.turns, self.setup.max_turns, queued) {
                 Step::ContinueWithQueued => continue,
                 Step::Complete { truncated } => {
                     // A small model that only showed the change is asked once to make it.

@@ -6,11 +6,10 @@ use std::sync::Arc;
 
 use protocol::{Event, ModelStopReason, TokenUsage};
 
-use super::{Run, repetition, text_calls};
+use super::{Run, TurnInput, repetition, text_calls};
 use crate::conversation::AssistantReply;
 use crate::provider::retry::{self, Retry};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamDelta};
-use crate::session::actor::TurnInput;
 
 impl Run {
     /// The reply to keep: tool calls written as text become calls (said once per session);
@@ -22,7 +21,7 @@ impl Run {
             looped,
         } = turn;
         if looped {
-            self.looped = true;
+            self.guards.looped = true;
             self.emit(Event::Health {
                 kind: protocol::HealthKind::RepeatedText,
                 detail: "the reply repeated the same text over and over; the stream was cut and the text kept once".to_string(),
@@ -33,7 +32,7 @@ impl Run {
             .setup
             .choice
             .text_tool_calls
-            .then(|| text_calls::recover(&reply, &self.specs))
+            .then(|| text_calls::recover(&reply, &self.harness.specs))
             .flatten();
         match recovered {
             Some(recovered) => {
@@ -60,7 +59,7 @@ impl Run {
         model: &str,
         input: &TurnInput,
     ) -> Result<ModelTurn, ProviderError> {
-        let system = match self.toolset.prompt() {
+        let system = match self.harness.toolset.prompt() {
             Some(servers) => format!("{}\n\n{servers}", input.system),
             None => input.system.clone(),
         };
@@ -68,9 +67,9 @@ impl Run {
             model,
             system: &system,
             messages: &input.messages,
-            tools: &self.specs,
+            tools: &self.harness.specs,
             max_tokens: self.setup.choice.max_tokens,
-            one_call: self.small,
+            one_call: self.harness.small,
         };
         let gate = Arc::new(std::sync::Mutex::new(
             if self.setup.choice.text_tool_calls {

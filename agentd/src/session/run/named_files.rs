@@ -22,7 +22,7 @@ impl Run {
     /// Reads the files `message` names, if the model is small and this is the run's start.
     pub(super) async fn read_named_files(&mut self, message: &str) -> Result<(), Gone> {
         let message = super::asked_change::without_attached_files(message);
-        let paths = named_files(&message, &self.setup.cwd);
+        let paths = named_files(&message, self.setup.place.cwd());
         if paths.is_empty() {
             return Ok(());
         }
@@ -66,7 +66,7 @@ fn cut(text: &str, max: usize) -> String {
 
 /// The files in `cwd` that `message` names by path (`solution.py`, `src/app.ts`), small enough
 /// to read whole, in the order named, at most [`MAX_FILES`].
-pub fn named_files(message: &str, cwd: &Path) -> Vec<String> {
+pub(crate) fn named_files(message: &str, cwd: &Path) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for word in message.split_whitespace() {
         let word = word

@@ -16,11 +16,14 @@ impl Run {
     /// Whether a run about to complete goes on because a small model was asked for a change
     /// and made none (told so once per run).
     pub(super) async fn nudge_to_act(&mut self) -> Result<bool, Gone> {
-        let acted = self.acted.load(std::sync::atomic::Ordering::Relaxed);
-        if !self.small || !self.asked_change || acted || self.nudged {
+        let acted = self
+            .changes
+            .acted
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if !self.harness.small || !self.changes.asked || acted || self.changes.nudged {
             return Ok(false);
         }
-        self.nudged = true;
+        self.changes.nudged = true;
         self.emit(Event::Notice {
             text:
                 "the model answered without changing anything; it was asked once to make the change"

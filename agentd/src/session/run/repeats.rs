@@ -22,7 +22,7 @@ struct Seen {
 
 /// The results of one run's calls, by call.
 #[derive(Debug, Default)]
-pub struct Repeats {
+pub(crate) struct Repeats {
     seen: Mutex<HashMap<(String, String), Seen>>,
     /// Calls of the current reply answered as unchanged repeats, and calls in all.
     batch: Mutex<(usize, usize)>,
@@ -31,7 +31,7 @@ pub struct Repeats {
 impl Repeats {
     /// The output of `call` made in `turn`: `output` itself, or, when the same call gave the
     /// same output before, the note that says so (after the output when it is short).
-    pub fn answer(&self, call: &ToolCall, turn: u32, output: ToolOutput) -> ToolOutput {
+    pub(crate) fn answer(&self, call: &ToolCall, turn: u32, output: ToolOutput) -> ToolOutput {
         let key = (call.name.clone(), normalized(&call.name, &call.args));
         let result = digest(&output);
         let before = self
@@ -58,18 +58,18 @@ impl Repeats {
     }
 
     /// Starts counting a new reply's calls.
-    pub fn new_reply(&self) {
+    pub(crate) fn new_reply(&self) {
         *self.batch.lock().unwrap_or_else(|e| e.into_inner()) = (0, 0);
     }
 
     /// Whether every call of the current reply gave what it gave before.
-    pub fn all_unchanged(&self) -> bool {
+    pub(crate) fn all_unchanged(&self) -> bool {
         let (same, all) = *self.batch.lock().unwrap_or_else(|e| e.into_inner());
         all > 0 && same == all
     }
 
     /// Forgets every result: the conversation was compacted, so the earlier results are gone.
-    pub fn forget(&self) {
+    pub(crate) fn forget(&self) {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }

@@ -14,7 +14,7 @@ const MAX_BLOCK: usize = 4096;
 
 /// Watches a streaming reply's text for a loop.
 #[derive(Debug, Default)]
-pub struct RepetitionGuard {
+pub(crate) struct RepetitionGuard {
     text: String,
     checked: usize,
     /// Where the text is cut once a loop was seen.
@@ -23,7 +23,7 @@ pub struct RepetitionGuard {
 
 impl RepetitionGuard {
     /// Takes a piece of text; true once the text loops.
-    pub fn push(&mut self, piece: &str) -> bool {
+    pub(crate) fn push(&mut self, piece: &str) -> bool {
         if self.cut.is_some() {
             return true;
         }
@@ -37,12 +37,12 @@ impl RepetitionGuard {
     }
 
     /// Whether a loop was seen.
-    pub fn tripped(&self) -> bool {
+    pub(crate) fn tripped(&self) -> bool {
         self.cut.is_some()
     }
 
     /// The text up to the end of the loop's first copy (all of it when there is no loop).
-    pub fn kept(&self) -> String {
+    pub(crate) fn kept(&self) -> String {
         let mut end = self.cut.unwrap_or(self.text.len()).min(self.text.len());
         while !self.text.is_char_boundary(end) {
             end -= 1;

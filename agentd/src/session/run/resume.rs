@@ -43,7 +43,7 @@ impl Run {
                 let result = ToolResult {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
-                    output: interrupted(call, &self.setup.cwd),
+                    output: interrupted(call, self.setup.place.cwd()),
                     is_error: true,
                 };
                 self.emit(result_event(&result, 0));
@@ -105,22 +105,22 @@ fn interrupted(call: &ToolCall, cwd: &Path) -> String {
     }
 }
 
-/// Where a resumed run stood when the daemon stopped (SPEC §4, continuity).
+/// Where a resumed run stood when the daemon stopped (docs/architecture.md#the-agent-loop).
 #[derive(Debug, Clone, Default)]
-pub struct Resumed {
+pub(crate) struct Resumed {
     /// Model replies of the run so far.
-    pub turns: u32,
+    pub(crate) turns: u32,
     /// The calls of the last reply, when it asked for tools and not every call has a result.
-    pub calls: Vec<ToolCall>,
+    pub(crate) calls: Vec<ToolCall>,
     /// Their results that were in before the stop.
-    pub done: Vec<crate::conversation::ToolResult>,
+    pub(crate) done: Vec<crate::conversation::ToolResult>,
     /// The calls that had begun (announced, not waiting for permission): run again only when
     /// they only read.
-    pub started: Vec<String>,
+    pub(crate) started: Vec<String>,
     /// The children `task` calls of the last reply started: (call, child, in the background).
-    pub children: Vec<(String, protocol::SessionId, bool)>,
+    pub(crate) children: Vec<(String, protocol::SessionId, bool)>,
     /// The tokens of the run's model replies so far.
-    pub usage: TokenUsage,
+    pub(crate) usage: TokenUsage,
     /// The tokens of the run's subagents in the foreground that finished so far.
-    pub children_usage: TokenUsage,
+    pub(crate) children_usage: TokenUsage,
 }

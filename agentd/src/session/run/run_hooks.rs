@@ -1,5 +1,6 @@
-//! The hooks of a run's own moments (SPEC §15): `SessionStart` before a session's first model
-//! call (UserPromptSubmit hooks screen each message before it is stored, in the actor), `Stop` (`SubagentStop` in a subagent) when the run would complete,
+//! The hooks of a run's own moments (docs/architecture.md#hooks): `SessionStart` before a
+//! session's first model call (UserPromptSubmit hooks screen each message before it is stored,
+//! in the session), `Stop` (`SubagentStop` in a subagent) when the run would complete,
 //! `PreCompact` before a summary, and `PermissionRequest` and `Notification` when a call must
 //! ask.
 
@@ -7,14 +8,13 @@ use protocol::{Decision, Delivery, Event, PermissionRequestId};
 use serde_json::{Map, Value, json};
 
 use super::hooks::tool_fields;
-use super::{Gone, Run};
+use super::{Answer, Gone, Run};
 use crate::conversation::{Message, ToolCall};
 use crate::hooks::HookEvent;
 use crate::hooks::output::Permission;
-use crate::session::actor::Answer;
 
 /// Stop hooks that block this many times in a row end the run anyway.
-pub const MAX_STOP_BLOCKS: u32 = 3;
+pub(crate) const MAX_STOP_BLOCKS: u32 = 3;
 
 fn fields(pairs: &[(&str, Value)]) -> Map<String, Value> {
     pairs
@@ -26,7 +26,7 @@ fn fields(pairs: &[(&str, Value)]) -> Map<String, Value> {
 impl Run {
     /// Runs the SessionStart hooks before a session's first run (not a resumed one).
     pub(super) async fn start_hooks(&self) -> Result<(), Gone> {
-        if self.setup.prompt.is_none() {
+        if self.setup.start.prompt.is_none() {
             return Ok(());
         }
         if self.setup.run.0 == 1 && self.has_hooks(HookEvent::SessionStart, None) {
@@ -50,7 +50,7 @@ impl Run {
     /// Runs the Stop (or SubagentStop) hooks of a run that would complete: `true` when one
     /// blocked and the run goes on with its reason.
     pub(super) async fn stop_hooks(&mut self) -> Result<bool, Gone> {
-        let event = if self.setup.subagent {
+        let event = if self.setup.nesting.subagent {
             HookEvent::SubagentStop
         } else {
             HookEvent::Stop
@@ -58,13 +58,13 @@ impl Run {
         if !self.has_hooks(event, None) {
             return Ok(false);
         }
-        let input = fields(&[("stop_hook_active", json!(self.stop_blocks > 0))]);
+        let input = fields(&[("stop_hook_active", json!(self.guards.stop_blocks > 0))]);
         let outcome = self.run_hooks(event, None, input).await;
         let Some(reason) = outcome.block else {
             return Ok(false);
         };
-        self.stop_blocks += 1;
-        if self.stop_blocks >= MAX_STOP_BLOCKS {
+        self.guards.stop_blocks += 1;
+        if self.guards.stop_blocks >= MAX_STOP_BLOCKS {
             self.emit(Event::Notice {
                 text: format!(
                     "the {event} hook blocked {MAX_STOP_BLOCKS} times in a row; the run ends anyway"
@@ -130,7 +130,7 @@ impl Run {
             by_client: "a PermissionRequest hook".to_string(),
         };
         // Someone may have answered first: then the hook's answer is not needed.
-        let _ = self.setup.session.ask(answer).await;
+        let _ = self.setup.session.answer(answer).await;
         Ok(())
     }
 }

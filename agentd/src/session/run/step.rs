@@ -1,14 +1,13 @@
-//! The one place where "continue or stop" is decided after a reply (the second seed's state
-//! machine).
+//! The one place where "continue or stop" is decided after a reply: a small state machine
+//! (docs/architecture.md#the-agent-loop).
 
 use protocol::{Delivery, ModelStopReason};
 
 use crate::conversation::AssistantReply;
 
-/// What the loop does after saving a reply: the one place where "continue or stop" is decided
-/// (the second seed's state machine).
+/// What the loop does after saving a reply: the one place where "continue or stop" is decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// No tools were asked for and a queued message was delivered: call the model again.
     ContinueWithQueued,
     /// No tools were asked for and nothing is queued: the run is complete.
@@ -26,7 +25,7 @@ pub enum Step {
 
 /// Decides the next step after a reply. `queued` says whether a queued message was delivered
 /// (only asked when the reply has no tool calls).
-pub fn next_step(
+pub(crate) fn next_step(
     reply: &AssistantReply,
     turns: u32,
     max_turns: u32,

@@ -1,22 +1,18 @@
-//! The `task` tool (SPEC §14): a call makes a child session, starts its run with the prompt,
-//! and (unless it runs in the background) waits for its end; the child's final message is
-//! the call's result. Children run in parallel up to the session's places
-//! (`[subagents] max_parallel`); cancelling the run cancels them.
+//! The `task` tool (docs/architecture.md#subagents): a call makes a child session, starts its run
+//! with the prompt, and (unless it runs in the background) waits for its end; the child's final
+//! message is the call's result. Children run in parallel up to the session's places (`[subagents]
+//! max_parallel`); cancelling the run cancels them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kameo::prelude::*;
 use protocol::{Delivery, Event, Mode, RunId, RunOptions, SessionId, TokenUsage};
 use serde_json::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, oneshot};
 
-use super::{Gone, Run};
+use super::{ChildSpec, Gone, PortError, Run, SessionPort};
 use crate::conversation::ToolCall;
 use crate::provider::ToolSpec;
-use crate::session::SessionActor;
-use crate::session::actor::{AdoptChild, AwaitRun, Cancel, SendMessage};
-use crate::session::directory::{ChildSpec, Directory};
 use crate::subagents::task::{ChildEnd, TaskArgs};
 use crate::subagents::{AgentDef, ChildOf, TASK_TOOL, definitions};
 use crate::tools::{MAX_OUTPUT_BYTES, ToolOutput, cap};
@@ -27,47 +23,50 @@ const MAX_DESCRIPTION: usize = 100;
 const CANCEL_GRACE: Duration = Duration::from_secs(30);
 
 /// What a run needs to start subagents.
-pub struct TaskSetup {
-    /// Where children are made and found.
-    pub directory: Arc<dyn Directory>,
+pub(crate) struct TaskSetup {
     /// The session's places for children running at once.
-    pub slots: Arc<Semaphore>,
+    pub(crate) slots: Arc<Semaphore>,
     /// The session's places for children not finished.
-    pub live: Arc<Semaphore>,
+    pub(crate) live: Arc<Semaphore>,
     /// The agents a child may follow.
-    pub agents: Vec<AgentDef>,
+    pub(crate) agents: Vec<AgentDef>,
     /// How deep this session nests (0 for a top-level session).
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// The session's mode: a child gets no more.
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     /// The session's model and provider profile.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// See `model`.
-    pub provider: Option<String>,
+    pub(crate) provider: Option<String>,
     /// The session's environment, without secrets.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// The run's options (grants, provider settings), which children inherit.
-    pub options: RunOptions,
+    pub(crate) options: RunOptions,
 }
 
 impl Run {
     /// The tools offered to the model: `specs` less those a subagent's definition leaves out,
     /// and `task` where this session may start subagents.
     pub(super) fn offered(&self, mut specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
-        if let Some(allowed) = &self.setup.allowed_tools {
+        if let Some(allowed) = &self.setup.nesting.allowed_tools {
             specs.retain(|s| allowed.iter().any(|a| a == s.name.as_ref()));
         }
         let task_allowed = self
             .setup
+            .nesting
             .allowed_tools
             .as_ref()
             .is_none_or(|a| a.iter().any(|t| t == TASK_TOOL));
-        if let Some(task) = &self.setup.subagents
+        if let Some(task) = &self.setup.nesting.children
             && task_allowed
-            && self.profile.subagents()
+            && self.harness.profile.subagents()
         {
             let spec = crate::subagents::task::spec(&task.agents);
-            specs.push(if self.small { spec.compact() } else { spec });
+            specs.push(if self.harness.small {
+                spec.compact()
+            } else {
+                spec
+            });
         }
         specs
     }
@@ -75,7 +74,7 @@ impl Run {
     /// Why a call of `name` may not run in this session, if it may not: a tool a subagent's
     /// definition leaves out, or `task` too deep.
     pub(super) fn not_offered(&self, name: &str) -> Option<ToolOutput> {
-        if let Some(allowed) = &self.setup.allowed_tools
+        if let Some(allowed) = &self.setup.nesting.allowed_tools
             && !allowed.iter().any(|a| a == name)
         {
             return Some(ToolOutput::error(format!(
@@ -83,7 +82,7 @@ impl Run {
                 allowed.join(", ")
             )));
         }
-        if name == TASK_TOOL && self.setup.subagents.is_none() {
+        if name == TASK_TOOL && self.setup.nesting.children.is_none() {
             return Some(ToolOutput::error(format!(
                 "refused: a subagent may not start subagents of its own here (subagents nest at most {} deep: `[subagents] max_depth`); do the work yourself",
                 self.setup.config.subagents.max_depth
@@ -99,7 +98,7 @@ impl Run {
         call: &ToolCall,
         args: Value,
     ) -> Result<Option<ToolOutput>, Gone> {
-        let Some(setup) = self.setup.subagents.clone() else {
+        let Some(setup) = self.setup.nesting.children.clone() else {
             return Ok(self.not_offered(TASK_TOOL));
         };
         let args: TaskArgs = match serde_json::from_value(args) {
@@ -141,16 +140,15 @@ impl Run {
                 () = self.cancel().cancelled() => return Ok(None),
             }
         };
-        let (child, actor) = match self.make_child(&setup, call, &args, agent).await {
-            Ok(made) => made,
+        let child = match self.make_child(&setup, call, &args, agent).await {
+            Ok(child) => child,
             Err(message) => return Ok(Some(ToolOutput::error(message))),
         };
         let options = child_options(&setup.options, agent);
         if args.background {
-            drop(actor);
-            let (slots, directory) = (setup.slots.clone(), setup.directory.clone());
+            let (slots, session) = (setup.slots.clone(), self.setup.session.clone());
             let waiting = child.clone();
-            let (parent, parent_options) = (self.setup.id.clone(), setup.options.clone());
+            let (parent, parent_options) = (self.setup.place.id().clone(), setup.options.clone());
             tokio::spawn(async move {
                 let child = waiting;
                 let _live = live;
@@ -161,19 +159,14 @@ impl Run {
                 // is looked up (and loaded) again now. The places are held until its run ends.
                 let mut started = Err(());
                 for _ in 0..3 {
-                    let Ok(actor) = directory.lookup(child.clone()).await else {
-                        continue;
-                    };
-                    started = start(&actor, args.prompt.clone(), options.clone())
-                        .await
-                        .map(|run| (actor, run));
+                    started = start(&session, &child, args.prompt.clone(), options.clone()).await;
                     if started.is_ok() {
                         break;
                     }
                 }
                 match started {
-                    Ok((actor, Some(run))) => {
-                        if let Ok(end) = actor.ask(AwaitRun(run)).await {
+                    Ok(Some(run)) => {
+                        if let Ok(end) = session.await_run(child.clone(), run).await {
                             let _ = end.await;
                         }
                     }
@@ -183,14 +176,9 @@ impl Run {
                         let text = format!(
                             "<task-notification>\n<task-id>{child}</task-id>\n<status>failed</status>\n<summary>Subagent {child} could not start its run; no result will come</summary>\n</task-notification>"
                         );
-                        if let Ok(parent) = directory.lookup(parent).await {
-                            let send = SendMessage {
-                                text,
-                                delivery: Delivery::FollowUp,
-                                options: parent_options,
-                            };
-                            let _ = parent.tell(send).await;
-                        }
+                        let _ = session
+                            .send_message(parent, text, Delivery::FollowUp, parent_options)
+                            .await;
                     }
                 }
             });
@@ -200,7 +188,7 @@ impl Run {
                 agent.name
             ))));
         }
-        let run = match start(&actor, args.prompt, options).await {
+        let run = match start(&self.setup.session, &child, args.prompt, options).await {
             Ok(Some(run)) => run,
             Ok(None) | Err(_) => {
                 return Ok(Some(ToolOutput::error(format!(
@@ -208,7 +196,7 @@ impl Run {
                 ))));
             }
         };
-        let output = self.wait_for_child(&child, &actor, run).await;
+        let output = self.wait_for_child(&child, run).await;
         drop(permit);
         drop(live);
         Ok(Some(output))
@@ -216,25 +204,27 @@ impl Run {
 
     /// Waits for run `run` of `child` (cancelling it when this run is cancelled) and makes
     /// its end the call's result.
-    pub(super) async fn wait_for_child(
+    pub(super) async fn wait_for_child(&self, child: &SessionId, run: RunId) -> ToolOutput {
+        let started = Instant::now();
+        match self.setup.session.await_run(child.clone(), run).await {
+            Ok(end) => self.wait_for_end(child, end, started).await,
+            Err(_) => unreachable_child(child, "cannot be reached"),
+        }
+    }
+
+    /// Waits for `end`, the end of a run of `child` that began to be awaited at `started`
+    /// (cancelling the child when this run is cancelled), and makes it the call's result.
+    async fn wait_for_end(
         &self,
         child: &SessionId,
-        actor: &ActorRef<SessionActor>,
-        run: RunId,
+        mut end: oneshot::Receiver<ChildEnd>,
+        started: Instant,
     ) -> ToolOutput {
-        let started = Instant::now();
-        let gone = |why: &str| {
-            ToolOutput::error(format!(
-                "subagent {child} {why}; `agentctl show {child}` shows what it did"
-            ))
-        };
-        let Ok(mut end) = actor.ask(AwaitRun(run)).await else {
-            return gone("cannot be reached");
-        };
+        let gone = |why: &str| unreachable_child(child, why);
         let end = tokio::select! {
             end = &mut end => end,
             () = self.cancel().cancelled() => {
-                let _ = actor.ask(Cancel).await;
+                let _ = self.setup.session.cancel_child(child.clone()).await;
                 match tokio::time::timeout(CANCEL_GRACE, end).await {
                     Ok(end) => end,
                     Err(_) => return gone("did not stop in time after the cancel"),
@@ -262,22 +252,23 @@ impl Run {
             duration_ms: started.elapsed().as_millis() as u64,
         });
         let mut usage = self
+            .tally
             .children_usage
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         usage.add(&end.usage);
     }
 
-    /// Makes the child session and tells this session of it.
+    /// Makes the child session; this session adopts it.
     async fn make_child(
         &self,
         setup: &TaskSetup,
         call: &ToolCall,
         args: &TaskArgs,
         agent: &AgentDef,
-    ) -> Result<(SessionId, ActorRef<SessionActor>), String> {
+    ) -> Result<SessionId, String> {
         let spec = ChildSpec {
-            cwd: self.setup.cwd.to_string_lossy().into_owned(),
+            cwd: self.setup.place.cwd().to_string_lossy().into_owned(),
             mode: definitions::child_mode(setup.mode, agent.mode),
             model: agent.model.clone().or(setup.model.clone()),
             provider: setup.provider.clone(),
@@ -285,7 +276,7 @@ impl Run {
             max_turns: agent.max_turns,
             worktree: agent.worktree,
             child: ChildOf {
-                parent: self.setup.id.0.clone(),
+                parent: self.setup.place.id().0.clone(),
                 depth: setup.depth + 1,
                 call: call.id.clone(),
                 agent: agent.name.clone(),
@@ -295,39 +286,17 @@ impl Run {
                 instructions: agent.body.clone(),
             },
         };
-        let info = setup
-            .directory
-            .create_child(spec)
-            .await
-            .map_err(|e| format!("cannot start the subagent: {}", e.message))?;
-        let actor = setup
-            .directory
-            .lookup(info.id.clone())
-            .await
-            .map_err(|e| format!("cannot load the subagent {}: {}", info.id, e.message))?;
-        self.setup
-            .session
-            .ask(AdoptChild {
-                child: info.id.clone(),
-                actor: actor.downgrade(),
-                description: args.description.chars().take(MAX_DESCRIPTION).collect(),
-                run: self.setup.run,
-                started: Event::SubagentStarted {
-                    call: call.id.clone(),
-                    child: info.id.clone(),
-                    description: args.description.chars().take(MAX_DESCRIPTION).collect(),
-                    agent: agent.name.clone(),
-                    background: args.background,
-                },
-            })
-            .await
-            .map_err(|_| "the session is closing".to_string())?;
-        Ok((info.id, actor))
+        match self.setup.session.make_child(self.setup.run, spec).await {
+            Ok(child) => Ok(child),
+            Err(PortError::Refused(err)) => Err(err.message),
+            Err(PortError::Gone) => Err("the session is closing".to_string()),
+        }
     }
 
     /// Tokens of this run's children so far.
     pub(super) fn children_usage(&self) -> TokenUsage {
         *self
+            .tally
             .children_usage
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -341,16 +310,18 @@ impl Run {
                 "started subagent {child} in the background; its result will arrive as a message"
             ));
         }
-        let Some(setup) = &self.setup.subagents else {
+        if self.setup.nesting.children.is_none() {
             return ToolOutput::error(format!("subagent {child} cannot be reached"));
-        };
-        match setup.directory.lookup(child.clone()).await {
-            // Its first run is the task's.
-            Ok(actor) => self.wait_for_child(child, &actor, RunId(1)).await,
-            Err(err) => ToolOutput::error(format!(
+        }
+        let started = Instant::now();
+        // Its first run is the task's.
+        match self.setup.session.await_run(child.clone(), RunId(1)).await {
+            Ok(end) => self.wait_for_end(child, end, started).await,
+            Err(PortError::Refused(err)) => ToolOutput::error(format!(
                 "subagent {child} cannot be reached: {}",
                 err.message
             )),
+            Err(PortError::Gone) => unreachable_child(child, "cannot be reached"),
         }
     }
 }
@@ -369,18 +340,22 @@ fn child_options(parent: &RunOptions, agent: &AgentDef) -> RunOptions {
     }
 }
 
-/// Starts the child's run with `prompt`.
+/// Starts the run of `child` with `prompt`.
 async fn start(
-    actor: &ActorRef<SessionActor>,
+    session: &SessionPort,
+    child: &SessionId,
     prompt: String,
     options: RunOptions,
 ) -> Result<Option<RunId>, ()> {
-    actor
-        .ask(SendMessage {
-            text: prompt,
-            delivery: Delivery::FollowUp,
-            options,
-        })
+    session
+        .send_message(child.clone(), prompt, Delivery::FollowUp, options)
         .await
         .map_err(|_| ())
+}
+
+/// The result of a call whose child `child` cannot be waited for, and `why`.
+fn unreachable_child(child: &SessionId, why: &str) -> ToolOutput {
+    ToolOutput::error(format!(
+        "subagent {child} {why}; `agentctl show {child}` shows what it did"
+    ))
 }

@@ -18,7 +18,7 @@ use protocol::ModelStopReason;
 const OPENINGS: [&str; 5] = ["{", "[", "```", "<tool_call>", "[TOOL_CALLS]"];
 
 /// The reply with the calls its text holds, or `None` when its text is not (only) calls.
-pub fn recover(reply: &AssistantReply, specs: &[ToolSpec]) -> Option<AssistantReply> {
+pub(crate) fn recover(reply: &AssistantReply, specs: &[ToolSpec]) -> Option<AssistantReply> {
     if !reply.tool_calls().is_empty() {
         return None;
     }
@@ -161,7 +161,7 @@ fn has_type(value: &Value, declared: &Value) -> bool {
 
 /// Text of a streaming reply held back while it may be tool calls written as text.
 #[derive(Debug, Default)]
-pub struct TextGate {
+pub(crate) struct TextGate {
     /// Text not passed on yet.
     held: String,
     /// The text is known not to be calls: it passes.
@@ -170,7 +170,7 @@ pub struct TextGate {
 
 impl TextGate {
     /// A gate that holds nothing back (text calls are not looked for).
-    pub fn open() -> TextGate {
+    pub(crate) fn open() -> TextGate {
         TextGate {
             held: String::new(),
             open: true,
@@ -178,7 +178,7 @@ impl TextGate {
     }
 
     /// Takes a piece of streamed text; returns what may be shown now.
-    pub fn pass(&mut self, piece: String) -> Option<String> {
+    pub(crate) fn pass(&mut self, piece: String) -> Option<String> {
         if self.open {
             return Some(piece);
         }
@@ -198,7 +198,7 @@ impl TextGate {
     }
 
     /// The text still held at the end of the reply.
-    pub fn rest(&mut self) -> Option<String> {
+    pub(crate) fn rest(&mut self) -> Option<String> {
         (!self.held.is_empty()).then(|| std::mem::take(&mut self.held))
     }
 }

@@ -18,7 +18,7 @@ impl Run {
     /// to the model with the results.
     pub(super) fn observe_calls(&mut self, calls: &[ToolCall]) -> Vec<Report> {
         let call_refs: Vec<&ToolCall> = calls.iter().collect();
-        let toolset = &self.toolset;
+        let toolset = &self.harness.toolset;
         // A tool of a configured server counts even when the server is down.
         let known = |name: &str| {
             Tool::from_name(name).is_some()
@@ -27,7 +27,7 @@ impl Run {
                 || crate::mcp::names::split(name)
                     .is_some_and(|(server, _)| toolset.servers.iter().any(|s| s.name == server))
         };
-        let reports = self.health.observe_reply(&call_refs, known);
+        let reports = self.guards.health.observe_reply(&call_refs, known);
         for report in &reports {
             self.emit(Event::Health {
                 kind: report.kind,
@@ -44,21 +44,24 @@ impl Run {
         calls: &[ToolCall],
         signs: Vec<Report>,
     ) -> Result<Option<RunOutcome>, Gone> {
-        self.repeats.new_reply();
+        self.guards.repeats.new_reply();
         let done = self.execute(calls).await?;
         let mut results = self.answered(calls, done).await;
         let mut told: Vec<String> = signs.iter().filter_map(Report::to_model).collect();
-        for report in self.health.observe_results(&results, Instant::now()) {
+        for report in self.guards.health.observe_results(&results, Instant::now()) {
             told.extend(report.to_model());
             self.emit(Event::Health {
                 kind: report.kind,
                 detail: report.detail,
             });
         }
-        self.health.observe_unchanged(self.repeats.all_unchanged());
+        self.guards
+            .health
+            .observe_unchanged(self.guards.repeats.all_unchanged());
         tell(&mut results, &told);
         self.push(Message::ToolResults { results }, None).await?;
         Ok(self
+            .guards
             .health
             .stop()
             .map(|why| self.finish(StopReason::Health, false, Some(why))))
@@ -66,20 +69,25 @@ impl Run {
 
     /// Lists the MCP servers' tools for the next turn (starting servers not started yet).
     pub(super) async fn refresh_tools(&mut self) {
-        let had_mcp = !self.toolset.tools.is_empty();
-        self.toolset = self.setup.mcp.toolset(&self.side, self.cancel()).await;
-        if self.toolset.tools.is_empty() && !had_mcp {
+        let had_mcp = !self.harness.toolset.tools.is_empty();
+        self.harness.toolset = self
+            .setup
+            .place
+            .mcp
+            .toolset(&self.setup.place.side, self.cancel())
+            .await;
+        if self.harness.toolset.tools.is_empty() && !had_mcp {
             return;
         }
-        let mut specs = tools::specs_for(builtins(self.profile), self.small);
-        specs.extend(self.toolset.tools.iter().map(|t| {
-            if self.small {
+        let mut specs = tools::specs_for(builtins(self.harness.profile), self.harness.small);
+        specs.extend(self.harness.toolset.tools.iter().map(|t| {
+            if self.harness.small {
                 t.spec.compact()
             } else {
                 t.spec.clone()
             }
         }));
-        self.specs = Arc::new(self.offered(specs));
+        self.harness.specs = Arc::new(self.offered(specs));
     }
 
     /// Whether a call of `name` may run in parallel with its neighbours: a built-in reading
@@ -87,7 +95,7 @@ impl Run {
     pub(super) fn concurrency_safe(&self, name: &str) -> bool {
         batch::builtin_safe(name)
             || name == crate::subagents::TASK_TOOL
-            || self.toolset.get(name).is_some_and(|t| t.read_only)
+            || self.harness.toolset.get(name).is_some_and(|t| t.read_only)
     }
 }
 

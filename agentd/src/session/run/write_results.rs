@@ -10,7 +10,7 @@ use crate::tools::ToolOutput;
 
 /// The summary lines of the run's changes so far.
 #[derive(Debug, Default)]
-pub struct WriteResults {
+pub(crate) struct WriteResults {
     summaries: Mutex<Vec<String>>,
 }
 
@@ -21,7 +21,7 @@ const NEXT_STEP: &str = "The file is saved with this change. Do not write it aga
 
 impl WriteResults {
     /// The refusal of a `write` whose content is the summary of an earlier change.
-    pub fn echo(&self, call: &ToolCall) -> Option<ToolOutput> {
+    pub(crate) fn echo(&self, call: &ToolCall) -> Option<ToolOutput> {
         if call.name != "write" {
             return None;
         }
@@ -37,7 +37,7 @@ impl WriteResults {
     }
 
     /// Remembers a change's summary line; for a small model, adds the next step after it.
-    pub fn landed(&self, call: &ToolCall, output: ToolOutput, small: bool) -> ToolOutput {
+    pub(crate) fn landed(&self, call: &ToolCall, output: ToolOutput, small: bool) -> ToolOutput {
         if !matches!(call.name.as_str(), "write" | "edit") || output.is_error {
             return output;
         }
