@@ -1,6 +1,6 @@
-//! Board figures (SPEC §17): the daemon's CPU per second with a board open over 1,000
-//! sessions of which 20 are running and streaming (against the same load without a board),
-//! the board client's own CPU and memory, and the time from a permission request to the
+//! Board figures (docs/architecture.md#the-board): the daemon's CPU per second with a board open
+//! over 1,000 sessions of which 20 are running and streaming (against the same load without a
+//! board), the board client's own CPU and memory, and the time from a permission request to the
 //! board showing it.
 //!
 //! Run with `cargo build --release && cargo bench -p tests --bench board`.

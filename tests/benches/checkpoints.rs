@@ -1,5 +1,5 @@
-//! Checkpoint figures (SPEC §13) on generated git trees of 10,000 and 100,000 files, each
-//! against git itself on the same tree:
+//! Checkpoint figures (docs/architecture.md#checkpoints-fork-and-worktrees) on generated git trees
+//! of 10,000 and 100,000 files, each against git itself on the same tree:
 //! - the daemon CPU that checkpoints add to a run with one `bash` call, where nothing else
 //!   changes, against one `git status --porcelain --untracked-files=all`;
 //! - a second session's first checkpointed run in the same directory, against the same;

@@ -1,6 +1,6 @@
-//! Subagent figures (SPEC §14): the daemon's CPU and memory per child session, the time from
-//! a `task` call to the child's first model request, and one parent's 50 children at
-//! `max_parallel = 4`: every result delivered, and the daemon's memory after.
+//! Subagent figures (docs/architecture.md#subagents): the daemon's CPU and memory per child
+//! session, the time from a `task` call to the child's first model request, and one parent's 50
+//! children at `max_parallel = 4`: every result delivered, and the daemon's memory after.
 //!
 //! Run with `cargo build --release && cargo bench -p tests --bench subagents`.
 

@@ -15,6 +15,7 @@ pub mod pty;
 pub mod restart;
 pub mod sandboxed;
 mod session;
+mod test_env;
 pub mod wire;
 
 pub use fixture::*;
@@ -22,6 +23,7 @@ pub use logs::*;
 pub use measure::*;
 pub use processes::*;
 pub use session::*;
+pub use test_env::{TestEnv, TestEnvBuilder};
 
 use std::time::Duration;
 

@@ -5,10 +5,10 @@ use protocol::Event;
 
 use crate::Home;
 
-/// Checks every session log under `home` (SPEC §8): each `seq` up to the highest is a stored
-/// event, inside the range an assistant message folds, or inside a recorded gap; and every
-/// permission request has its answer. Load the sessions first (a crash's gap is recorded when
-/// the session loads again).
+/// Checks every session log under `home` (docs/architecture.md#state-on-disk): each `seq` up to the
+/// highest is a stored event, inside the range an assistant message folds, or inside a recorded
+/// gap; and every permission request has its answer. Load the sessions first (a crash's gap is
+/// recorded when the session loads again).
 pub fn assert_logs_account_for_every_seq(home: &Home) {
     let sessions = home.paths().sessions_dir();
     for entry in std::fs::read_dir(&sessions).into_iter().flatten().flatten() {

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -23,27 +23,7 @@ pub struct Pty {
 impl Pty {
     /// Starts `command` on a new pseudo-terminal of `rows` × `cols`.
     pub fn spawn(mut command: Command, rows: u16, cols: u16) -> Pty {
-        let (mut master, mut slave) = (0, 0);
-        let size = libc::winsize {
-            ws_row: rows,
-            ws_col: cols,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: openpty writes two descriptors into the integers we pass.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                &size,
-            )
-        };
-        assert_eq!(rc, 0, "openpty failed");
-        // SAFETY: openpty returned these descriptors to us, owned from here on.
-        let (master, slave) =
-            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let (master, slave) = open_pty(rows, cols);
         let stdio = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup pty"));
         command
             .stdin(stdio(&slave))
@@ -191,7 +171,6 @@ impl Pty {
 
     /// Whether the terminal echoes and reads lines (not raw mode), as the kernel has it now.
     pub fn cooked(&self) -> bool {
-        use std::os::fd::AsRawFd;
         let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: tcgetattr fills the zeroed struct for a descriptor we own.
         let mut termios: libc::termios = unsafe { std::mem::zeroed() };
@@ -202,7 +181,6 @@ impl Pty {
 
     /// Makes the terminal `rows` × `cols`; the kernel tells the child with SIGWINCH.
     pub fn resize(&self, rows: u16, cols: u16) {
-        use std::os::fd::AsRawFd;
         let size = libc::winsize {
             ws_row: rows,
             ws_col: cols,
@@ -330,6 +308,47 @@ fn parse(raw: &[u8], rows: u16, cols: u16) -> vt100::Parser {
     let mut parser = vt100::Parser::new(size(rows), size(cols), 1000);
     parser.process(raw.strip_suffix(&[EOF_MARK]).unwrap_or(raw));
     parser
+}
+
+/// A new pseudo-terminal of `rows` × `cols`: its master and its slave side. Both descriptors
+/// are close-on-exec from the start, so a process another test starts meanwhile (the tests
+/// share one process) never inherits the terminal and holds it open past its child's end.
+fn open_pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = |path: &std::path::Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY)
+            .open(path)
+            .map(OwnedFd::from)
+    };
+    let master = open(std::path::Path::new("/dev/ptmx")).expect("a new pty");
+    let mut name = [0u8; 128];
+    // SAFETY: grantpt and unlockpt take a master descriptor we own; ptsname_r writes at most
+    // `name.len()` bytes, NUL included, into the buffer we pass.
+    let rc = unsafe {
+        let fd = master.as_raw_fd();
+        if libc::grantpt(fd) != 0 || libc::unlockpt(fd) != 0 {
+            -1
+        } else {
+            libc::ptsname_r(fd, name.as_mut_ptr().cast(), name.len())
+        }
+    };
+    assert_eq!(rc, 0, "the pty's slave side is unlocked and named");
+    let name = std::ffi::CStr::from_bytes_until_nul(&name).expect("a NUL-terminated name");
+    let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes());
+    let slave = open(std::path::Path::new(path)).expect("the pty's slave side opens");
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads the winsize we pass for a descriptor we own.
+    let rc = unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+    assert_eq!(rc, 0, "TIOCSWINSZ on the new pty");
+    (master, slave)
 }
 
 /// Appended to the screen when the terminal closes (a byte a UTF-8 terminal never sends).

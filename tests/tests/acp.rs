@@ -1,5 +1,5 @@
-//! Editors as clients (SPEC §11): a real `agentctl acp` and daemon, driven by the Agent Client
-//! Protocol's own client side, with the scripted model.
+//! Editors as clients (docs/architecture.md#editors-acp): a real `agentctl acp` and daemon, driven
+//! by the Agent Client Protocol's own client side, with the scripted model.
 
 use std::path::PathBuf;
 

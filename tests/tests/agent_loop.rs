@@ -1,28 +1,23 @@
-//! The agent loop's branches (SPEC §4), driven through the protocol client against the real
-//! daemon and a scripted Anthropic server.
+//! The agent loop's branches (docs/architecture.md#the-agent-loop), driven through the protocol
+//! client against the real daemon and a scripted Anthropic server.
 
 use protocol::{Event, ModelStopReason, Request, StopReason};
 use serde_json::json;
-use tests::model_server::{Gate, ModelServer, anthropic};
-use tests::{
-    Daemon, finished, next_event, run_options, session_in, start_run, stop_and_error, tool_results,
-    until_finished,
-};
+use tests::model_server::{Gate, anthropic};
+use tests::{TestEnv, finished, next_event, stop_and_error, tool_results, until_finished};
 
 #[tokio::test]
 async fn a_tool_error_goes_back_to_the_model_which_tries_again() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("README.md"), "hello\n").unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool("read", json!({"path": "README.txt"})),
-        anthropic::tool("read", json!({"path": "README.md"})),
-        anthropic::text("It says hello."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "read the readme", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file("README.md", "hello\n")
+        .model(vec![
+            anthropic::tool("read", json!({"path": "README.txt"})),
+            anthropic::tool("read", json!({"path": "README.md"})),
+            anthropic::text("It says hello."),
+        ])
+        .start()
+        .await;
+    let events = env.run("read the readme").await;
     let results = tool_results(&events);
     assert!(results[0].1);
     assert_eq!(results[0].2, "cannot read README.txt: no such file");
@@ -36,27 +31,25 @@ async fn a_tool_error_goes_back_to_the_model_which_tries_again() {
         }
     ));
     // The model saw the error as an error result.
-    let second = &server.received()[1].body["messages"][2]["content"][0];
+    let second = &env.server.received()[1].body["messages"][2]["content"][0];
     assert_eq!(second["is_error"], true);
 }
 
 #[tokio::test]
 async fn reaching_max_turns_answers_the_calls_unrun_and_stops() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool("glob", json!({"pattern": "*"})),
-        anthropic::reply()
-            .tool("glob", json!({"pattern": "a"}))
-            .tool("glob", json!({"pattern": "b"}))
-            .build(),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    let mut options = run_options(&server);
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool("glob", json!({"pattern": "*"})),
+            anthropic::reply()
+                .tool("glob", json!({"pattern": "a"}))
+                .tool("glob", json!({"pattern": "b"}))
+                .build(),
+        ])
+        .start()
+        .await;
+    let mut options = env.options();
     options.max_turns = Some(2);
-    start_run(&client, &session, "look around", options).await;
-    let events = until_finished(&mut incoming).await;
+    let events = env.run_with("look around", options).await;
     let results = tool_results(&events);
     assert_eq!(results.len(), 3);
     for result in &results[1..] {
@@ -71,24 +64,22 @@ async fn reaching_max_turns_answers_the_calls_unrun_and_stops() {
             ..
         }
     ));
-    assert_eq!(server.received().len(), 2);
+    assert_eq!(env.server.received().len(), 2);
 }
 
 #[tokio::test]
 async fn calls_of_a_reply_cut_at_the_output_limit_are_rejected_and_the_loop_goes_on() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool("write", json!({"path": "a.txt", "content": "par"}))
-            .stop("max_tokens")
-            .build(),
-        anthropic::text("I will stop here."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "write a file", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::reply()
+                .tool("write", json!({"path": "a.txt", "content": "par"}))
+                .stop("max_tokens")
+                .build(),
+            anthropic::text("I will stop here."),
+        ])
+        .start()
+        .await;
+    let events = env.run("write a file").await;
     let results = tool_results(&events);
     assert_eq!(results.len(), 1);
     assert!(results[0].1);
@@ -100,7 +91,7 @@ async fn calls_of_a_reply_cut_at_the_output_limit_are_rejected_and_the_loop_goes
         results[0].2
     );
     assert!(
-        !project.path().join("a.txt").exists(),
+        !env.project().join("a.txt").exists(),
         "the truncated call never ran"
     );
     assert!(matches!(
@@ -116,18 +107,16 @@ async fn calls_of_a_reply_cut_at_the_output_limit_are_rejected_and_the_loop_goes
 
 #[tokio::test]
 async fn a_text_reply_cut_at_the_output_limit_completes_as_truncated() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .text("The answer is")
-            .stop("max_tokens")
-            .build(),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "explain", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::reply()
+                .text("The answer is")
+                .stop("max_tokens")
+                .build(),
+        ])
+        .start()
+        .await;
+    let events = env.run("explain").await;
     assert!(events.iter().any(|e| matches!(
         &e.event,
         Event::AssistantMessage {
@@ -147,29 +136,28 @@ async fn a_text_reply_cut_at_the_output_limit_completes_as_truncated() {
 
 #[tokio::test]
 async fn cancel_during_a_model_stream_saves_no_partial_reply() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
     // message_start, content_block_start, ping, first text delta; then the stream waits.
-    let server = ModelServer::start(vec![
-        anthropic::text("Half of an answer that never ends").hold_after(4, &gate),
-        anthropic::text("Fresh answer."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "first", run_options(&server)).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::text("Half of an answer that never ends").hold_after(4, &gate),
+            anthropic::text("Fresh answer."),
+        ])
+        .start()
+        .await;
+    env.start_run("first").await;
     loop {
-        if let Event::TextDelta { .. } = next_event(&mut incoming).await.event {
+        if let Event::TextDelta { .. } = next_event(&mut env.incoming).await.event {
             break;
         }
     }
-    client
+    env.client
         .request(Request::Cancel {
-            session: session.clone(),
+            session: env.session.clone(),
         })
         .await
         .unwrap();
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     assert!(matches!(
         finished(&events),
         Event::RunFinished {
@@ -178,7 +166,7 @@ async fn cancel_during_a_model_stream_saves_no_partial_reply() {
             ..
         }
     ));
-    let (_, history) = client.history(&session).await.unwrap();
+    let (_, history) = env.client.history(&env.session).await.unwrap();
     assert!(
         !history
             .iter()
@@ -187,9 +175,9 @@ async fn cancel_during_a_model_stream_saves_no_partial_reply() {
     );
 
     // The next run's request holds both user messages and no trace of the partial reply.
-    start_run(&client, &session, "second", run_options(&server)).await;
-    until_finished(&mut incoming).await;
-    let messages = &server.received()[1].body["messages"];
+    env.start_run("second").await;
+    until_finished(&mut env.incoming).await;
+    let messages = &env.server.received()[1].body["messages"];
     assert_eq!(messages.as_array().unwrap().len(), 1, "{messages}");
     assert_eq!(messages[0]["content"][0]["text"], "first");
     assert_eq!(messages[0]["content"][1]["text"], "second");
@@ -198,27 +186,27 @@ async fn cancel_during_a_model_stream_saves_no_partial_reply() {
 
 #[tokio::test]
 async fn cancel_during_a_tool_batch_fills_the_calls_that_never_ran() {
-    let project = tempfile::tempdir().unwrap();
-    let fifo = project.path().join("started");
+    let setup = TestEnv::builder();
+    let fifo = setup.project().join("started");
     tests::make_fifo(&fifo);
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool("bash", json!({"command": "echo $$ > started; sleep 30"}))
-            .tool("write", json!({"path": "after.txt", "content": "x"}))
-            .build(),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "work", run_options(&server)).await;
+    let mut env = setup
+        .model(vec![
+            anthropic::reply()
+                .tool("bash", json!({"command": "echo $$ > started; sleep 30"}))
+                .tool("write", json!({"path": "after.txt", "content": "x"}))
+                .build(),
+        ])
+        .start()
+        .await;
+    env.start_run("work").await;
     let pgid = tests::read_fifo(&fifo).await;
-    client
+    env.client
         .request(Request::Cancel {
-            session: session.clone(),
+            session: env.session.clone(),
         })
         .await
         .unwrap();
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     let results = tool_results(&events);
     assert!(
         results[0].2.contains("interrupted: the run was cancelled"),
@@ -233,7 +221,7 @@ async fn cancel_during_a_tool_batch_fills_the_calls_that_never_ran() {
             "(interrupted before this tool ran)".into()
         )
     );
-    assert!(!project.path().join("after.txt").exists());
+    assert!(!env.project().join("after.txt").exists());
     assert!(matches!(
         finished(&events),
         Event::RunFinished {
@@ -249,57 +237,53 @@ async fn cancel_during_a_tool_batch_fills_the_calls_that_never_ran() {
 
 #[tokio::test]
 async fn safe_calls_of_one_batch_start_together() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("a.txt"), "from a\n").unwrap();
-    std::fs::write(project.path().join("b.txt"), "from b\n").unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool("read", json!({"path": "a.txt"}))
-            .tool("read", json!({"path": "b.txt"}))
-            .build(),
-        anthropic::text("done"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "read both", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file("a.txt", "from a\n")
+        .file("b.txt", "from b\n")
+        .model(vec![
+            anthropic::reply()
+                .tool("read", json!({"path": "a.txt"}))
+                .tool("read", json!({"path": "b.txt"}))
+                .build(),
+            anthropic::text("done"),
+        ])
+        .start()
+        .await;
+    let events = env.run("read both").await;
     // Both calls of the batch are under way before either has a result (the pool's own test
     // shows that calls under way at once really run at once).
     let order = tests::call_order(&events);
     assert_eq!(order, ["call", "call", "result", "result"]);
     // Results go to the model in call order.
-    let content = &server.received()[1].body["messages"][2]["content"];
+    let content = &env.server.received()[1].body["messages"][2]["content"];
     assert!(content[0]["content"].as_str().unwrap().contains("from a"));
     assert!(content[1]["content"].as_str().unwrap().contains("from b"));
 }
 
 #[tokio::test]
 async fn unsafe_calls_run_one_at_a_time_in_order() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool(
-                "bash",
-                json!({"command": "echo start1 >> log; echo end1 >> log"}),
-            )
-            .tool(
-                "bash",
-                json!({"command": "echo start2 >> log; echo end2 >> log"}),
-            )
-            .tool("read", json!({"path": "log"}))
-            .tool(
-                "edit",
-                json!({"path": "log", "old_string": "end2", "new_string": "END2"}),
-            )
-            .build(),
-        anthropic::text("done"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "go", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::reply()
+                .tool(
+                    "bash",
+                    json!({"command": "echo start1 >> log; echo end1 >> log"}),
+                )
+                .tool(
+                    "bash",
+                    json!({"command": "echo start2 >> log; echo end2 >> log"}),
+                )
+                .tool("read", json!({"path": "log"}))
+                .tool(
+                    "edit",
+                    json!({"path": "log", "old_string": "end2", "new_string": "END2"}),
+                )
+                .build(),
+            anthropic::text("done"),
+        ])
+        .start()
+        .await;
+    let events = env.run("go").await;
     let order = tests::call_order(&events);
     assert_eq!(
         order,
@@ -307,24 +291,22 @@ async fn unsafe_calls_run_one_at_a_time_in_order() {
             "call", "result", "call", "result", "call", "result", "call", "result"
         ]
     );
-    let log = std::fs::read_to_string(project.path().join("log")).unwrap();
+    let log = std::fs::read_to_string(env.project().join("log")).unwrap();
     assert_eq!(log, "start1\nend1\nstart2\nEND2\n");
 }
 
 #[tokio::test]
 async fn unknown_tools_get_an_error_and_three_in_a_row_stop_the_run() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool("fly", json!({})),
-        anthropic::tool("teleport", json!({"to": "moon"})),
-        anthropic::tool("fly", json!({"high": true})),
-        anthropic::text("never asked"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "go", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool("fly", json!({})),
+            anthropic::tool("teleport", json!({"to": "moon"})),
+            anthropic::tool("fly", json!({"high": true})),
+            anthropic::text("never asked"),
+        ])
+        .start()
+        .await;
+    let events = env.run("go").await;
     let results = tool_results(&events);
     assert_eq!(results.len(), 3);
     assert_eq!(
@@ -334,22 +316,21 @@ async fn unknown_tools_get_an_error_and_three_in_a_row_stop_the_run() {
     let (stop_reason, error) = stop_and_error(&events);
     assert_eq!(stop_reason, StopReason::Health);
     assert!(error.as_deref().unwrap().contains("do not exist"));
-    assert_eq!(server.received().len(), 3);
+    assert_eq!(env.server.received().len(), 3);
 }
 
 #[tokio::test]
 async fn identical_replies_raise_a_health_event_and_then_stop_the_run() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("a.txt"), "a\n").unwrap();
     let mut script: Vec<_> = (0..5)
         .map(|_| anthropic::tool("read", json!({"path": "a.txt"})))
         .collect();
     script.push(anthropic::text("ok"));
-    let server = ModelServer::start(script).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "go", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file("a.txt", "a\n")
+        .model(script)
+        .start()
+        .await;
+    let events = env.run("go").await;
     let health: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.event {
@@ -368,25 +349,24 @@ async fn identical_replies_raise_a_health_event_and_then_stop_the_run() {
             ..
         }
     ));
-    assert_eq!(server.received().len(), 4);
+    assert_eq!(env.server.received().len(), 4);
 }
 
 #[tokio::test]
 async fn edits_that_match_nothing_or_more_than_once_are_refused_clearly() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("m.rs"), "let x = 1;\nlet x = 1;\n").unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool("read", json!({"path": "m.rs"})),
-        anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"})),
-        anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let y", "new_string": "let z"})),
-        anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let x = 1;\nlet x", "new_string": "let x = 1;\nlet y"})),
-        anthropic::text("done"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "go", run_options(&server)).await;
-    let results = tool_results(&until_finished(&mut incoming).await);
+    let mut env = TestEnv::builder()
+        .file("m.rs", "let x = 1;\nlet x = 1;\n")
+        .model(vec![
+            anthropic::tool("read", json!({"path": "m.rs"})),
+            anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"})),
+            anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let y", "new_string": "let z"})),
+            anthropic::tool("edit", json!({"path": "m.rs", "old_string": "let x = 1;\nlet x", "new_string": "let x = 1;\nlet y"})),
+            anthropic::text("done"),
+        ])
+        .start()
+        .await;
+    env.start_run("go").await;
+    let results = tool_results(&until_finished(&mut env.incoming).await);
     let results = &results[1..];
     assert!(
         results[0].1 && results[0].2.contains("occurs 2 times"),
@@ -405,27 +385,26 @@ async fn edits_that_match_nothing_or_more_than_once_are_refused_clearly() {
         results[2].2
     );
     assert_eq!(
-        std::fs::read_to_string(project.path().join("m.rs")).unwrap(),
+        std::fs::read_to_string(env.project().join("m.rs")).unwrap(),
         "let x = 1;\nlet y = 1;\n"
     );
 }
 
 #[tokio::test]
 async fn bash_times_out_and_caps_long_output() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool(
-            "bash",
-            json!({"command": "echo before; sleep 30", "timeout_ms": 300}),
-        ),
-        anthropic::tool("bash", json!({"command": "seq 1 200000"})),
-        anthropic::text("done"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "go", run_options(&server)).await;
-    let results = tool_results(&until_finished(&mut incoming).await);
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool(
+                "bash",
+                json!({"command": "echo before; sleep 30", "timeout_ms": 300}),
+            ),
+            anthropic::tool("bash", json!({"command": "seq 1 200000"})),
+            anthropic::text("done"),
+        ])
+        .start()
+        .await;
+    env.start_run("go").await;
+    let results = tool_results(&until_finished(&mut env.incoming).await);
     assert!(results[0].1);
     assert!(results[0].2.starts_with("before\n"), "{}", results[0].2);
     assert!(
@@ -446,21 +425,20 @@ async fn bash_times_out_and_caps_long_output() {
 
 #[tokio::test]
 async fn a_run_without_grants_denies_writes_and_commands_with_a_hint() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool("write", json!({"path": "x.txt", "content": "x"}))
-            .tool("bash", json!({"command": "touch y.txt"}))
-            .build(),
-        anthropic::text("I could not."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    let mut options = run_options(&server);
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::reply()
+                .tool("write", json!({"path": "x.txt", "content": "x"}))
+                .tool("bash", json!({"command": "touch y.txt"}))
+                .build(),
+            anthropic::text("I could not."),
+        ])
+        .start()
+        .await;
+    let mut options = env.options();
     options.grants.clear();
-    start_run(&client, &session, "go", options).await;
-    let results = tool_results(&until_finished(&mut incoming).await);
+    env.start_run_with("go", options).await;
+    let results = tool_results(&until_finished(&mut env.incoming).await);
     assert_eq!(
         results[0],
         (
@@ -477,34 +455,32 @@ async fn a_run_without_grants_denies_writes_and_commands_with_a_hint() {
             "denied: run with --allow bash to permit commands".into()
         )
     );
-    assert!(!project.path().join("x.txt").exists() && !project.path().join("y.txt").exists());
+    assert!(!env.project().join("x.txt").exists() && !env.project().join("y.txt").exists());
 }
 
 #[tokio::test]
 async fn an_http_error_ends_the_run_with_the_providers_message() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::error(
-            400,
-            "invalid_request_error",
-            "max_tokens: must be at most 64000",
-        ),
-        anthropic::text("fine now"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "one", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::error(
+                400,
+                "invalid_request_error",
+                "max_tokens: must be at most 64000",
+            ),
+            anthropic::text("fine now"),
+        ])
+        .start()
+        .await;
+    let events = env.run("one").await;
     let (stop_reason, error) = stop_and_error(&events);
     assert_eq!(stop_reason, StopReason::Error);
     assert_eq!(
         error.as_deref(),
         Some("Anthropic API error 400 (invalid_request_error): max_tokens: must be at most 64000")
     );
-    start_run(&client, &session, "two", run_options(&server)).await;
+    env.start_run("two").await;
     assert!(matches!(
-        finished(&until_finished(&mut incoming).await),
+        finished(&until_finished(&mut env.incoming).await),
         Event::RunFinished {
             stop_reason: StopReason::Completed,
             ..
@@ -514,17 +490,13 @@ async fn an_http_error_ends_the_run_with_the_providers_message() {
 
 #[tokio::test]
 async fn a_missing_api_key_says_what_to_set() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![]).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    let mut options = run_options(&server);
+    let mut env = TestEnv::builder().start().await;
+    let mut options = env.options();
     options.env.retain(|(k, _)| k != "ANTHROPIC_API_KEY");
     options
         .env
         .push(("ANTHROPIC_API_KEY".into(), String::new()));
-    start_run(&client, &session, "hi", options).await;
-    let events = until_finished(&mut incoming).await;
+    let events = env.run_with("hi", options).await;
     let (stop_reason, error) = stop_and_error(&events);
     assert_eq!(stop_reason, StopReason::Error);
     assert!(
@@ -534,21 +506,21 @@ async fn a_missing_api_key_says_what_to_set() {
             .starts_with("ANTHROPIC_API_KEY is not set."),
         "{error:?}"
     );
-    assert!(server.received().is_empty());
+    assert!(env.server.received().is_empty());
 }
 
 #[tokio::test]
 async fn the_system_prompt_carries_the_environment_and_project_instructions() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("AGENTS.md"), "Always run `make check`.").unwrap();
-    let server = ModelServer::start(vec![anthropic::text("ok")]).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "hi", run_options(&server)).await;
-    until_finished(&mut incoming).await;
-    let body = &server.received()[0].body;
+    let mut env = TestEnv::builder()
+        .file("AGENTS.md", "Always run `make check`.")
+        .model(vec![anthropic::text("ok")])
+        .start()
+        .await;
+    env.start_run("hi").await;
+    until_finished(&mut env.incoming).await;
+    let body = &env.server.received()[0].body;
     let system = body["system"][0]["text"].as_str().unwrap();
-    let cwd = project.path().canonicalize().unwrap();
+    let cwd = env.project().canonicalize().unwrap();
     assert!(
         system.contains(&format!("Working directory: {}", cwd.display())),
         "{system}"

@@ -1,6 +1,6 @@
-//! `agentctl board` on a real terminal (SPEC §17): sessions in their groups with what they
-//! ask or do, keys that answer, cancel, filter and attach, the bell for a new request, the
-//! terminal given back.
+//! `agentctl board` on a real terminal (docs/architecture.md#the-board): sessions in their groups
+//! with what they ask or do, keys that answer, cancel, filter and attach, the bell for a new
+//! request, the terminal given back.
 
 use std::path::Path;
 

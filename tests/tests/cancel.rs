@@ -1,5 +1,5 @@
-//! Cancel is a hard boundary (SPEC §4), also when every tool executor is busy: a run waiting for
-//! one is cancelled at once, and its call never starts.
+//! Cancel is a hard boundary (docs/architecture.md#the-agent-loop), also when every tool executor
+//! is busy: a run waiting for one is cancelled at once, and its call never starts.
 
 use protocol::{Event, Request, StopReason};
 use serde_json::json;

@@ -1,5 +1,6 @@
-//! Checkpoints, diff and rewind (SPEC §13) end to end: runs of the real daemon change files
-//! through `edit`, `write` and `bash`; `agentctl diff` shows it and `agentctl rewind` undoes it.
+//! Checkpoints, diff and rewind (docs/architecture.md#checkpoints-fork-and-worktrees) end to end:
+//! runs of the real daemon change files through `edit`, `write` and `bash`; `agentctl diff` shows
+//! it and `agentctl rewind` undoes it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,11 +1,12 @@
-//! Compaction is atomic and cancellable (SPEC §7, §8): a summary applies only to the history
-//! it summarised, keeping every message added since; a compaction a client asked for answers at
-//! once, goes on in the background, and any client can cancel it.
+//! Compaction is atomic and cancellable (docs/architecture.md#providers,
+//! docs/architecture.md#state-on-disk): a summary applies only to the history it summarised,
+//! keeping every message added since; a compaction a client asked for answers at once, goes on in
+//! the background, and any client can cancel it.
 
 use protocol::{Event, Request};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
-use tests::{Daemon, events_until, run_options, session_in, start_run, until_finished};
+use tests::{TestEnv, events_until, run_options, start_run, until_finished};
 
 /// A session with three long exchanges: enough history for the older part to be summarised.
 async fn long_session(
@@ -24,35 +25,34 @@ async fn long_session(
 
 #[tokio::test]
 async fn a_manual_compaction_racing_a_run_keeps_every_message_added_meanwhile() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("notes.txt"), "remember this\n").unwrap();
-    let server = ModelServer::start(vec![]).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    long_session(&server, &client, &session, &mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file("notes.txt", "remember this\n")
+        .start()
+        .await;
+    long_session(&env.server, &env.client, &env.session, &mut env.incoming).await;
 
     let summary_held = Gate::new();
-    server.push(vec![
+    env.server.push(vec![
         anthropic::text("SUMMARY of the early parts").hold_after(4, &summary_held),
     ]);
     // The request answers at once; the summary is made in the background.
-    client
+    env.client
         .request(Request::Compact {
-            session: session.clone(),
+            session: env.session.clone(),
         })
         .await
         .unwrap();
-    server.wait_for_requests(4).await;
+    env.server.wait_for_requests(4).await;
     // A run comes and goes while the summary is being written.
-    server.push(vec![
+    env.server.push(vec![
         anthropic::tool("read", json!({"path": "notes.txt"})),
         anthropic::text("read it"),
     ]);
-    let other = daemon.client().await;
-    start_run(&other, &session, "read the notes", run_options(&server)).await;
-    until_finished(&mut incoming).await;
+    let other = env.daemon.client().await;
+    start_run(&other, &env.session, "read the notes", env.options()).await;
+    until_finished(&mut env.incoming).await;
     summary_held.release();
-    let events = events_until(&mut incoming, |e| {
+    let events = events_until(&mut env.incoming, |e| {
         matches!(e, Event::Compacted { .. } | Event::Error { .. })
     })
     .await;
@@ -63,10 +63,10 @@ async fn a_manual_compaction_racing_a_run_keeps_every_message_added_meanwhile() 
     );
     // The next model call sees the summary, then everything that was not summarised,
     // the run that came meanwhile included, with its tool call and result together.
-    server.push(vec![anthropic::text("done")]);
-    start_run(&client, &session, "what now?", run_options(&server)).await;
-    until_finished(&mut incoming).await;
-    let messages = server.received().last().unwrap().body["messages"]
+    env.server.push(vec![anthropic::text("done")]);
+    env.start_run("what now?").await;
+    until_finished(&mut env.incoming).await;
+    let messages = env.server.received().last().unwrap().body["messages"]
         .as_array()
         .unwrap()
         .clone();
@@ -91,30 +91,27 @@ async fn a_manual_compaction_racing_a_run_keeps_every_message_added_meanwhile() 
 
 #[tokio::test]
 async fn a_manual_compaction_is_cancelled_by_any_client() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![]).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    long_session(&server, &client, &session, &mut incoming).await;
+    let mut env = TestEnv::builder().start().await;
+    long_session(&env.server, &env.client, &env.session, &mut env.incoming).await;
     let never = Gate::new();
-    server.push(vec![
+    env.server.push(vec![
         anthropic::text("a summary that never ends").hold_after(4, &never),
     ]);
-    client
+    env.client
         .request(Request::Compact {
-            session: session.clone(),
+            session: env.session.clone(),
         })
         .await
         .unwrap();
-    server.wait_for_requests(4).await;
-    let other = daemon.client().await;
+    env.server.wait_for_requests(4).await;
+    let other = env.daemon.client().await;
     other
         .request(Request::Cancel {
-            session: session.clone(),
+            session: env.session.clone(),
         })
         .await
         .unwrap();
-    let events = events_until(&mut incoming, |e| {
+    let events = events_until(&mut env.incoming, |e| {
         matches!(e, Event::Compacted { .. } | Event::Error { .. })
     })
     .await;
@@ -124,10 +121,10 @@ async fn a_manual_compaction_is_cancelled_by_any_client() {
         events.last()
     );
     // The history is as it was: the next call sees all of it.
-    server.push(vec![anthropic::text("still here")]);
-    start_run(&client, &session, "go on", run_options(&server)).await;
-    until_finished(&mut incoming).await;
-    let body = server.received().last().unwrap().body.to_string();
+    env.server.push(vec![anthropic::text("still here")]);
+    env.start_run("go on").await;
+    until_finished(&mut env.incoming).await;
+    let body = env.server.received().last().unwrap().body.to_string();
     assert!(body.contains("part 0:") && !body.contains("a summary that never ends"));
     never.release();
 }

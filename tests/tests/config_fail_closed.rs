@@ -8,8 +8,8 @@ use protocol::{ErrorCode, Event, Reply, Request, SessionEvent, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic};
 use tests::{
-    Daemon, Home, agentctl_output, next_event, run_options, session_in, start_run, subscribe,
-    until_finished, wait_for_config,
+    Daemon, Home, TestEnv, agentctl_output, next_event, run_options, session_in, start_run,
+    subscribe, until_finished, wait_for_config,
 };
 
 /// A deny rule for `rm -rf`.
@@ -139,32 +139,33 @@ async fn a_run_with_ignore_config_goes_on_with_the_defaults_and_says_so() {
 
 #[tokio::test]
 async fn fixing_the_file_lets_runs_start_again() {
-    let daemon = Daemon::start_in(Home::with_config(BROKEN));
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![anthropic::text("hello")]).await;
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut env = TestEnv::builder()
+        .config(BROKEN)
+        .model(vec![anthropic::text("hello")])
+        .start()
+        .await;
     let send = || Request::Send {
-        session: session.clone(),
+        session: env.session.clone(),
         text: "say hello".into(),
         delivery: protocol::Delivery::FollowUp,
-        options: run_options(&server),
+        options: env.options(),
     };
     assert!(
-        client.request(send()).await.is_err(),
+        env.client.request(send()).await.is_err(),
         "refused while broken"
     );
 
-    std::fs::write(daemon.paths().config_file(), RULE).unwrap();
-    let status = wait_for_config(&client, 2).await;
+    std::fs::write(env.daemon.paths().config_file(), RULE).unwrap();
+    let status = wait_for_config(&env.client, 2).await;
     assert_eq!(status.config_error, None);
     assert!(!status.config_fail_closed);
 
-    let reply = client.request(send()).await.expect("the run starts");
+    let reply = env.client.request(send()).await.expect("the run starts");
     assert!(
         matches!(reply, Reply::Sent { started: Some(_) }),
         "{reply:?}"
     );
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     assert_eq!(tests::stop_and_error(&events).0, StopReason::Completed);
     assert!(
         error_lines(&events).is_empty(),

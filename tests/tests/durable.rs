@@ -6,8 +6,8 @@ use protocol::{Event, Reply, Request, SessionEvent, SessionId, SessionState, Sto
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic};
 use tests::{
-    Daemon, Home, create_session, next_event, run_options, session_in, start_run, subscribe,
-    tool_results, until_finished,
+    Daemon, Home, TestEnv, create_session, next_event, run_options, session_in, start_run,
+    subscribe, tool_results, until_finished,
 };
 
 async fn history(client: &Client, session: &SessionId) -> Vec<SessionEvent> {
@@ -410,27 +410,28 @@ async fn a_torn_last_line_is_dropped_and_nothing_else_is_lost() {
 
 #[tokio::test]
 async fn a_failing_session_actor_is_restarted_from_its_log_and_its_clients_are_told() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::text("first answer"),
-        anthropic::text("never finished").hold_after(4, &gate),
-        anthropic::text("after the restart"),
-    ])
-    .await;
-    let daemon = Daemon::start_with(Home::new(), &[("AGENTD_FAULT_INJECTION", "1")]);
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "one", run_options(&server)).await;
-    until_finished(&mut incoming).await;
-    start_run(&client, &session, "two", run_options(&server)).await;
+    let mut env = TestEnv::builder()
+        .daemon_env("AGENTD_FAULT_INJECTION", "1")
+        .model(vec![
+            anthropic::text("first answer"),
+            anthropic::text("never finished").hold_after(4, &gate),
+            anthropic::text("after the restart"),
+        ])
+        .start()
+        .await;
+    env.start_run("one").await;
+    until_finished(&mut env.incoming).await;
+    env.start_run("two").await;
     loop {
-        if let Event::TextDelta { .. } = next_event(&mut incoming).await.event {
+        if let Event::TextDelta { .. } = next_event(&mut env.incoming).await.event {
             break;
         }
     }
-    let failed = client
+    let failed = env
+        .client
         .request(Request::Send {
-            session: session.clone(),
+            session: env.session.clone(),
             text: "__agentd_fault_panic__".into(),
             delivery: protocol::Delivery::Steer,
             options: Default::default(),
@@ -439,7 +440,7 @@ async fn a_failing_session_actor_is_restarted_from_its_log_and_its_clients_are_t
     assert!(failed.is_err());
     // The subscription is dropped; the client is told to resubscribe.
     let last_seq = loop {
-        match tokio::time::timeout(tests::WAIT, incoming.recv())
+        match tokio::time::timeout(tests::WAIT, env.incoming.recv())
             .await
             .unwrap()
         {
@@ -448,10 +449,10 @@ async fn a_failing_session_actor_is_restarted_from_its_log_and_its_clients_are_t
             None => panic!("closed"),
         }
     };
-    subscribe(&client, &session, last_seq).await;
+    subscribe(&env.client, &env.session, last_seq).await;
     let mut told = false;
     loop {
-        match next_event(&mut incoming).await.event {
+        match next_event(&mut env.incoming).await.event {
             Event::Error { message } => {
                 told = message.contains("restarted after an internal error")
             }
@@ -470,17 +471,16 @@ async fn a_failing_session_actor_is_restarted_from_its_log_and_its_clients_are_t
     }
     assert!(told);
     gate.release();
-    let events = history(&client, &session).await;
+    let events = history(&env.client, &env.session).await;
     assert_consistent(&events);
     assert!(events.iter().any(
         |e| matches!(&e.event, Event::AssistantMessage { text, .. } if text == "first answer")
     ));
-    start_run(&client, &session, "three", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let events = env.run("three").await;
     assert!(events.iter().any(
         |e| matches!(&e.event, Event::AssistantMessage { text, .. } if text == "after the restart")
     ));
-    account_for_every_seq(&daemon).await;
+    account_for_every_seq(&env.daemon).await;
 }
 
 #[tokio::test]
@@ -554,33 +554,33 @@ async fn a_config_change_applies_to_the_next_run_and_a_broken_one_is_kept_out() 
 
 #[tokio::test]
 async fn an_outside_edit_between_read_and_edit_is_reported_and_refused() {
-    let project = tempfile::tempdir().unwrap();
-    let file = project.path().join("lib.rs");
+    let setup = TestEnv::builder();
+    let file = setup.project().join("lib.rs");
     std::fs::write(&file, "fn a() {}\n").unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::tool("read", json!({"path": "lib.rs"})),
-        anthropic::tool(
-            "edit",
-            json!({"path": "lib.rs", "old_string": "fn a", "new_string": "fn b"}),
-        )
-        .hold_after(0, &gate),
-        anthropic::text("I will read it again."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "rename a", run_options(&server)).await;
-    server.wait_for_requests(2).await;
+    let mut env = setup
+        .model(vec![
+            anthropic::tool("read", json!({"path": "lib.rs"})),
+            anthropic::tool(
+                "edit",
+                json!({"path": "lib.rs", "old_string": "fn a", "new_string": "fn b"}),
+            )
+            .hold_after(0, &gate),
+            anthropic::text("I will read it again."),
+        ])
+        .start()
+        .await;
+    env.start_run("rename a").await;
+    env.server.wait_for_requests(2).await;
     std::fs::write(&file, "fn a() { changed() }\n").unwrap();
     loop {
-        if let Event::FileChanged { path } = next_event(&mut incoming).await.event {
+        if let Event::FileChanged { path } = next_event(&mut env.incoming).await.event {
             assert_eq!(path, "lib.rs");
             break;
         }
     }
     gate.release();
-    let results = tool_results(&until_finished(&mut incoming).await);
+    let results = tool_results(&until_finished(&mut env.incoming).await);
     let edit = results.last().unwrap();
     assert!(edit.1 && edit.0 == "edit");
     assert!(
@@ -596,33 +596,32 @@ async fn an_outside_edit_between_read_and_edit_is_reported_and_refused() {
 
 #[tokio::test]
 async fn the_agents_own_writes_are_not_outside_changes() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("mine.txt"), "one\n").unwrap();
-    std::fs::write(project.path().join("theirs.txt"), "one\n").unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool("read", json!({"path": "mine.txt"}))
-            .tool("read", json!({"path": "theirs.txt"}))
-            .build(),
-        anthropic::tool(
-            "edit",
-            json!({"path": "mine.txt", "old_string": "one", "new_string": "two"}),
-        ),
-        anthropic::tool("write", json!({"path": "mine.txt", "content": "three\n"})),
-        anthropic::text("done").hold_after(0, &gate),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "edit mine", run_options(&server)).await;
-    server.wait_for_requests(4).await;
+    let mut env = TestEnv::builder()
+        .file("mine.txt", "one\n")
+        .file("theirs.txt", "one\n")
+        .model(vec![
+            anthropic::reply()
+                .tool("read", json!({"path": "mine.txt"}))
+                .tool("read", json!({"path": "theirs.txt"}))
+                .build(),
+            anthropic::tool(
+                "edit",
+                json!({"path": "mine.txt", "old_string": "one", "new_string": "two"}),
+            ),
+            anthropic::tool("write", json!({"path": "mine.txt", "content": "three\n"})),
+            anthropic::text("done").hold_after(0, &gate),
+        ])
+        .start()
+        .await;
+    env.start_run("edit mine").await;
+    env.server.wait_for_requests(4).await;
     // An outside change to the other file, after the agent's own writes: its report comes
     // after any report the agent's writes could have caused.
-    std::fs::write(project.path().join("theirs.txt"), "changed\n").unwrap();
+    std::fs::write(env.project().join("theirs.txt"), "changed\n").unwrap();
     let mut changed = Vec::new();
     loop {
-        let event = next_event(&mut incoming).await;
+        let event = next_event(&mut env.incoming).await;
         if let Event::FileChanged { path } = event.event {
             changed.push(path.clone());
             if path == "theirs.txt" {
@@ -632,7 +631,7 @@ async fn the_agents_own_writes_are_not_outside_changes() {
     }
     assert_eq!(changed, ["theirs.txt"]);
     gate.release();
-    let results = tool_results(&until_finished(&mut incoming).await);
+    let results = tool_results(&until_finished(&mut env.incoming).await);
     assert!(results.iter().all(|r| !r.1), "{results:?}");
 }
 

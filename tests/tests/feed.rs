@@ -9,7 +9,7 @@ use agentctl::client::{Client, Feed, FeedItem};
 use protocol::{ClientFrame, Event, Request, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
-use tests::{Daemon, Home, run_options, session_in, start_run, until_finished};
+use tests::{Daemon, TestEnv, until_finished};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The next item, failing the test after a while.
@@ -56,21 +56,21 @@ async fn replayed_events_come_before_the_marker_and_live_ones_after() {
 
 #[tokio::test]
 async fn a_dropped_subscription_is_resumed_with_nothing_twice() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::text("first answer"),
-        anthropic::text("never finished").hold_after(4, &gate),
-    ])
-    .await;
-    let daemon = Daemon::start_with(Home::new(), &[("AGENTD_FAULT_INJECTION", "1")]);
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "one", run_options(&server)).await;
-    until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .daemon_env("AGENTD_FAULT_INJECTION", "1")
+        .model(vec![
+            anthropic::text("first answer"),
+            anthropic::text("never finished").hold_after(4, &gate),
+        ])
+        .start()
+        .await;
+    env.start_run("one").await;
+    until_finished(&mut env.incoming).await;
 
-    let mut feed = Feed::new(daemon.client().await).unwrap();
-    feed.follower().follow(&session, 0).await.unwrap();
-    start_run(&client, &session, "two", run_options(&server)).await;
+    let mut feed = Feed::new(env.daemon.client().await).unwrap();
+    feed.follower().follow(&env.session, 0).await.unwrap();
+    env.start_run("two").await;
     let mut seen = Vec::new();
     loop {
         if let FeedItem::Event { event, .. } = next(&mut feed).await {
@@ -82,12 +82,12 @@ async fn a_dropped_subscription_is_resumed_with_nothing_twice() {
     }
     // The session's actor fails: its subscribers are dropped, and the feed subscribes again.
     let panic = Request::Send {
-        session: session.clone(),
+        session: env.session.clone(),
         text: "__agentd_fault_panic__".into(),
         delivery: protocol::Delivery::Steer,
         options: Default::default(),
     };
-    assert!(client.request(panic).await.is_err());
+    assert!(env.client.request(panic).await.is_err());
     let mut told = false;
     let stop = loop {
         match next(&mut feed).await {

@@ -11,8 +11,8 @@ use protocol::{Decision, ErrorCode, Event, Reply, Request, SessionId, SessionInf
 use serde_json::json;
 use tests::model_server::{ModelServer, anthropic};
 use tests::{
-    CmdOutput, Daemon, Home, WAIT, agentctl_output, asking_options, next_event, run_options,
-    session_in, start_run, subscribe, until_finished,
+    CmdOutput, Daemon, Home, TestEnv, WAIT, agentctl_output, asking_options, next_event,
+    run_options, session_in, start_run, subscribe, until_finished,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -93,25 +93,27 @@ async fn a_session_created_without_a_title_takes_it_from_its_first_message_for_g
 
 #[tokio::test]
 async fn a_tool_calls_time_does_not_count_the_wait_for_permission() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool("bash", json!({"command": "echo hello"})),
-        anthropic::text("Said hello."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "say hello", asking_options(&server)).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool("bash", json!({"command": "echo hello"})),
+            anthropic::text("Said hello."),
+        ])
+        .start()
+        .await;
+    env.start_run_with("say hello", asking_options(&env.server))
+        .await;
     let request = loop {
-        if let Event::PermissionRequested { request, .. } = next_event(&mut incoming).await.event {
+        if let Event::PermissionRequested { request, .. } =
+            next_event(&mut env.incoming).await.event
+        {
             break request;
         }
     };
     // The user takes a while to decide: that time is theirs, not the tool's.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    client
+    env.client
         .request(Request::Answer {
-            session: session.clone(),
+            session: env.session.clone(),
             request,
             decision: Decision::Allow,
         })
@@ -122,7 +124,7 @@ async fn a_tool_calls_time_does_not_count_the_wait_for_permission() {
             duration_ms,
             output,
             ..
-        } = next_event(&mut incoming).await.event
+        } = next_event(&mut env.incoming).await.event
         {
             assert!(output.contains("hello"), "{output}");
             break duration_ms;

@@ -1,5 +1,6 @@
-//! `agentctl fork` (SPEC §13): a new session with a copy of the history up to a turn, never
-//! cutting a tool call from its result, independent from then on.
+//! `agentctl fork` (docs/architecture.md#checkpoints-fork-and-worktrees): a new session with a copy
+//! of the history up to a turn, never cutting a tool call from its result, independent from then
+//! on.
 
 use serde_json::{Value, json};
 use tests::model_server::{ModelServer, anthropic};

@@ -1,6 +1,6 @@
 //! Golden bytes: one encoded frame of every request, reply and event kind. An accidental change
 //! of the wire format fails here; an intended one bumps `PROTOCOL_VERSION` and regenerates the
-//! file with `UPDATE_GOLDEN=1 cargo test --workspace --test golden`.
+//! file with `UPDATE_GOLDEN=1 cargo test -p tests --test main golden::`.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;

@@ -1,6 +1,6 @@
-//! Hooks (SPEC §15): commands from config.toml that run at points of a run with Claude Code's
-//! JSON on stdin, and whose exit code and JSON output refuse, allow, change or add to what
-//! happens. Each test writes its hook scripts and a config naming them.
+//! Hooks (docs/architecture.md#hooks): commands from config.toml that run at points of a run with
+//! Claude Code's JSON on stdin, and whose exit code and JSON output refuse, allow, change or add to
+//! what happens. Each test writes its hook scripts and a config naming them.
 
 use std::path::{Path, PathBuf};
 

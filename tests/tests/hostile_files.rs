@@ -1,11 +1,13 @@
-//! Files that are not what they seem (SPEC §5): devices, FIFOs and sockets named like source
-//! files, huge offsets, odd git metadata. Each gets a clear result; the daemon stays up, small
-//! and responsive.
+//! Files that are not what they seem (docs/architecture.md#tools): devices, FIFOs and sockets named
+//! like source files, huge offsets, odd git metadata. Each gets a clear result; the daemon stays
+//! up, small and responsive.
 
 use protocol::{Event, Reply, Request, StopReason};
 use serde_json::json;
 use tests::model_server::{ModelServer, anthropic};
-use tests::{Daemon, peak_rss, run_options, session_in, start_run, tool_results, until_finished};
+use tests::{
+    Daemon, TestEnv, peak_rss, run_options, session_in, start_run, tool_results, until_finished,
+};
 
 /// A project holding a symlink to `/dev/zero`, a FIFO, a socket and one ordinary file.
 fn hostile_project() -> (tempfile::TempDir, std::os::unix::net::UnixListener) {
@@ -102,24 +104,23 @@ async fn devices_fifos_and_sockets_are_refused_and_memory_stays_bounded() {
 
 #[tokio::test]
 async fn offsets_and_limits_near_the_largest_number_get_a_clear_result() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("a.txt"), "one\ntwo\n").unwrap();
     let max = u64::MAX;
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool(
-                "read",
-                json!({"path": "a.txt", "offset": max, "limit": max}),
-            )
-            .tool("read", json!({"path": "a.txt", "offset": 2, "limit": max}))
-            .build(),
-        anthropic::text("done"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "page", run_options(&server)).await;
-    let results = tool_results(&until_finished(&mut incoming).await);
+    let mut env = TestEnv::builder()
+        .file("a.txt", "one\ntwo\n")
+        .model(vec![
+            anthropic::reply()
+                .tool(
+                    "read",
+                    json!({"path": "a.txt", "offset": max, "limit": max}),
+                )
+                .tool("read", json!({"path": "a.txt", "offset": 2, "limit": max}))
+                .build(),
+            anthropic::text("done"),
+        ])
+        .start()
+        .await;
+    env.start_run("page").await;
+    let results = tool_results(&until_finished(&mut env.incoming).await);
     // The two reads ran together, so their results come in any order.
     let past_the_end = (
         "read".to_string(),
@@ -137,16 +138,16 @@ async fn offsets_and_limits_near_the_largest_number_get_a_clear_result() {
 
 #[tokio::test]
 async fn a_detached_head_that_is_not_ascii_does_not_break_the_system_prompt() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    let setup = TestEnv::builder();
+    std::fs::create_dir_all(setup.project().join(".git")).unwrap();
     // Its 12th byte falls inside a character.
-    std::fs::write(project.path().join(".git/HEAD"), "ééééééééé\n").unwrap();
-    let server = ModelServer::start(vec![anthropic::text("one"), anthropic::text("two")]).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    std::fs::write(setup.project().join(".git/HEAD"), "ééééééééé\n").unwrap();
+    let mut env = setup
+        .model(vec![anthropic::text("one"), anthropic::text("two")])
+        .start()
+        .await;
     for prompt in ["first", "second"] {
-        start_run(&client, &session, prompt, run_options(&server)).await;
-        let events = until_finished(&mut incoming).await;
+        let events = env.run(prompt).await;
         assert!(matches!(
             tests::finished(&events),
             Event::RunFinished {
@@ -155,7 +156,7 @@ async fn a_detached_head_that_is_not_ascii_does_not_break_the_system_prompt() {
             }
         ));
     }
-    let system = server.received()[1].body["system"][0]["text"]
+    let system = env.server.received()[1].body["system"][0]["text"]
         .as_str()
         .unwrap()
         .to_string();

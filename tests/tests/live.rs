@@ -9,7 +9,7 @@ use protocol::{
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::{
-    Daemon, events_until, finished, next_event, run_options, session_in, start_run, subscribe,
+    Daemon, TestEnv, events_until, finished, next_event, session_in, start_run, subscribe,
     tool_results, until_finished,
 };
 
@@ -44,35 +44,34 @@ async fn wait_for(
 
 #[tokio::test]
 async fn a_client_attaching_mid_run_sees_the_same_stream_as_the_first() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("a.txt"), "a\n").unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .text("Looking at the file now.")
-            .tool("read", json!({"path": "a.txt"}))
-            .build()
-            .hold_after(4, &gate),
-        anthropic::text("Done."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut first) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "look", run_options(&server)).await;
+    let mut env = TestEnv::builder()
+        .file("a.txt", "a\n")
+        .model(vec![
+            anthropic::reply()
+                .text("Looking at the file now.")
+                .tool("read", json!({"path": "a.txt"}))
+                .build()
+                .hold_after(4, &gate),
+            anthropic::text("Done."),
+        ])
+        .start()
+        .await;
+    env.start_run("look").await;
     let mut seen_first = vec![];
     loop {
-        let event = next_event(&mut first).await;
+        let event = next_event(&mut env.incoming).await;
         let delta = matches!(event.event, Event::TextDelta { .. });
         seen_first.push(event);
         if delta {
             break;
         }
     }
-    let mut late = daemon.client().await;
-    subscribe(&late, &session, 0).await;
+    let mut late = env.daemon.client().await;
+    subscribe(&late, &env.session, 0).await;
     let mut second = late.take_incoming().unwrap();
     gate.release();
-    seen_first.extend(until_finished(&mut first).await);
+    seen_first.extend(until_finished(&mut env.incoming).await);
     let seen_second = until_finished(&mut second).await;
     assert_eq!(seen_first, seen_second);
     let seqs: Vec<u64> = seen_second.iter().map(|e| e.seq).collect();
@@ -81,22 +80,27 @@ async fn a_client_attaching_mid_run_sees_the_same_stream_as_the_first() {
 
 #[tokio::test]
 async fn a_steer_lands_before_the_next_model_call() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::tool("glob", json!({"pattern": "*"})).hold_after(2, &gate),
-        anthropic::text("Checked the tests too."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "look around", run_options(&server)).await;
-    server.wait_for_requests(1).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool("glob", json!({"pattern": "*"})).hold_after(2, &gate),
+            anthropic::text("Checked the tests too."),
+        ])
+        .start()
+        .await;
+    env.start_run("look around").await;
+    env.server.wait_for_requests(1).await;
     assert_eq!(
-        send(&client, &session, "also check the tests", Delivery::Steer).await,
+        send(
+            &env.client,
+            &env.session,
+            "also check the tests",
+            Delivery::Steer
+        )
+        .await,
         Reply::Sent { started: None }
     );
-    let queued = wait_for(&mut incoming, "queue_changed").await;
+    let queued = wait_for(&mut env.incoming, "queue_changed").await;
     assert_eq!(
         queued.event,
         Event::QueueChanged {
@@ -105,13 +109,13 @@ async fn a_steer_lands_before_the_next_model_call() {
         }
     );
     gate.release();
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     let kinds: Vec<&str> = events.iter().map(|e| e.event.kind()).collect();
     let result = kinds.iter().position(|k| *k == "tool_result").unwrap();
     let steer = kinds.iter().position(|k| *k == "user_message").unwrap();
     let turn2 = kinds.iter().rposition(|k| *k == "turn_started").unwrap();
     assert!(result < steer && steer < turn2, "{kinds:?}");
-    let last = server.received()[1].body["messages"]
+    let last = env.server.received()[1].body["messages"]
         .as_array()
         .unwrap()
         .last()
@@ -123,27 +127,26 @@ async fn a_steer_lands_before_the_next_model_call() {
 
 #[tokio::test]
 async fn follow_ups_queued_mid_run_run_in_order_in_the_same_run() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::text("first").hold_after(3, &gate),
-        anthropic::text("second"),
-        anthropic::text("third"),
-        anthropic::text("fourth"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    let run = start_run(&client, &session, "start", run_options(&server)).await;
-    server.wait_for_requests(1).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::text("first").hold_after(3, &gate),
+            anthropic::text("second"),
+            anthropic::text("third"),
+            anthropic::text("fourth"),
+        ])
+        .start()
+        .await;
+    let run = env.start_run("start").await;
+    env.server.wait_for_requests(1).await;
     for text in ["f1", "f2", "f3"] {
         assert_eq!(
-            send(&client, &session, text, Delivery::FollowUp).await,
+            send(&env.client, &env.session, text, Delivery::FollowUp).await,
             Reply::Sent { started: None }
         );
     }
     gate.release();
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     assert_eq!(
         events
             .iter()
@@ -164,7 +167,7 @@ async fn follow_ups_queued_mid_run_run_in_order_in_the_same_run() {
         (*finished_run, *turns, *stop_reason),
         (run, 4, StopReason::Completed)
     );
-    let received = server.wait_for_requests(4).await;
+    let received = env.server.wait_for_requests(4).await;
     for (request, text) in received[1..].iter().zip(["f1", "f2", "f3"]) {
         let messages = request.body["messages"].as_array().unwrap();
         assert_eq!(messages.last().unwrap()["content"][0]["text"], text);
@@ -173,26 +176,25 @@ async fn follow_ups_queued_mid_run_run_in_order_in_the_same_run() {
 
 #[tokio::test]
 async fn cancel_returns_queued_messages_and_loses_nothing() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::text("thinking about it").hold_after(3, &gate),
-        anthropic::text("new run"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "start", run_options(&server)).await;
-    server.wait_for_requests(1).await;
-    send(&client, &session, "s1", Delivery::Steer).await;
-    send(&client, &session, "f1", Delivery::FollowUp).await;
-    client
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::text("thinking about it").hold_after(3, &gate),
+            anthropic::text("new run"),
+        ])
+        .start()
+        .await;
+    env.start_run("start").await;
+    env.server.wait_for_requests(1).await;
+    send(&env.client, &env.session, "s1", Delivery::Steer).await;
+    send(&env.client, &env.session, "f1", Delivery::FollowUp).await;
+    env.client
         .request(Request::Cancel {
-            session: session.clone(),
+            session: env.session.clone(),
         })
         .await
         .unwrap();
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     let Event::RunFinished {
         stop_reason,
         returned_messages,
@@ -216,7 +218,7 @@ async fn cancel_returns_queued_messages_and_loses_nothing() {
         ]
     );
     // The queue entries stay in the session's history.
-    let (info, history) = client.history(&session).await.unwrap();
+    let (info, history) = env.client.history(&env.session).await.unwrap();
     assert!(history.iter().any(|e| e.event
         == Event::QueueChanged {
             steer: vec!["s1".into()],
@@ -228,9 +230,9 @@ async fn cancel_returns_queued_messages_and_loses_nothing() {
     );
     gate.release();
     // Nothing left behind: the next message starts a fresh run.
-    start_run(&client, &session, "again", run_options(&server)).await;
+    env.start_run("again").await;
     assert!(matches!(
-        finished(&until_finished(&mut incoming).await),
+        finished(&until_finished(&mut env.incoming).await),
         Event::RunFinished {
             stop_reason: StopReason::Completed,
             ..
@@ -240,25 +242,19 @@ async fn cancel_returns_queued_messages_and_loses_nothing() {
 
 #[tokio::test]
 async fn the_first_answer_to_a_permission_request_wins_and_everyone_is_told() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool("bash", json!({"command": "echo hi > made.txt"})),
-        anthropic::text("made it"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (first, session, mut first_events) = session_in(&daemon, project.path()).await;
-    let mut second = daemon.client().await;
-    subscribe(&second, &session, 0).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool("bash", json!({"command": "echo hi > made.txt"})),
+            anthropic::text("made it"),
+        ])
+        .start()
+        .await;
+    let mut second = env.daemon.client().await;
+    subscribe(&second, &env.session, 0).await;
     let mut second_events = second.take_incoming().unwrap();
-    start_run(
-        &first,
-        &session,
-        "make a file",
-        tests::asking_options(&server),
-    )
-    .await;
-    let asked = wait_for(&mut first_events, "permission_requested").await;
+    env.start_run_with("make a file", tests::asking_options(&env.server))
+        .await;
+    let asked = wait_for(&mut env.incoming, "permission_requested").await;
     assert_eq!(
         wait_for(&mut second_events, "permission_requested").await,
         asked
@@ -279,15 +275,16 @@ async fn the_first_answer_to_a_permission_request_wins_and_everyone_is_told() {
 
     second
         .request(Request::Answer {
-            session: session.clone(),
+            session: env.session.clone(),
             request,
             decision: Decision::Allow,
         })
         .await
         .unwrap();
-    let late = first
+    let late = env
+        .client
         .request(Request::Answer {
-            session: session.clone(),
+            session: env.session.clone(),
             request,
             decision: Decision::Deny,
         })
@@ -298,7 +295,7 @@ async fn the_first_answer_to_a_permission_request_wins_and_everyone_is_told() {
         late.to_string().contains("already decided by test #"),
         "{late}"
     );
-    for events in [&mut first_events, &mut second_events] {
+    for events in [&mut env.incoming, &mut second_events] {
         let resolved = wait_for(events, "permission_resolved").await;
         let Event::PermissionResolved {
             decision,
@@ -311,8 +308,8 @@ async fn the_first_answer_to_a_permission_request_wins_and_everyone_is_told() {
         assert_eq!(decision, Decision::Allow);
         assert!(by_client.starts_with("test #"));
     }
-    until_finished(&mut first_events).await;
-    assert!(project.path().join("made.txt").exists());
+    until_finished(&mut env.incoming).await;
+    assert!(env.project().join("made.txt").exists());
 }
 
 #[tokio::test]
@@ -355,30 +352,32 @@ async fn a_pending_request_survives_a_detach_and_is_shown_to_the_next_client() {
 
 #[tokio::test]
 async fn allow_always_remembers_the_command_prefix_for_the_session() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool("bash", json!({"command": "ls -a"})),
-        anthropic::tool("bash", json!({"command": "ls ."})),
-        anthropic::text("listed"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "list", tests::asking_options(&server)).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool("bash", json!({"command": "ls -a"})),
+            anthropic::tool("bash", json!({"command": "ls ."})),
+            anthropic::text("listed"),
+        ])
+        .start()
+        .await;
+    env.start_run_with("list", tests::asking_options(&env.server))
+        .await;
     let Event::PermissionRequested { request, .. } =
-        wait_for(&mut incoming, "permission_requested").await.event
+        wait_for(&mut env.incoming, "permission_requested")
+            .await
+            .event
     else {
         unreachable!()
     };
-    client
+    env.client
         .request(Request::Answer {
-            session: session.clone(),
+            session: env.session.clone(),
             request,
             decision: Decision::AllowAlways,
         })
         .await
         .unwrap();
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     assert!(
         !events
             .iter()
@@ -390,17 +389,14 @@ async fn allow_always_remembers_the_command_prefix_for_the_session() {
 
 #[tokio::test]
 async fn plan_mode_writes_the_plan_file_without_asking_and_asks_for_other_writes() {
-    let project = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start();
-    let server = ModelServer::start(vec![]).await;
-    let (client, session, mut incoming) =
-        tests::session_with_mode(&daemon, project.path(), Mode::Plan).await;
-    let plan = daemon
+    let mut env = TestEnv::builder().mode(Mode::Plan).start().await;
+    let plan = env
+        .daemon
         .paths()
         .data_dir
         .join("plans")
-        .join(format!("{session}.md"));
-    server.push(vec![
+        .join(format!("{}.md", env.session));
+    env.server.push(vec![
         anthropic::tool(
             "write",
             json!({"path": plan.to_string_lossy(), "content": "1. do it"}),
@@ -408,26 +404,29 @@ async fn plan_mode_writes_the_plan_file_without_asking_and_asks_for_other_writes
         anthropic::tool("write", json!({"path": "src.txt", "content": "code"})),
         anthropic::text("Plan written."),
     ]);
-    start_run(&client, &session, "plan it", tests::asking_options(&server)).await;
+    env.start_run_with("plan it", tests::asking_options(&env.server))
+        .await;
     let Event::PermissionRequested {
         request, summary, ..
-    } = wait_for(&mut incoming, "permission_requested").await.event
+    } = wait_for(&mut env.incoming, "permission_requested")
+        .await
+        .event
     else {
         unreachable!()
     };
     assert_eq!(summary, "write src.txt (1 lines)");
-    client
+    env.client
         .request(Request::Answer {
-            session: session.clone(),
+            session: env.session.clone(),
             request,
             decision: Decision::Deny,
         })
         .await
         .unwrap();
-    until_finished(&mut incoming).await;
+    until_finished(&mut env.incoming).await;
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "1. do it");
-    assert!(!project.path().join("src.txt").exists());
-    let system = server.received()[0].body["system"][0]["text"]
+    assert!(!env.project().join("src.txt").exists());
+    let system = env.server.received()[0].body["system"][0]["text"]
         .as_str()
         .unwrap()
         .to_string();
@@ -439,34 +438,34 @@ async fn plan_mode_writes_the_plan_file_without_asking_and_asks_for_other_writes
 
 #[tokio::test]
 async fn accept_edits_writes_inside_the_directory_and_asks_outside() {
-    let project = tempfile::tempdir().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
     let outside = elsewhere.path().join("out.txt");
-    let server = ModelServer::start(vec![
-        anthropic::tool("write", json!({"path": "in.txt", "content": "in"})),
-        anthropic::tool(
-            "write",
-            json!({"path": outside.to_string_lossy(), "content": "out"}),
-        ),
-        anthropic::tool("bash", json!({"command": "true"})),
-        anthropic::text("done"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) =
-        tests::session_with_mode(&daemon, project.path(), Mode::AcceptEdits).await;
-    start_run(&client, &session, "write", tests::asking_options(&server)).await;
+    let mut env = TestEnv::builder()
+        .mode(Mode::AcceptEdits)
+        .model(vec![
+            anthropic::tool("write", json!({"path": "in.txt", "content": "in"})),
+            anthropic::tool(
+                "write",
+                json!({"path": outside.to_string_lossy(), "content": "out"}),
+            ),
+            anthropic::tool("bash", json!({"command": "true"})),
+            anthropic::text("done"),
+        ])
+        .start()
+        .await;
+    env.start_run_with("write", tests::asking_options(&env.server))
+        .await;
     let mut asked = vec![];
     loop {
-        let event = next_event(&mut incoming).await;
+        let event = next_event(&mut env.incoming).await;
         match event.event {
             Event::PermissionRequested {
                 request, summary, ..
             } => {
                 asked.push(summary);
-                client
+                env.client
                     .request(Request::Answer {
-                        session: session.clone(),
+                        session: env.session.clone(),
                         request,
                         decision: Decision::Deny,
                     })
@@ -484,41 +483,41 @@ async fn accept_edits_writes_inside_the_directory_and_asks_outside() {
             "run `true`".to_string()
         ]
     );
-    assert!(project.path().join("in.txt").exists());
+    assert!(env.project().join("in.txt").exists());
     assert!(!outside.exists());
 }
 
 #[tokio::test]
 async fn switching_the_mode_mid_session_changes_what_asks() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool("write", json!({"path": "a.txt", "content": "a"})),
-        anthropic::text("ok"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    client
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool("write", json!({"path": "a.txt", "content": "a"})),
+            anthropic::text("ok"),
+        ])
+        .start()
+        .await;
+    env.client
         .request(Request::SetMode {
-            session: session.clone(),
+            session: env.session.clone(),
             mode: Mode::AcceptEdits,
         })
         .await
         .unwrap();
     assert_eq!(
-        next_event(&mut incoming).await.event,
+        next_event(&mut env.incoming).await.event,
         Event::ModeChanged {
             mode: Mode::AcceptEdits
         }
     );
-    start_run(&client, &session, "write", tests::asking_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let events = env
+        .run_with("write", tests::asking_options(&env.server))
+        .await;
     assert!(
         !events
             .iter()
             .any(|e| e.event.kind() == "permission_requested")
     );
-    assert!(project.path().join("a.txt").exists());
+    assert!(env.project().join("a.txt").exists());
 }
 
 #[tokio::test]
@@ -556,26 +555,29 @@ async fn an_unanswered_request_is_denied_after_the_configured_timeout() {
 
 #[tokio::test]
 async fn a_message_to_an_idle_session_starts_a_run_either_way() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::text("steered"),
-        anthropic::text("followed"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::text("steered"),
+            anthropic::text("followed"),
+        ])
+        .start()
+        .await;
     for delivery in [Delivery::Steer, Delivery::FollowUp] {
-        let reply = client
+        let reply = env
+            .client
             .request(Request::Send {
-                session: session.clone(),
+                session: env.session.clone(),
                 text: "go".into(),
                 delivery,
-                options: run_options(&server),
+                options: env.options(),
             })
             .await
             .unwrap();
         assert!(matches!(reply, Reply::Sent { started: Some(_) }));
-        let events = events_until(&mut incoming, |e| matches!(e, Event::RunFinished { .. })).await;
+        let events = events_until(&mut env.incoming, |e| {
+            matches!(e, Event::RunFinished { .. })
+        })
+        .await;
         assert!(
             matches!(&events[0].event, Event::RunStarted { trigger, .. } if *trigger == delivery)
         );

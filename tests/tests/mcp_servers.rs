@@ -1,6 +1,7 @@
-//! MCP server processes across sessions and over the daemon's life (SPEC §10): one shared
-//! process per `daemon`-scope server, one per session for `session` scope, none left behind;
-//! permissions of MCP calls; config changes while the daemon runs.
+//! MCP server processes across sessions and over the daemon's life
+//! (docs/architecture.md#mcp-servers): one shared process per `daemon`-scope server, one per
+//! session for `session` scope, none left behind; permissions of MCP calls; config changes while
+//! the daemon runs.
 
 use protocol::{Event, Reply, Request};
 use serde_json::json;

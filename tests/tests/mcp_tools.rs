@@ -1,6 +1,6 @@
-//! MCP tools in runs (SPEC §10): the real daemon, the test MCP server over stdio and
-//! Streamable HTTP, and the scripted model calling its tools: what the model is offered, what
-//! it gets back, and what happens when a server fails, hangs, changes or lies.
+//! MCP tools in runs (docs/architecture.md#mcp-servers): the real daemon, the test MCP server over
+//! stdio and Streamable HTTP, and the scripted model calling its tools: what the model is offered,
+//! what it gets back, and what happens when a server fails, hangs, changes or lies.
 
 use protocol::{Request, StopReason};
 use serde_json::json;

@@ -1,6 +1,6 @@
-//! Memory follows what is live (SPEC §8): idle sessions are unloaded, at most
-//! `max_loaded_sessions` idle ones stay loaded, and a session that loads from a large log delays
-//! only its own clients.
+//! Memory follows what is live (docs/architecture.md#state-on-disk): idle sessions are unloaded, at
+//! most `max_loaded_sessions` idle ones stay loaded, and a session that loads from a large log
+//! delays only its own clients.
 
 use agentd::store::{Meta, Record, SessionStore};
 use protocol::{Event, Reply, Request, SessionId};

@@ -9,7 +9,8 @@ use serde_json::json;
 use tests::model_server::{ModelServer, anthropic};
 use tests::restart::{after_restart, provider_env, resumed};
 use tests::{
-    Daemon, Home, WAIT, next_event, run_options, session_in, start_run, subscribe, tool_results,
+    Daemon, Home, TestEnv, WAIT, next_event, run_options, session_in, start_run, subscribe,
+    tool_results,
 };
 
 fn answers(events: &[SessionEvent]) -> Vec<String> {
@@ -222,35 +223,36 @@ fn usage_of(events: &[SessionEvent]) -> (TokenUsage, Option<u64>, TokenUsage) {
 
 #[tokio::test]
 async fn a_resumed_run_counts_the_tokens_and_cost_of_its_turns_before_the_restart() {
-    let project = tempfile::tempdir().unwrap();
-    let started = project.path().join("started");
+    let setup = TestEnv::builder();
+    let started = setup.project().join("started");
     tests::make_fifo(&started);
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool("bash", json!({"command": "echo $$ > started; sleep 30"}))
-            .usage(1000, 100, 0, 0)
-            .build(),
-        anthropic::reply()
-            .text("Picking up again.")
-            .usage(2000, 200, 0, 0)
-            .build(),
-    ])
-    .await;
-    let mut daemon = Daemon::start_with(Home::new(), &provider_env(&server));
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "work", run_options(&server)).await;
+    let mut env = setup
+        .provider_in_daemon()
+        .model(vec![
+            anthropic::reply()
+                .tool("bash", json!({"command": "echo $$ > started; sleep 30"}))
+                .usage(1000, 100, 0, 0)
+                .build(),
+            anthropic::reply()
+                .text("Picking up again.")
+                .usage(2000, 200, 0, 0)
+                .build(),
+        ])
+        .start()
+        .await;
+    env.start_run("work").await;
     let before = loop {
-        if let Event::Usage { cost_micros, .. } = next_event(&mut incoming).await.event {
+        if let Event::Usage { cost_micros, .. } = next_event(&mut env.incoming).await.event {
             break cost_micros.expect("the default model has a price");
         }
     };
     let pgid = tests::read_fifo(&started).await;
-    daemon.kill();
+    env.daemon.kill();
     // SAFETY: killpg has no memory-safety preconditions.
     unsafe { libc::killpg(pgid, libc::SIGKILL) };
-    daemon.restart();
+    env.daemon.restart();
 
-    let events = after_restart(&daemon, &session).await;
+    let events = after_restart(&env.daemon, &env.session).await;
     assert_eq!(tests::stop_and_error(&events).0, StopReason::Completed);
     let after: Vec<SessionEvent> = events
         .iter()

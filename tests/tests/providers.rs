@@ -6,8 +6,8 @@ use protocol::{Event, Request, RunOptions, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic, openai};
 use tests::{
-    Daemon, Home, finished, next_event, run_options, session_in, start_run, stop_and_error,
-    tool_results, until_finished,
+    Daemon, Home, TestEnv, finished, next_event, run_options, session_in, start_run,
+    stop_and_error, tool_results, until_finished,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -43,29 +43,23 @@ fn replies(events: &[protocol::SessionEvent]) -> usize {
 
 #[tokio::test]
 async fn a_full_run_over_the_openai_compatible_format() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("README.md"), "run `make dev`\n").unwrap();
-    let server = ModelServer::start(vec![
-        openai::reply()
-            .reasoning("The readme will say.")
-            .text("Reading it.")
-            .tool("call_1", "read", json!({"path": "README.md"}))
-            .repeat_ids()
-            .usage(120, 30, 100)
-            .build(),
-        openai::text("Use `make dev`."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(
-        &client,
-        &session,
-        "how do I start it?",
-        openai_options(&server),
-    )
-    .await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file("README.md", "run `make dev`\n")
+        .model(vec![
+            openai::reply()
+                .reasoning("The readme will say.")
+                .text("Reading it.")
+                .tool("call_1", "read", json!({"path": "README.md"}))
+                .repeat_ids()
+                .usage(120, 30, 100)
+                .build(),
+            openai::text("Use `make dev`."),
+        ])
+        .start()
+        .await;
+    let events = env
+        .run_with("how do I start it?", openai_options(&env.server))
+        .await;
     assert!(matches!(
         finished(&events),
         Event::RunFinished {
@@ -97,7 +91,7 @@ async fn a_full_run_over_the_openai_compatible_format() {
         })
     );
 
-    let requests = server.received();
+    let requests = env.server.received();
     assert_eq!(requests[0].path, "/v1/chat/completions");
     assert_eq!(
         requests[0].header("authorization"),
@@ -125,24 +119,22 @@ async fn a_full_run_over_the_openai_compatible_format() {
 
 #[tokio::test]
 async fn openai_scenarios_behave_as_the_anthropic_ones() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        // A reply cut at the output limit: its calls are refused, the loop goes on.
-        openai::reply()
-            .tool("c1", "write", json!({"path": "x.txt", "content": "x"}))
-            .finish("length")
-            .build(),
-        // An unknown tool gets an error result listing the real ones.
-        openai::reply().tool("c2", "fly", json!({})).build(),
-        // A tool call with no text sends `content: ""` next time.
-        openai::text("Done."),
-        openai::error(400, "invalid_value", "messages: bad role"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "go", openai_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            // A reply cut at the output limit: its calls are refused, the loop goes on.
+            openai::reply()
+                .tool("c1", "write", json!({"path": "x.txt", "content": "x"}))
+                .finish("length")
+                .build(),
+            // An unknown tool gets an error result listing the real ones.
+            openai::reply().tool("c2", "fly", json!({})).build(),
+            // A tool call with no text sends `content: ""` next time.
+            openai::text("Done."),
+            openai::error(400, "invalid_value", "messages: bad role"),
+        ])
+        .start()
+        .await;
+    let events = env.run_with("go", openai_options(&env.server)).await;
     let results = tool_results(&events);
     assert!(
         results[0]
@@ -150,8 +142,8 @@ async fn openai_scenarios_behave_as_the_anthropic_ones() {
             .starts_with("not executed: the reply was cut off at the output limit")
     );
     assert!(results[1].2.starts_with("unknown tool `fly`"));
-    assert!(!project.path().join("x.txt").exists());
-    let third = server.received()[2].body["messages"]
+    assert!(!env.project().join("x.txt").exists());
+    let third = env.server.received()[2].body["messages"]
         .as_array()
         .unwrap()
         .clone();
@@ -161,8 +153,7 @@ async fn openai_scenarios_behave_as_the_anthropic_ones() {
             .any(|m| m["role"] == "assistant" && m["content"] == "" && m["tool_calls"].is_array())
     );
 
-    start_run(&client, &session, "again", openai_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let events = env.run_with("again", openai_options(&env.server)).await;
     let (stop_reason, error) = stop_and_error(&events);
     assert_eq!(stop_reason, StopReason::Error);
     assert_eq!(
@@ -375,25 +366,27 @@ async fn when_retries_run_out_the_run_ends_with_the_last_reason() {
 
 #[tokio::test]
 async fn cancel_interrupts_a_backoff_wait() {
-    let project = tempfile::tempdir().unwrap();
     let limited = Scripted::Status {
         status: 429,
         body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
         headers: vec![("retry-after".into(), "60".into())],
     };
-    let server = ModelServer::start(vec![limited]).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "hi", run_options(&server)).await;
+    let mut env = TestEnv::builder().model(vec![limited]).start().await;
+    env.start_run("hi").await;
     loop {
-        if let Event::Retrying { wait_ms, .. } = next_event(&mut incoming).await.event {
+        if let Event::Retrying { wait_ms, .. } = next_event(&mut env.incoming).await.event {
             assert_eq!(wait_ms, 60_000);
             break;
         }
     }
-    client.request(Request::Cancel { session }).await.unwrap();
+    env.client
+        .request(Request::Cancel {
+            session: env.session.clone(),
+        })
+        .await
+        .unwrap();
     // Well before the minute is up: the wait was interrupted.
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     assert!(matches!(
         finished(&events),
         Event::RunFinished {
@@ -401,7 +394,7 @@ async fn cancel_interrupts_a_backoff_wait() {
             ..
         }
     ));
-    assert_eq!(server.received().len(), 1);
+    assert_eq!(env.server.received().len(), 1);
 }
 
 /// A project with two large files, each read whole fills more than the recent part kept.

@@ -6,9 +6,7 @@ use std::path::Path;
 use protocol::{RunOptions, StopReason};
 use serde_json::json;
 use tests::model_server::{ModelServer, Scripted, openai, replay};
-use tests::{
-    Daemon, run_options, session_in, start_run, stop_and_error, tool_results, until_finished,
-};
+use tests::{TestEnv, run_options, stop_and_error, tool_results};
 
 fn transcript(name: &str) -> Scripted {
     replay(
@@ -40,22 +38,23 @@ const BELOW_ZERO: &str = "from typing import List\n\n\ndef below_zero(operations
 
 #[tokio::test]
 async fn a_refused_write_shows_the_file_and_the_model_s_next_write_with_unescaped_quotes_lands() {
-    let project = tempfile::tempdir().unwrap();
-    let file = project.path().join("solution.py");
+    let setup = TestEnv::builder();
+    let file = setup.project().join("solution.py");
     std::fs::write(&file, BELOW_ZERO).unwrap();
-    let server = ModelServer::start(vec![
-        // A structured `write` of the file it has not read.
-        transcript("he003-turn1-write-unread.sse"),
-        // The next call written as text, the docstring's quotes unescaped.
-        transcript("he003-turn2-write-as-text.sse"),
-        openai::text("Done."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut env = setup
+        .model(vec![
+            // A structured `write` of the file it has not read.
+            transcript("he003-turn1-write-unread.sse"),
+            // The next call written as text, the docstring's quotes unescaped.
+            transcript("he003-turn2-write-as-text.sse"),
+            openai::text("Done."),
+        ])
+        .start()
+        .await;
     // The prompt names no file: the model starts without it.
-    start_run(&client, &session, "Implement below_zero.", local(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let events = env
+        .run_with("Implement below_zero.", local(&env.server))
+        .await;
     let results = tool_results(&events);
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(
@@ -71,34 +70,27 @@ async fn a_refused_write_shows_the_file_and_the_model_s_next_write_with_unescape
     assert!(written.contains("    balance = 0\n"), "{written}");
     assert_eq!(stop_and_error(&events).0, StopReason::Completed);
     // The second request carried the file's content with the refusal.
-    let second = server.wait_for_requests(2).await[1].body.to_string();
+    let second = env.server.wait_for_requests(2).await[1].body.to_string();
     assert!(second.contains("it now counts as read"), "{second}");
 }
 
 #[tokio::test]
 async fn a_question_about_a_named_file_is_answered_without_reading_it_twice() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(
-        project.path().join("README.md"),
-        "Start with: npm run dev\n",
-    )
-    .unwrap();
-    let server = ModelServer::start(vec![
-        // The model reads the file anyway.
-        transcript("readme-turn1-read.sse"),
-        transcript("readme-turn2-answer.sse"),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(
-        &client,
-        &session,
-        "Read README.md and tell me the start command.",
-        local(&server),
-    )
-    .await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file("README.md", "Start with: npm run dev\n")
+        .model(vec![
+            // The model reads the file anyway.
+            transcript("readme-turn1-read.sse"),
+            transcript("readme-turn2-answer.sse"),
+        ])
+        .start()
+        .await;
+    let events = env
+        .run_with(
+            "Read README.md and tell me the start command.",
+            local(&env.server),
+        )
+        .await;
     let results = tool_results(&events);
     // Read for it at the start, then its own read is answered as nothing new.
     assert_eq!(results.len(), 2, "{results:?}");
@@ -122,7 +114,7 @@ async fn a_question_about_a_named_file_is_answered_without_reading_it_twice() {
     });
     assert_eq!(finished, Some((StopReason::Completed, false)));
     assert_eq!(
-        std::fs::read_to_string(project.path().join("README.md")).unwrap(),
+        std::fs::read_to_string(env.project().join("README.md")).unwrap(),
         "Start with: npm run dev\n"
     );
 }

@@ -1,14 +1,14 @@
-//! Runs that survive the daemon (SPEC §4, continuity): after `kill -9` the next daemon goes on
-//! with each run that was going, by itself. A model reply cut mid-stream is asked again from the
-//! same history; a command under way is never run twice; a permission request is asked again;
-//! a run interrupted twice within a minute stops; resuming can be turned off.
+//! Runs that survive the daemon (docs/architecture.md#resume): after `kill -9` the next daemon goes
+//! on with each run that was going, by itself. A model reply cut mid-stream is asked again from the
+//! same history; a command under way is never run twice; a permission request is asked again; a run
+//! interrupted twice within a minute stops; resuming can be turned off.
 
 use protocol::{Decision, Event, Request, ResumeReason, SessionEvent, SessionId, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::restart::{after_restart, provider_env, resumed};
 use tests::{
-    Daemon, Home, next_event, run_options, session_in, start_run, subscribe, tool_results,
+    Daemon, Home, TestEnv, next_event, run_options, session_in, start_run, subscribe, tool_results,
     until_finished,
 };
 
@@ -83,25 +83,25 @@ async fn a_run_killed_during_a_command_goes_on_without_running_it_again() {
 
 #[tokio::test]
 async fn a_reply_cut_mid_stream_is_asked_again_from_the_same_history() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::text("A partial answer that").hold_after(4, &gate),
-        anthropic::text("Fresh."),
-    ])
-    .await;
-    let mut daemon = Daemon::start_with(Home::new(), &provider_env(&server));
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "question", run_options(&server)).await;
+    let mut env = TestEnv::builder()
+        .provider_in_daemon()
+        .model(vec![
+            anthropic::text("A partial answer that").hold_after(4, &gate),
+            anthropic::text("Fresh."),
+        ])
+        .start()
+        .await;
+    env.start_run("question").await;
     while !matches!(
-        next_event(&mut incoming).await.event,
+        next_event(&mut env.incoming).await.event,
         Event::TextDelta { .. }
     ) {}
-    daemon.kill();
+    env.daemon.kill();
     gate.release();
-    daemon.restart();
+    env.daemon.restart();
 
-    let events = after_restart(&daemon, &session).await;
+    let events = after_restart(&env.daemon, &env.session).await;
     assert_eq!(finished(&events).0, StopReason::Completed);
     let answers: Vec<&str> = events
         .iter()
@@ -111,7 +111,7 @@ async fn a_reply_cut_mid_stream_is_asked_again_from_the_same_history() {
         })
         .collect();
     assert_eq!(answers, ["Fresh."], "no partial text is kept");
-    let received = server.wait_for_requests(2).await;
+    let received = env.server.wait_for_requests(2).await;
     assert_eq!(
         received[0].body["messages"], received[1].body["messages"],
         "the model sees what it saw: no synthetic message"
@@ -336,30 +336,34 @@ async fn reads_under_way_when_the_daemon_died_run_again() {
 
 #[tokio::test]
 async fn a_run_its_log_leaves_open_but_the_journal_does_not_name_is_closed_not_resumed() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
-        anthropic::text("A partial answer that").hold_after(4, &gate),
-        anthropic::text("Never asked."),
-    ])
-    .await;
-    let mut daemon = Daemon::start_with(Home::new(), &provider_env(&server));
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "question", run_options(&server)).await;
+    let mut env = TestEnv::builder()
+        .provider_in_daemon()
+        .model(vec![
+            anthropic::text("A partial answer that").hold_after(4, &gate),
+            anthropic::text("Never asked."),
+        ])
+        .start()
+        .await;
+    env.start_run("question").await;
     while !matches!(
-        next_event(&mut incoming).await.event,
+        next_event(&mut env.incoming).await.event,
         Event::TextDelta { .. }
     ) {}
-    daemon.kill();
+    env.daemon.kill();
     gate.release();
     // The journal is gone (or never had the run): the log alone does not resume it.
-    std::fs::remove_file(daemon.paths().data_dir.join("running.log")).unwrap();
-    daemon.restart();
+    std::fs::remove_file(env.daemon.paths().data_dir.join("running.log")).unwrap();
+    env.daemon.restart();
 
-    let events = after_restart(&daemon, &session).await;
+    let events = after_restart(&env.daemon, &env.session).await;
     assert!(resumed(&events).is_empty());
     let (stop, error, _) = finished(&events);
     assert_eq!(stop, StopReason::Error);
     assert!(error.unwrap().contains("the daemon stopped"));
-    assert_eq!(server.received().len(), 1, "the model is not asked again");
+    assert_eq!(
+        env.server.received().len(),
+        1,
+        "the model is not asked again"
+    );
 }

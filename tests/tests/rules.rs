@@ -1,7 +1,7 @@
-//! Permission rules mean what they say (SPEC §6): an allow rule never carries a second command,
-//! a redirection outside the session or anything unparsable; a deny rule catches its program
-//! however it is spelled, wrapped, chained or nested. Every row is a real `bash` call through
-//! the daemon, and what a row must not do would leave a file behind.
+//! Permission rules mean what they say (docs/architecture.md#permissions-and-modes): an allow rule
+//! never carries a second command, a redirection outside the session or anything unparsable; a deny
+//! rule catches its program however it is spelled, wrapped, chained or nested. Every row is a real
+//! `bash` call through the daemon, and what a row must not do would leave a file behind.
 
 use std::path::Path;
 
@@ -233,8 +233,8 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
         "printf 'import os;os.system(\"r\"+\"m d93\")' > p.py; python3 p.py",
         Asks,
     ),
-    ("cp /bin/r? del2; ./del2 d94", Asks),
-    ("cp /bin/r? del3", Runs),
+    ("cp {outside}/programs/r? del2; ./del2 d94", Asks),
+    ("cp {outside}/programs/r? del3", Runs),
     ("./del3 d95", Asks),
     // A script or program a command may have written, anywhere: outside the session directory,
     // under the temporary directory, first on `PATH` (by an earlier call too).
@@ -246,7 +246,7 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
     ("printf 'r\\x6d d104\\n' > {outside}/s104.sh", Runs),
     ("bash {outside}/s104.sh", Asks),
     ("bash /dev/stdin <<< 'rm d98'", Asks),
-    ("cp /bin/r? {outside}/bin/lsq", Runs),
+    ("cp {outside}/programs/r? {outside}/bin/lsq", Runs),
     ("lsq d99", Asks),
     // A module Python finds in the session directory, written in an earlier call or this one.
     (
@@ -280,19 +280,19 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
     ("perl -I. -Mzap /usr/bin/pod2text /dev/null", Asks),
     // `PATH` changed for the commands after it.
     (
-        "mkdir -p {outside}/pp && cp /bin/r? {outside}/pp/ls && export PATH={outside}/pp:$PATH; ls d100",
+        "mkdir -p {outside}/pp && cp {outside}/programs/r? {outside}/pp/ls && export PATH={outside}/pp:$PATH; ls d100",
         Asks,
     ),
     (
-        "mkdir -p {outside}/pq && cp /bin/r? {outside}/pq/ls; PATH={outside}/pq:$PATH; ls d101",
+        "mkdir -p {outside}/pq && cp {outside}/programs/r? {outside}/pq/ls; PATH={outside}/pq:$PATH; ls d101",
         Asks,
     ),
     (
-        "mkdir -p {outside}/pe && cp /bin/r? {outside}/pe/ls; env PATH={outside}/pe ls d102",
+        "mkdir -p {outside}/pe && cp {outside}/programs/r? {outside}/pe/ls; env PATH={outside}/pe ls d102",
         Asks,
     ),
     (
-        "mkdir -p {outside}/pf && cp /bin/r? {outside}/pf/ls; for PATH in {outside}/pf; do ls d103; done",
+        "mkdir -p {outside}/pf && cp {outside}/programs/r? {outside}/pf/ls; for PATH in {outside}/pf; do ls d103; done",
         Asks,
     ),
     // The plain cases still run.
@@ -300,6 +300,16 @@ const DENIED_PROGRAM_TABLE: &[(&str, Expect)] = &[
     ("echo ok", Runs),
     ("git status -s", Runs),
 ];
+
+/// A copy of the real `rm` as the only file of `{outside}/programs`, for the rows that reach it
+/// through the glob `r?` without naming it: made by the test, so that the glob matches `rm`
+/// alone whatever else the machine has installed (`/bin/rg`, say).
+fn install_glob_target(outside: &Path) -> std::path::PathBuf {
+    let programs = outside.join("programs");
+    std::fs::create_dir_all(&programs).unwrap();
+    std::fs::copy("/bin/rm", programs.join("rm")).unwrap();
+    programs
+}
 
 /// The victims of [`DENIED_PROGRAM_TABLE`].
 const VICTIMS: usize = 112;
@@ -409,6 +419,7 @@ async fn a_denied_program_stays_denied_however_it_is_reached() {
     let outside = root.path();
     let dir = &outside.join("project");
     install_fakes(&outside.join("bin"));
+    install_glob_target(outside);
     std::fs::create_dir_all(dir).unwrap();
     for i in 1..=VICTIMS {
         std::fs::write(dir.join(format!("d{i}")), "keep").unwrap();
@@ -563,8 +574,9 @@ async fn once_a_change_of_path_was_allowed_every_program_on_path_asks() {
     std::fs::write(dir.join("victim"), "keep").unwrap();
     let shadow = root.path().join("pp");
     let change = format!(
-        "mkdir -p {0} && cp /bin/r? {0}/ls && export PATH={0}:$PATH",
-        shadow.display()
+        "mkdir -p {0} && cp {1}/r? {0}/ls && export PATH={0}:$PATH",
+        shadow.display(),
+        install_glob_target(root.path()).display()
     );
     let server = ModelServer::start(vec![
         anthropic::tool("bash", json!({ "command": change })),

@@ -1,7 +1,7 @@
-//! Auto mode (SPEC §6, §12): commands run without asking inside the kernel sandbox, which
-//! confines writes to the session directory, the temporary directory and `[sandbox] writable`,
-//! and keeps the network out unless allowed. Each test says why it skips on a machine without
-//! Landlock or user namespaces.
+//! Auto mode (docs/architecture.md#permissions-and-modes, docs/architecture.md#sandbox): commands
+//! run without asking inside the kernel sandbox, which confines writes to the session directory,
+//! the temporary directory and `[sandbox] writable`, and keeps the network out unless allowed. Each
+//! test says why it skips on a machine without Landlock or user namespaces.
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
-//! Auto mode's sandbox against a hostile model (SPEC §12): every way out that was found is
-//! tried by a real sandboxed `bash` call, and what it would have left behind is looked for
-//! outside. Each test says why it skips on a machine without the kernel features.
+//! Auto mode's sandbox against a hostile model (docs/architecture.md#sandbox): every way out that
+//! was found is tried by a real sandboxed `bash` call, and what it would have left behind is looked
+//! for outside. Each test says why it skips on a machine without the kernel features.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

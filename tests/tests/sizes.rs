@@ -1,6 +1,6 @@
-//! Sessions and listings of any size (SPEC §8): nothing a client asks for is ever one frame
-//! larger than the frame limit; histories, replays and listings come in pages. Strings a client
-//! sets are bounded, with a clear error.
+//! Sessions and listings of any size (docs/architecture.md#state-on-disk): nothing a client asks
+//! for is ever one frame larger than the frame limit; histories, replays and listings come in
+//! pages. Strings a client sets are bounded, with a clear error.
 
 use protocol::{CreateSession, ErrorCode, Event, Request};
 use serde_json::Value;

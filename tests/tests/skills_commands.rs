@@ -1,6 +1,7 @@
-//! Skills and slash commands (SPEC §16): a skill is listed in the system prompt by name,
-//! description and path, and its body is read only when the model uses it; `/NAME ARGS`
-//! expands a command file in the daemon for every client; editors are told the commands.
+//! Skills and slash commands (docs/architecture.md#skills-and-commands): a skill is listed in the
+//! system prompt by name, description and path, and its body is read only when the model uses it;
+//! `/NAME ARGS` expands a command file in the daemon for every client; editors are told the
+//! commands.
 
 use agent_client_protocol::v1::schema::SessionUpdate;
 use serde_json::{Value, json};

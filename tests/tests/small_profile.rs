@@ -6,7 +6,7 @@ use std::process::Stdio;
 use protocol::RunOptions;
 use serde_json::json;
 use tests::model_server::{ModelServer, anthropic, openai};
-use tests::{Daemon, Home, run_options, session_in, start_run, until_finished};
+use tests::{Daemon, Home, TestEnv, run_options, session_in, start_run, until_finished};
 
 /// The names of the tools an OpenAI-format request offers, and its system prompt.
 fn offered(body: &serde_json::Value) -> (Vec<String>, String) {
@@ -342,27 +342,25 @@ async fn a_small_model_that_only_shows_the_change_is_asked_once_to_make_it() {
 
 #[tokio::test]
 async fn anthropic_s_wire_gets_one_call_per_reply_and_the_nudge() {
-    let daemon = Daemon::start();
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("solution.py"), "def f():\n    pass\n").unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::text("Here it is:\n\n```python\ndef f():\n    return 1\n```"),
-        anthropic::tool(
-            "write",
-            json!({"path": "solution.py", "content": "def f():\n    return 1\n"}),
-        ),
-        anthropic::text("Done."),
-    ])
-    .await;
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut env = TestEnv::builder()
+        .file("solution.py", "def f():\n    pass\n")
+        .model(vec![
+            anthropic::text("Here it is:\n\n```python\ndef f():\n    return 1\n```"),
+            anthropic::tool(
+                "write",
+                json!({"path": "solution.py", "content": "def f():\n    return 1\n"}),
+            ),
+            anthropic::text("Done."),
+        ])
+        .start()
+        .await;
     let options = RunOptions {
         model: Some("qwen2.5-coder-1.5b-instruct".into()),
-        ..run_options(&server)
+        ..env.options()
     };
-    start_run(&client, &session, "Implement f in solution.py.", options).await;
-    let events = until_finished(&mut incoming).await;
+    let events = env.run_with("Implement f in solution.py.", options).await;
     assert!(!nothing_changed(&events));
-    let requests = server.received();
+    let requests = env.server.received();
     assert_eq!(
         requests[0].body["tool_choice"],
         json!({"type": "auto", "disable_parallel_tool_use": true})
@@ -375,7 +373,7 @@ async fn anthropic_s_wire_gets_one_call_per_reply_and_the_nudge() {
         .to_string();
     assert!(told.contains("code in an answer changes nothing"), "{told}");
     assert_eq!(
-        std::fs::read_to_string(project.path().join("solution.py")).unwrap(),
+        std::fs::read_to_string(env.project().join("solution.py")).unwrap(),
         "def f():\n    return 1\n"
     );
 }

@@ -1,13 +1,14 @@
-//! Subagents against a model that makes many of them (SPEC §14): a session's children are
-//! bounded, background children that wait for a place all run even when the daemon unloads
-//! idle sessions meanwhile, deleting a parent with many children never stalls the daemon, and
-//! a child's request numbered like its parent's can still be answered through the parent.
+//! Subagents against a model that makes many of them (docs/architecture.md#subagents): a session's
+//! children are bounded, background children that wait for a place all run even when the daemon
+//! unloads idle sessions meanwhile, deleting a parent with many children never stalls the daemon,
+//! and a child's request numbered like its parent's can still be answered through the parent.
 
 use protocol::{Decision, Event, Request};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::{
-    Daemon, Home, next_event, run_options, session_in, start_run, tool_results, until_finished,
+    Daemon, Home, TestEnv, next_event, run_options, session_in, start_run, tool_results,
+    until_finished,
 };
 
 /// A daemon that keeps at most two idle sessions loaded and runs one child at a time.
@@ -129,34 +130,33 @@ async fn deleting_a_parent_with_many_waiting_children_does_not_stall_the_daemon(
 
 #[tokio::test]
 async fn a_childs_request_numbered_like_the_parents_is_still_answered_through_the_parent() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::reply()
-            .tool(
-                "task",
-                json!({"description": "asks", "prompt": "ASKING-CHILD", "background": true}),
-            )
-            .tool("bash", json!({"command": "touch parent-ran"}))
-            .build(),
-        anthropic::text("ok"),
-    ])
-    .await;
-    server.route(
-        "ASKING-CHILD",
-        vec![
-            anthropic::tool("bash", json!({"command": "touch child-ran"})),
-            anthropic::text("child done"),
-        ],
-    );
-    let daemon = Daemon::start();
-    let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
-    let options = tests::asking_options(&server);
-    start_run(&client, &parent, "go", options).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::reply()
+                .tool(
+                    "task",
+                    json!({"description": "asks", "prompt": "ASKING-CHILD", "background": true}),
+                )
+                .tool("bash", json!({"command": "touch parent-ran"}))
+                .build(),
+            anthropic::text("ok"),
+        ])
+        .route(
+            "ASKING-CHILD",
+            vec![
+                anthropic::tool("bash", json!({"command": "touch child-ran"})),
+                anthropic::text("child done"),
+            ],
+        )
+        .start()
+        .await;
+    let options = tests::asking_options(&env.server);
+    env.start_run_with("go", options).await;
     let mut asks = Vec::new();
     while asks.len() < 2 {
         if let Event::PermissionRequested {
             session, request, ..
-        } = next_event(&mut incoming).await.event
+        } = next_event(&mut env.incoming).await.event
         {
             asks.push((session, request));
         }
@@ -165,9 +165,9 @@ async fn a_childs_request_numbered_like_the_parents_is_still_answered_through_th
     // Through the parent, its own pending request comes first; then the number names the
     // child's, which is still answered through the parent (it reaches the child).
     for _ in 0..2 {
-        client
+        env.client
             .request(Request::Answer {
-                session: parent.clone(),
+                session: env.session.clone(),
                 request: asks[0].1,
                 decision: Decision::Allow,
             })
@@ -177,7 +177,7 @@ async fn a_childs_request_numbered_like_the_parents_is_still_answered_through_th
     // Both are resolved, the parent's and (shown in the parent's stream) the child's.
     let (mut own, mut childs, mut finished) = (false, false, false);
     while !(own && childs && finished) {
-        match next_event(&mut incoming).await.event {
+        match next_event(&mut env.incoming).await.event {
             Event::PermissionResolved { session, .. } => {
                 own |= session.is_none();
                 childs |= session.is_some();
@@ -186,5 +186,5 @@ async fn a_childs_request_numbered_like_the_parents_is_still_answered_through_th
             _ => {}
         }
     }
-    assert!(project.path().join("parent-ran").exists());
+    assert!(env.project().join("parent-ran").exists());
 }

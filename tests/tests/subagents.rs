@@ -1,13 +1,13 @@
-//! Subagents (SPEC §14): a `task` call makes a child session that does one task with its own
-//! history and answers with its final message; children run in parallel, nest no deeper than
-//! `max_depth`, follow agent definitions, ask through their parent's clients, stop with their
-//! parent, and go with it when it is deleted.
+//! Subagents (docs/architecture.md#subagents): a `task` call makes a child session that does one
+//! task with its own history and answers with its final message; children run in parallel, nest no
+//! deeper than `max_depth`, follow agent definitions, ask through their parent's clients, stop with
+//! their parent, and go with it when it is deleted.
 
 use protocol::{Decision, Event, Request, SessionEvent, SessionId, SessionInfo, StopReason};
 use serde_json::{Value, json};
 use tests::model_server::{Gate, ModelServer, Received, anthropic};
 use tests::{
-    Daemon, Home, next_event, run_options, session_in, start_run, subscribe, tool_results,
+    Daemon, Home, TestEnv, next_event, run_options, session_in, start_run, subscribe, tool_results,
     until_finished,
 };
 
@@ -68,27 +68,25 @@ async fn history_of(daemon: &Daemon, session: &SessionId) -> Vec<SessionEvent> {
 
 #[tokio::test]
 async fn a_task_call_runs_a_child_that_reads_a_file_and_answers() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("notes.txt"), "the secret is 7\n").unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool(
-            "task",
-            json!({"description": "read the notes", "prompt": "CHILD-ONE: read notes.txt and say the secret"}),
-        ),
-        anthropic::text("The child says 7."),
-    ])
-    .await;
-    server.route(
-        "CHILD-ONE",
-        vec![
-            anthropic::tool("read", json!({"path": "notes.txt"})),
-            anthropic::text("The secret is 7."),
-        ],
-    );
-    let daemon = Daemon::start();
-    let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &parent, "delegate it", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file("notes.txt", "the secret is 7\n")
+        .model(vec![
+            anthropic::tool(
+                "task",
+                json!({"description": "read the notes", "prompt": "CHILD-ONE: read notes.txt and say the secret"}),
+            ),
+            anthropic::text("The child says 7."),
+        ])
+        .route(
+            "CHILD-ONE",
+            vec![
+                anthropic::tool("read", json!({"path": "notes.txt"})),
+                anthropic::text("The secret is 7."),
+            ],
+        )
+        .start()
+        .await;
+    let events = env.run("delegate it").await;
 
     let results = tool_results(&events);
     assert_eq!(results.len(), 1, "{results:?}");
@@ -109,43 +107,46 @@ async fn a_task_call_runs_a_child_that_reads_a_file_and_answers() {
     );
 
     // The child is a session of its own, under its parent, with its own history.
-    let listed = sessions(&daemon).await;
+    let listed = sessions(&env.daemon).await;
     let info = listed.iter().find(|s| s.id == child).expect("child listed");
-    assert_eq!(info.parent.as_ref(), Some(&parent));
-    let own = history_of(&daemon, &child).await;
+    assert_eq!(info.parent.as_ref(), Some(&env.session));
+    let own = history_of(&env.daemon, &child).await;
     let reads = tool_results(&own);
     assert_eq!(reads.len(), 1);
     assert!(reads[0].2.contains("the secret is 7"), "{reads:?}");
     // It started from the prompt only, knew it was a subagent, and had no `task` tool.
-    let first = &requests_of(&server, "CHILD-ONE")[0];
+    let first = &requests_of(&env.server, "CHILD-ONE")[0];
     assert_eq!(first.body["messages"].as_array().unwrap().len(), 1);
     assert!(system(first).contains("You are a subagent"));
     assert!(!tool_names(first).contains(&"task".to_string()));
-    assert!(tool_names(&server.received()[0]).contains(&"task".to_string()));
+    assert!(tool_names(&env.server.received()[0]).contains(&"task".to_string()));
 
     // `sessions --json` names the parent; a finished child is shown with --all only.
-    let out = daemon.home.run_agentctl(&["sessions", "--json"]);
+    let out = env.daemon.home.run_agentctl(&["sessions", "--json"]);
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert!(rows.iter().all(|r| r["id"] != child.as_str()), "{rows:?}");
-    let out = daemon.home.run_agentctl(&["sessions", "--json", "--all"]);
+    let out = env
+        .daemon
+        .home
+        .run_agentctl(&["sessions", "--json", "--all"]);
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let row = rows.iter().find(|r| r["id"] == child.as_str()).unwrap();
-    assert_eq!(row["parent"], parent.as_str());
-    let table = daemon.home.run_agentctl(&["sessions", "--all"]);
+    assert_eq!(row["parent"], env.session.as_str());
+    let table = env.daemon.home.run_agentctl(&["sessions", "--all"]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(table.contains(&format!("└ {child}")), "{table}");
 
     // Deleting the parent deletes the child.
-    client
+    env.client
         .request(Request::DeleteSession {
-            session: parent.clone(),
+            session: env.session.clone(),
             force: false,
         })
         .await
         .unwrap();
-    let left = sessions(&daemon).await;
+    let left = sessions(&env.daemon).await;
     assert!(
-        left.iter().all(|s| s.id != child && s.id != parent),
+        left.iter().all(|s| s.id != child && s.id != env.session),
         "{left:?}"
     );
 }
@@ -202,68 +203,65 @@ async fn three_task_calls_of_one_reply_run_at_once() {
 
 #[tokio::test]
 async fn a_child_may_not_start_a_child_at_max_depth_one() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool(
-            "task",
-            json!({"description": "nest", "prompt": "NEST: try to nest"}),
-        ),
-        anthropic::text("ok"),
-    ])
-    .await;
-    server.route(
-        "NEST",
-        vec![
-            anthropic::tool("task", json!({"description": "deeper", "prompt": "DEEPER"})),
-            anthropic::text("I could not nest."),
-        ],
-    );
-    let daemon = Daemon::start();
-    let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &parent, "go", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool(
+                "task",
+                json!({"description": "nest", "prompt": "NEST: try to nest"}),
+            ),
+            anthropic::text("ok"),
+        ])
+        .route(
+            "NEST",
+            vec![
+                anthropic::tool("task", json!({"description": "deeper", "prompt": "DEEPER"})),
+                anthropic::text("I could not nest."),
+            ],
+        )
+        .start()
+        .await;
+    let events = env.run("go").await;
     let child = children(&events).pop().unwrap();
-    let own = history_of(&daemon, &child).await;
+    let own = history_of(&env.daemon, &child).await;
     let results = tool_results(&own);
     assert_eq!(results.len(), 1);
     assert!(results[0].1, "refused");
     assert!(results[0].2.contains("max_depth"), "{}", results[0].2);
-    assert!(requests_of(&server, "DEEPER").is_empty());
-    assert_eq!(sessions(&daemon).await.len(), 2, "no grandchild");
+    assert!(requests_of(&env.server, "DEEPER").is_empty());
+    assert_eq!(sessions(&env.daemon).await.len(), 2, "no grandchild");
 }
 
 #[tokio::test]
 async fn an_agent_definition_from_claude_agents_shapes_the_child() {
-    let project = tempfile::tempdir().unwrap();
-    let agents = project.path().join(".claude/agents");
+    let setup = TestEnv::builder();
+    let agents = setup.project().join(".claude/agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
         agents.join("reviewer.md"),
         "---\nname: reviewer\ndescription: Reviews diffs for bugs.\ntools: Read, Grep\n---\nREVIEWER-RULES: be terse.\n",
     )
     .unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool(
-            "task",
-            json!({"description": "review", "prompt": "REVIEW-IT", "agent": "reviewer"}),
-        ),
-        anthropic::text("reviewed"),
-    ])
-    .await;
-    server.route(
-        "REVIEW-IT",
-        vec![
-            anthropic::tool("bash", json!({"command": "echo not allowed"})),
-            anthropic::text("Looks fine."),
-        ],
-    );
-    let daemon = Daemon::start();
-    let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &parent, "review", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = setup
+        .model(vec![
+            anthropic::tool(
+                "task",
+                json!({"description": "review", "prompt": "REVIEW-IT", "agent": "reviewer"}),
+            ),
+            anthropic::text("reviewed"),
+        ])
+        .route(
+            "REVIEW-IT",
+            vec![
+                anthropic::tool("bash", json!({"command": "echo not allowed"})),
+                anthropic::text("Looks fine."),
+            ],
+        )
+        .start()
+        .await;
+    let events = env.run("review").await;
     assert!(tool_results(&events)[0].2.contains("Looks fine."));
     // The parent's `task` tool lists the agent.
-    let parent_request = &server.received()[0];
+    let parent_request = &env.server.received()[0];
     let task = parent_request.body["tools"]
         .as_array()
         .unwrap()
@@ -273,131 +271,123 @@ async fn an_agent_definition_from_claude_agents_shapes_the_child() {
         .to_string();
     assert!(task.contains("reviewer: Reviews diffs for bugs."), "{task}");
     // The child's prompt has the body; its tools are the two named.
-    let child_request = &requests_of(&server, "REVIEW-IT")[0];
+    let child_request = &requests_of(&env.server, "REVIEW-IT")[0];
     assert!(system(child_request).contains("REVIEWER-RULES: be terse."));
     assert_eq!(tool_names(child_request), ["read", "grep"]);
     let child = children(&events).pop().unwrap();
-    let refused = tool_results(&history_of(&daemon, &child).await);
+    let refused = tool_results(&history_of(&env.daemon, &child).await);
     assert!(refused[0].1 && refused[0].2.contains("not available to this subagent"));
 }
 
 #[tokio::test]
 async fn a_childs_permission_request_is_answered_from_the_parents_client() {
-    let project = tempfile::tempdir().unwrap();
-    let server = ModelServer::start(vec![
-        anthropic::tool(
-            "task",
-            json!({"description": "write", "prompt": "ASKER: write it"}),
-        ),
-        anthropic::text("parent done"),
-    ])
-    .await;
-    server.route(
-        "ASKER",
-        vec![
-            anthropic::tool("bash", json!({"command": "echo yes > answered.txt"})),
-            anthropic::text("written"),
-        ],
-    );
-    let daemon = Daemon::start();
-    let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::tool(
+                "task",
+                json!({"description": "write", "prompt": "ASKER: write it"}),
+            ),
+            anthropic::text("parent done"),
+        ])
+        .route(
+            "ASKER",
+            vec![
+                anthropic::tool("bash", json!({"command": "echo yes > answered.txt"})),
+                anthropic::text("written"),
+            ],
+        )
+        .start()
+        .await;
     // Someone is there to ask, and nothing is granted.
-    let options = tests::asking_options(&server);
-    start_run(&client, &parent, "go", options).await;
+    let options = tests::asking_options(&env.server);
+    env.start_run_with("go", options).await;
     let (asker, request) = loop {
         if let Event::PermissionRequested {
             session, request, ..
-        } = next_event(&mut incoming).await.event
+        } = next_event(&mut env.incoming).await.event
         {
             break (session.expect("the child's request"), request);
         }
     };
-    assert_ne!(asker, parent);
+    assert_ne!(asker, env.session);
     // Answered through the parent's own session id: it reaches the child.
-    client
+    env.client
         .request(Request::Answer {
-            session: parent.clone(),
+            session: env.session.clone(),
             request,
             decision: Decision::Allow,
         })
         .await
         .expect("answered");
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     assert!(events.iter().any(|e| matches!(
         &e.event,
         Event::PermissionResolved { session: Some(s), .. } if *s == asker
     )));
     assert!(!tool_results(&events)[0].1);
     assert_eq!(
-        std::fs::read_to_string(project.path().join("answered.txt")).unwrap(),
+        std::fs::read_to_string(env.project().join("answered.txt")).unwrap(),
         "yes\n"
     );
 }
 
 #[tokio::test]
 async fn cancelling_the_parent_kills_the_childs_running_command() {
-    let project = tempfile::tempdir().unwrap();
-    let started = project.path().join("started");
+    let setup = TestEnv::builder();
+    let started = setup.project().join("started");
     tests::make_fifo(&started);
-    let server = ModelServer::start(vec![anthropic::tool(
-        "task",
-        json!({"description": "sleep", "prompt": "SLEEPER: wait"}),
-    )])
-    .await;
-    server.route(
-        "SLEEPER",
-        vec![anthropic::tool(
-            "bash",
-            json!({"command": "echo $$ > started; sleep 60"}),
-        )],
-    );
-    let daemon = Daemon::start();
-    let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &parent, "go", run_options(&server)).await;
+    let mut env = setup
+        .model(vec![anthropic::tool(
+            "task",
+            json!({"description": "sleep", "prompt": "SLEEPER: wait"}),
+        )])
+        .route(
+            "SLEEPER",
+            vec![anthropic::tool(
+                "bash",
+                json!({"command": "echo $$ > started; sleep 60"}),
+            )],
+        )
+        .start()
+        .await;
+    env.start_run("go").await;
     let pgid = tests::read_fifo(&started).await;
-    client
+    env.client
         .request(Request::Cancel {
-            session: parent.clone(),
+            session: env.session.clone(),
         })
         .await
         .unwrap();
-    let events = until_finished(&mut incoming).await;
+    let events = until_finished(&mut env.incoming).await;
     assert_eq!(tests::stop_and_error(&events).0, StopReason::Aborted);
     // SAFETY: kill with signal 0 only checks that the group exists.
     let alive = unsafe { libc::killpg(pgid, 0) } == 0;
     assert!(!alive, "the child's command was killed");
     let child = children(&events).pop().unwrap();
-    let own = history_of(&daemon, &child).await;
+    let own = history_of(&env.daemon, &child).await;
     assert_eq!(tests::stop_and_error(&own).0, StopReason::Aborted);
 }
 
 #[tokio::test]
 async fn a_background_child_returns_at_once_and_its_result_follows_as_a_message() {
-    let project = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let server = ModelServer::start(vec![
+    let mut env = TestEnv::builder().model(vec![
         anthropic::tool(
             "task",
             json!({"description": "slow job", "prompt": "BACKGROUND-JOB: take your time", "background": true}),
         ),
         anthropic::text("Started it; waiting."),
         anthropic::text("The background job found 42."),
-    ])
-    .await;
-    server.route(
-        "BACKGROUND-JOB",
-        vec![anthropic::text("the answer is 42").hold_after(2, &gate)],
-    );
-    let daemon = Daemon::start();
-    let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &parent, "start it", run_options(&server)).await;
+    ]).route("BACKGROUND-JOB",
+        vec![anthropic::text("the answer is 42").hold_after(2, &gate)]).start().await;
+    env.start_run("start it").await;
     // The parent's run ends while the child still holds its reply.
-    let first = until_finished(&mut incoming).await;
+    let first = until_finished(&mut env.incoming).await;
     let results = tool_results(&first);
     assert!(results[0].2.contains("in the background"), "{results:?}");
     gate.release();
     // The child's end starts the parent again with the notification.
-    let second = until_finished(&mut incoming).await;
+    let second = until_finished(&mut env.incoming).await;
     let note = second
         .iter()
         .find_map(|e| match &e.event {
@@ -414,17 +404,17 @@ async fn a_background_child_returns_at_once_and_its_result_follows_as_a_message(
             ..
         }
     )));
-    let last = server.received().pop().unwrap();
+    let last = env.server.received().pop().unwrap();
     assert!(last.body.to_string().contains("task-notification"));
 }
 
 #[tokio::test]
 async fn a_child_in_worktree_isolation_writes_to_its_own_worktree_only() {
-    let project = tempfile::tempdir().unwrap();
+    let setup = TestEnv::builder();
     let git = |args: &[&str]| {
         let status = std::process::Command::new("git")
             .args(args)
-            .current_dir(project.path())
+            .current_dir(setup.project())
             .env("GIT_AUTHOR_NAME", "t")
             .env("GIT_AUTHOR_EMAIL", "t@t")
             .env("GIT_COMMITTER_NAME", "t")
@@ -434,52 +424,45 @@ async fn a_child_in_worktree_isolation_writes_to_its_own_worktree_only() {
         assert!(status.success());
     };
     git(&["init", "-q"]);
-    std::fs::write(project.path().join("README"), "hi\n").unwrap();
+    std::fs::write(setup.project().join("README"), "hi\n").unwrap();
     git(&["add", "."]);
     git(&["commit", "-qm", "init"]);
-    let agents = project.path().join(".agents/agents");
+    let agents = setup.project().join(".agents/agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
         agents.join("isolated.md"),
         "---\ndescription: Works apart.\nisolation: worktree\n---\n",
     )
     .unwrap();
-    let server = ModelServer::start(vec![
+    let mut env = setup.model(vec![
         anthropic::tool(
             "task",
             json!({"description": "apart", "prompt": "APART: write a file", "agent": "isolated"}),
         ),
         anthropic::text("done"),
-    ])
-    .await;
-    server.route(
-        "APART",
+    ]).route("APART",
         vec![
             anthropic::tool(
                 "write",
                 json!({"path": "made.txt", "content": "by the child\n"}),
             ),
             anthropic::text("wrote it"),
-        ],
-    );
-    let daemon = Daemon::start();
-    let (client, parent, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &parent, "go", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+        ]).start().await;
+    let events = env.run("go").await;
     assert!(!tool_results(&events)[0].1, "{:?}", tool_results(&events));
     let child = children(&events).pop().unwrap();
-    let info = sessions(&daemon)
+    let info = sessions(&env.daemon)
         .await
         .into_iter()
         .find(|s| s.id == child)
         .unwrap();
     assert!(info.branch.is_some(), "a worktree of its own");
-    assert_ne!(std::path::Path::new(&info.cwd), project.path());
+    assert_ne!(std::path::Path::new(&info.cwd), env.project());
     assert_eq!(
         std::fs::read_to_string(std::path::Path::new(&info.cwd).join("made.txt")).unwrap(),
         "by the child\n"
     );
-    assert!(!project.path().join("made.txt").exists());
+    assert!(!env.project().join("made.txt").exists());
 }
 
 #[tokio::test]

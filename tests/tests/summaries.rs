@@ -1,5 +1,5 @@
-//! The board's feed underneath the board (SPEC §17): `SubscribeSummaries` over the protocol,
-//! and `agentctl sessions --watch --json` for scripts.
+//! The board's feed underneath the board (docs/architecture.md#the-board): `SubscribeSummaries`
+//! over the protocol, and `agentctl sessions --watch --json` for scripts.
 
 use agentctl::client::Incoming;
 use protocol::{Event, Reply, Request};

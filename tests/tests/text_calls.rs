@@ -7,7 +7,9 @@ use std::path::Path;
 use protocol::{Event, RunOptions, SessionEvent, StopReason};
 use serde_json::{Value, json};
 use tests::model_server::{ModelServer, Scripted, anthropic, openai, replay};
-use tests::{Daemon, Home, run_options, session_in, start_run, stop_and_error, until_finished};
+use tests::{
+    Daemon, Home, TestEnv, run_options, session_in, start_run, stop_and_error, until_finished,
+};
 
 fn transcript(name: &str) -> Scripted {
     replay(
@@ -142,29 +144,26 @@ async fn a_real_openai_stream_whose_call_is_text_becomes_a_call() {
 
 #[tokio::test]
 async fn a_real_anthropic_stream_whose_call_is_text_becomes_a_call_said_once() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(
-        project.path().join("solution.py"),
-        "def truncate_number(number: float) -> float:\n    pass\n",
-    )
-    .unwrap();
-    let server = ModelServer::start(vec![
-        transcript("anthropic-turn1.sse"),
-        transcript("anthropic-turn2-call-as-text.sse"),
-        transcript("anthropic-turn2-call-as-text.sse"),
-        anthropic::text("Done."),
-    ])
-    .await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "implement it", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file(
+            "solution.py",
+            "def truncate_number(number: float) -> float:\n    pass\n",
+        )
+        .model(vec![
+            transcript("anthropic-turn1.sse"),
+            transcript("anthropic-turn2-call-as-text.sse"),
+            transcript("anthropic-turn2-call-as-text.sse"),
+            anthropic::text("Done."),
+        ])
+        .start()
+        .await;
+    let events = env.run("implement it").await;
     assert_eq!(stop_and_error(&events).0, StopReason::Completed);
     let names: Vec<String> = calls(&events).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["edit", "edit", "edit"]);
     // Recovered twice, said once.
     assert_eq!(notices(&events), 1);
-    let requests = server.wait_for_requests(4).await;
+    let requests = env.server.wait_for_requests(4).await;
     let messages = requests[3].body["messages"].as_array().unwrap();
     let reply = &messages[messages.len() - 2];
     assert_eq!(reply["role"], "assistant");
@@ -179,21 +178,17 @@ async fn a_real_anthropic_stream_whose_call_is_text_becomes_a_call_said_once() {
     assert_eq!(results[0]["type"], "tool_result");
     assert_eq!(results[0]["tool_use_id"], blocks[0]["id"]);
     // A second run in the session says nothing new.
-    server.push(vec![
+    env.server.push(vec![
         anthropic::text(r#"{"name": "glob", "arguments": {"pattern": "*.py"}}"#),
         anthropic::text("Still here."),
     ]);
-    start_run(&client, &session, "again", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let events = env.run("again").await;
     assert_eq!(calls(&events).len(), 1);
     assert_eq!(notices(&events), 0);
 }
 
 #[tokio::test]
 async fn every_form_small_models_write_is_read_as_calls() {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("a.txt"), "alpha\n").unwrap();
-    std::fs::write(project.path().join("b.txt"), "beta\n").unwrap();
     let forms = [
         // Bare object, with `parameters` for `arguments`.
         r#"{"name": "read", "parameters": {"path": "a.txt"}}"#.to_string(),
@@ -210,11 +205,13 @@ async fn every_form_small_models_write_is_read_as_calls() {
     ];
     let mut script: Vec<Scripted> = forms.iter().map(|f| anthropic::text(f)).collect();
     script.push(anthropic::text("All read."));
-    let server = ModelServer::start(script).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
-    start_run(&client, &session, "look around", run_options(&server)).await;
-    let events = until_finished(&mut incoming).await;
+    let mut env = TestEnv::builder()
+        .file("a.txt", "alpha\n")
+        .file("b.txt", "beta\n")
+        .model(script)
+        .start()
+        .await;
+    let events = env.run("look around").await;
     assert_eq!(stop_and_error(&events).0, StopReason::Completed);
     assert_eq!(
         calls(&events),
@@ -235,7 +232,6 @@ async fn every_form_small_models_write_is_read_as_calls() {
 
 #[tokio::test]
 async fn what_is_not_exactly_calls_stays_text() {
-    let project = tempfile::tempdir().unwrap();
     let texts = [
         // A tool not offered.
         r#"{"name": "delete_everything", "arguments": {"path": "."}}"#,
@@ -249,12 +245,12 @@ async fn what_is_not_exactly_calls_stays_text() {
         // Arguments that are not an object.
         r#"{"name": "read", "arguments": "a.txt"}"#,
     ];
-    let server = ModelServer::start(texts.iter().map(|t| anthropic::text(t)).collect()).await;
-    let daemon = Daemon::start();
-    let (client, session, mut incoming) = session_in(&daemon, project.path()).await;
+    let mut env = TestEnv::builder()
+        .model(texts.iter().map(|t| anthropic::text(t)).collect())
+        .start()
+        .await;
     for text in texts {
-        start_run(&client, &session, "go", run_options(&server)).await;
-        let events = until_finished(&mut incoming).await;
+        let events = env.run("go").await;
         assert_eq!(stop_and_error(&events).0, StopReason::Completed, "{text}");
         assert!(calls(&events).is_empty(), "{text} became a call");
         assert_eq!(answers(&events), [text]);

@@ -1,6 +1,6 @@
 //! Commands run with the environment of the `agentctl` that created the session, not the
-//! daemon's, and never see a secret (SPEC §5): not in their output, not on disk, not in the
-//! next request to the model.
+//! daemon's, and never see a secret (docs/architecture.md#tools): not in their output, not on disk,
+//! not in the next request to the model.
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
-//! `agentctl` trusts only its own daemon (SPEC §3): a socket directory someone else owns or can
-//! write, or a process of another user behind the socket, gets a clear refusal, and not a byte
-//! (API keys travel in requests) is sent.
+//! `agentctl` trusts only its own daemon (docs/architecture.md#protocol): a socket directory
+//! someone else owns or can write, or a process of another user behind the socket, gets a clear
+//! refusal, and not a byte (API keys travel in requests) is sent.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;

@@ -142,3 +142,31 @@ async fn restart_during_a_run(stay: bool) {
     assert_eq!(stop, protocol::StopReason::Completed, "{error:?}");
     assert_eq!(server.received().len(), 2, "one request in each daemon");
 }
+
+/// The README says which protocol version the code speaks ("This is protocol version N"), so
+/// that a reader knows which clients and daemons can talk to each other: every number it gives
+/// after "protocol version" is the crate's.
+#[test]
+fn the_readme_states_the_protocol_version_the_code_speaks() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let readme = std::fs::read_to_string(path).unwrap();
+    // Lines may wrap anywhere: compare words, not lines.
+    let words: Vec<&str> = readme.split_whitespace().collect();
+    let stated: Vec<String> = words
+        .windows(3)
+        .filter(|w| w[0] == "protocol" && w[1] == "version")
+        .map(|w| w[2].chars().take_while(char::is_ascii_digit).collect())
+        .filter(|number: &String| !number.is_empty())
+        .collect();
+    assert!(
+        !stated.is_empty(),
+        "README.md does not say which protocol version the code speaks"
+    );
+    for number in stated {
+        assert_eq!(
+            number,
+            PROTOCOL_VERSION.to_string(),
+            "README.md says protocol version {number}; the code speaks {PROTOCOL_VERSION}"
+        );
+    }
+}

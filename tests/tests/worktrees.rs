@@ -1,6 +1,6 @@
-//! `--worktree` (SPEC §13): sessions of one repository in worktrees of their own, on branches
-//! `agentd/<id>`, editing the same file in parallel without clobbering each other; `rm` removes
-//! a clean worktree and keeps a dirty one.
+//! `--worktree` (docs/architecture.md#checkpoints-fork-and-worktrees): sessions of one repository
+//! in worktrees of their own, on branches `agentd/<id>`, editing the same file in parallel without
+//! clobbering each other; `rm` removes a clean worktree and keeps a dirty one.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
