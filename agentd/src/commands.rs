@@ -1,7 +1,8 @@
-//! Slash commands (SPEC §16): `*.md` files in the project's `.agents/commands/` and
-//! `.claude/commands/` and the user's `<config>/commands/`. A message `/NAME ARGS` becomes the
-//! file's text with `$ARGUMENTS` (and `$1`…`$9`) replaced, for every client alike: chat, `run`,
-//! an editor. Front matter `description` and `argument-hint` are listed for completion.
+//! Slash commands (docs/architecture.md#skills-and-commands): `*.md` files in the project's
+//! `.agents/commands/` and `.claude/commands/` and the user's `<config>/commands/`. A message
+//! `/NAME ARGS` becomes the file's text with `$ARGUMENTS` (and `$1`…`$9`) replaced, for every
+//! client alike: chat, `run`, an editor. Front matter `description` and `argument-hint` are listed
+//! for completion.
 
 use std::path::{Path, PathBuf};
 
@@ -10,19 +11,19 @@ use serde::Deserialize;
 /// The most commands read from one directory.
 const MAX_COMMANDS: usize = 200;
 /// The most bytes a command expands to (its arguments may be repeated many times).
-pub const MAX_EXPANDED: usize = 256 * 1024;
+pub(crate) const MAX_EXPANDED: usize = 256 * 1024;
 
 /// One command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
+pub(crate) struct Command {
     /// Its name (the file's, without `.md`).
-    pub name: String,
+    pub(crate) name: String,
     /// What it does.
-    pub description: String,
+    pub(crate) description: String,
     /// What its arguments are, for completion.
-    pub argument_hint: Option<String>,
+    pub(crate) argument_hint: Option<String>,
     /// Its file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -34,12 +35,12 @@ struct Head {
 }
 
 /// The directories commands are read from, the project's first.
-pub fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
     crate::front_matter::directories(cwd, config_dir, "commands")
 }
 
 /// Every command in `dirs` (the first of a name wins), by name.
-pub fn discover(dirs: &[PathBuf]) -> Vec<Command> {
+pub(crate) fn discover(dirs: &[PathBuf]) -> Vec<Command> {
     let mut found: Vec<Command> = Vec::new();
     for dir in dirs {
         for path in crate::front_matter::markdown_files(dir, MAX_COMMANDS) {
@@ -79,7 +80,7 @@ pub fn discover(dirs: &[PathBuf]) -> Vec<Command> {
 /// `message` with a leading `/NAME ARGS` expanded, when NAME is a command in `dirs`; `None`
 /// when the message is not a command (it is sent as it is); an error when the expansion would
 /// be over [`MAX_EXPANDED`] bytes.
-pub fn expand(message: &str, dirs: &[PathBuf]) -> Option<Result<String, String>> {
+pub(crate) fn expand(message: &str, dirs: &[PathBuf]) -> Option<Result<String, String>> {
     let rest = message.trim_start().strip_prefix('/')?;
     let (name, args) = match rest.split_once(char::is_whitespace) {
         Some((name, args)) => (name, args.trim()),

@@ -1,16 +1,16 @@
-//! Compaction (SPEC §7): when a history outgrows the model's context window, its older part is
-//! summarised by the model into one message and the recent part (about 20k tokens) is kept
-//! verbatim. The cut never separates a tool call from its result.
+//! Compaction (docs/architecture.md#providers): when a history outgrows the model's context window,
+//! its older part is summarised by the model into one message and the recent part (about 20k
+//! tokens) is kept verbatim. The cut never separates a tool call from its result.
 
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::{Message, ToolCall};
+use crate::conversation::Message;
 use crate::provider::{ModelRequest, Provider, ProviderError, ToolSpec};
 
 /// Tokens of recent history kept verbatim.
-pub const KEEP_RECENT_TOKENS: u64 = 20_000;
+pub(crate) const KEEP_RECENT_TOKENS: u64 = 20_000;
 /// Compaction runs before a model call once the last prompt used this share of the window.
-pub const THRESHOLD: f64 = 0.8;
+pub(crate) const THRESHOLD: f64 = 0.8;
 /// The output limit of a summary.
 const SUMMARY_TOKENS: u32 = 4096;
 
@@ -21,13 +21,13 @@ decisions made, open problems and the next steps. Keep exact file paths, names a
 messages. Do not call any tools; answer with the summary only.";
 
 /// The context window of a model family, for models the configuration does not describe.
-pub fn default_context_window(model: &str) -> u64 {
+pub(crate) fn default_context_window(model: &str) -> u64 {
     // Local models: a common window; set `context_window` in the config for others.
     known_context_window(model).unwrap_or(32_768)
 }
 
 /// The context window of a known hosted model family; `None` for others (local models).
-pub fn known_context_window(model: &str) -> Option<u64> {
+pub(crate) fn known_context_window(model: &str) -> Option<u64> {
     let model = model.to_ascii_lowercase();
     if model.contains("claude") {
         Some(200_000)
@@ -48,19 +48,19 @@ pub fn known_context_window(model: &str) -> Option<u64> {
 }
 
 /// A rough token count of a message: a quarter of its JSON size.
-pub fn estimate(message: &Message) -> u64 {
+pub(crate) fn estimate(message: &Message) -> u64 {
     serde_json::to_string(message).map_or(0, |s| s.len() as u64 / 4)
 }
 
 /// A rough token count of a history.
-pub fn estimate_all(messages: &[Message]) -> u64 {
+pub(crate) fn estimate_all(messages: &[Message]) -> u64 {
     messages.iter().map(estimate).sum()
 }
 
 /// Where the kept part of `messages` starts: the earliest index whose suffix fits in `keep`
 /// tokens, moved back so that tool results stay with the reply that asked for them. `None`
 /// when there is nothing older to summarise.
-pub fn cut_point(messages: &[Message], keep: u64) -> Option<usize> {
+pub(crate) fn cut_point(messages: &[Message], keep: u64) -> Option<usize> {
     let mut kept = 0;
     let mut cut = messages.len();
     while cut > 0 {
@@ -81,7 +81,7 @@ pub fn cut_point(messages: &[Message], keep: u64) -> Option<usize> {
 /// Whether a history whose last prompt used `last_input` tokens should be compacted before the
 /// next call to a model with a window of `window` tokens whose replies may take `reply` of it:
 /// at 80% of the window, or earlier when that would leave no room for a reply (small windows).
-pub fn over_threshold(last_input: u64, window: u64, reply: u64) -> bool {
+pub(crate) fn over_threshold(last_input: u64, window: u64, reply: u64) -> bool {
     let room = window.saturating_sub(reply + REPLY_MARGIN);
     last_input as f64 >= window as f64 * THRESHOLD || last_input >= room
 }
@@ -91,12 +91,12 @@ const REPLY_MARGIN: u64 = 512;
 
 /// Tokens of recent history kept verbatim with a window of `window` tokens: about 20k, and at
 /// most a quarter of a small window.
-pub fn keep_recent(window: u64) -> u64 {
+pub(crate) fn keep_recent(window: u64) -> u64 {
     KEEP_RECENT_TOKENS.min(window / 4)
 }
 
 /// Asks the model to summarise `older`.
-pub async fn summarize(
+pub(crate) async fn summarize(
     provider: &Provider,
     model: &str,
     system: &str,
@@ -128,8 +128,9 @@ pub async fn summarize(
 }
 
 /// Whether a reply's tool calls are all answered within `messages` (for checks).
-pub fn calls_answered(messages: &[Message]) -> bool {
-    let mut open: Vec<&ToolCall> = Vec::new();
+#[cfg(test)]
+pub(crate) fn calls_answered(messages: &[Message]) -> bool {
+    let mut open: Vec<&crate::conversation::ToolCall> = Vec::new();
     for message in messages {
         match message {
             Message::Assistant(reply) => {
@@ -157,7 +158,7 @@ pub fn calls_answered(messages: &[Message]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::{AssistantReply, Block, ToolResult};
+    use crate::conversation::{AssistantReply, Block, ToolCall, ToolResult};
     use protocol::{Delivery, ModelStopReason, TokenUsage};
 
     fn user(text: &str) -> Message {

@@ -24,18 +24,19 @@ use crate::provider::retry::RetryPolicy;
 
 use crate::shell_env::ShellEnv;
 
+mod providers;
 mod state;
 mod writable_path;
 
 pub use state::{BROKEN_FILE_NOTE, ConfigState, Standing, watch};
 pub use writable_path::writable_path_warnings;
 
-pub use crate::sandbox::config::SandboxConfig;
+pub(crate) use crate::sandbox::config::SandboxConfig;
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
+pub(crate) enum ProviderKind {
     /// Anthropic's Messages API.
     Anthropic,
     /// OpenAI's Chat Completions API (also local servers).
@@ -45,28 +46,28 @@ pub enum ProviderKind {
 /// A named provider profile.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProviderProfile {
+pub(crate) struct ProviderProfile {
     /// The wire format.
-    pub kind: ProviderKind,
+    pub(crate) kind: ProviderKind,
     /// The API's base URL.
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     /// The environment variable holding the API key.
-    pub api_key_env: Option<String>,
+    pub(crate) api_key_env: Option<String>,
     /// The model, if the profile has its own.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The model's context window in tokens, if not the default of its family.
-    pub context_window: Option<u64>,
+    pub(crate) context_window: Option<u64>,
     /// Whether tool calls the model writes as text are read as calls.
     #[serde(default)]
-    pub text_tool_calls: TextToolCalls,
+    pub(crate) text_tool_calls: TextToolCalls,
     /// The harness its models get, when not chosen by their window and name.
-    pub profile: Option<crate::model_profile::ModelProfile>,
+    pub(crate) profile: Option<crate::model_profile::ModelProfile>,
 }
 
 /// `text_tool_calls` of a provider profile.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TextToolCalls {
+pub(crate) enum TextToolCalls {
     /// A reply whose whole text is tool calls is read as those calls.
     #[default]
     Auto,
@@ -84,79 +85,80 @@ pub(crate) const LOCAL_MAX_TOKENS: u32 = 4096;
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The default provider: a profile name or a kind.
-    pub provider: String,
+    pub(crate) provider: String,
     /// The default model.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The turn limit of a `run` that does not give one; 0 for unlimited.
-    pub max_turns: u32,
+    pub(crate) max_turns: u32,
     /// The output token limit of one reply (see [`Config::max_tokens`]).
-    pub max_tokens: Option<u32>,
+    pub(crate) max_tokens: Option<u32>,
     /// The mode of new sessions that do not ask for one.
-    pub default_mode: ModeName,
+    pub(crate) default_mode: ModeName,
     /// The default `bash` timeout, in milliseconds.
-    pub bash_timeout_ms: u64,
+    pub(crate) bash_timeout_ms: u64,
     /// Executors in the tool pool; 0 for the default (twice the cores, at least 4).
-    pub tool_pool_size: usize,
+    pub(crate) tool_pool_size: usize,
     /// Seconds a permission request waits for an answer before it is denied; 0 waits for ever.
-    pub permission_timeout_secs: u64,
+    pub(crate) permission_timeout_secs: u64,
     /// Provider profiles by name.
-    pub providers: BTreeMap<String, ProviderProfile>,
+    pub(crate) providers: BTreeMap<String, ProviderProfile>,
     /// Allow and deny rules for tool calls.
-    pub permissions: PermissionRules,
+    pub(crate) permissions: PermissionRules,
     /// Retries of a model call that failed for a passing reason.
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// The wait before the first retry, in milliseconds; it doubles with each retry.
-    pub retry_base_ms: u64,
+    pub(crate) retry_base_ms: u64,
     /// The longest wait between retries, in milliseconds (a `retry-after` may ask for more).
-    pub retry_max_ms: u64,
+    pub(crate) retry_max_ms: u64,
     /// The model's context window in tokens, when the default for its family is wrong.
-    pub context_window: Option<u64>,
+    pub(crate) context_window: Option<u64>,
     /// Whether long histories are summarised (at 80% of the context window, and once when the
     /// provider says the prompt is too long).
-    pub compaction: bool,
+    pub(crate) compaction: bool,
     /// Whether a run the daemon did not live to finish (a crash, `kill -9`, a restart) goes
     /// on in the daemon that comes up after it.
-    pub resume_interrupted: bool,
+    pub(crate) resume_interrupted: bool,
     /// How the client's environment becomes the environment of commands.
-    pub shell_env: ShellEnv,
+    pub(crate) shell_env: ShellEnv,
     /// Client connections served at once; more are refused with a clear error.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Milliseconds a frame may take to arrive once its first byte did.
-    pub frame_timeout_ms: u64,
+    pub(crate) frame_timeout_ms: u64,
     /// Seconds a model's reply stream may stay silent before it counts as broken (and is
     /// retried).
-    pub stream_idle_timeout_secs: u64,
+    pub(crate) stream_idle_timeout_secs: u64,
     /// Whether records that end a unit of work are synced to disk before clients hear of them.
-    pub durability: DurabilityMode,
+    pub(crate) durability: DurabilityMode,
     /// Seconds a session with no run and no client stays loaded after its last use.
-    pub session_idle_unload_secs: u64,
+    pub(crate) session_idle_unload_secs: u64,
     /// Idle sessions kept loaded at most (the least recently used are unloaded first).
-    pub max_loaded_sessions: usize,
-    /// MCP servers by name, as written (SPEC §10); read entry by entry into [`Config::mcp`].
-    pub mcp_servers: BTreeMap<String, toml::Spanned<toml::Value>>,
+    pub(crate) max_loaded_sessions: usize,
+    /// MCP servers by name, as written (docs/architecture.md#mcp-servers); read entry by entry into
+    /// [`Config::mcp`].
+    pub(crate) mcp_servers: BTreeMap<String, toml::Spanned<toml::Value>>,
     /// The MCP servers that could be read, and the entries that could not.
     #[serde(skip)]
     pub mcp: McpServers,
     /// The sandbox of `auto` mode.
-    pub sandbox: SandboxConfig,
-    /// The work-tree checkpoints of runs (SPEC §13).
-    pub checkpoints: crate::checkpoint::CheckpointConfig,
+    pub(crate) sandbox: SandboxConfig,
+    /// The work-tree checkpoints of runs (docs/architecture.md#checkpoints-fork-and-worktrees).
+    pub(crate) checkpoints: crate::checkpoint::CheckpointConfig,
     /// Model prices by model-name glob, in US dollars per million tokens, over the built-in
     /// table (for the cost the views show).
-    pub prices: BTreeMap<String, crate::prices::Price>,
-    /// Subagents: how many run at once, how deep they nest (SPEC §14).
-    pub subagents: crate::subagents::SubagentConfig,
-    /// Commands run at points of a session's life (SPEC §15), by event, in order.
-    pub hooks: crate::hooks::HookTable,
+    pub(crate) prices: BTreeMap<String, crate::prices::Price>,
+    /// Subagents: how many run at once, how deep they nest (docs/architecture.md#subagents).
+    pub(crate) subagents: crate::subagents::SubagentConfig,
+    /// Commands run at points of a session's life (docs/architecture.md#hooks), by event, in order.
+    pub(crate) hooks: crate::hooks::HookTable,
     /// The daemon's own settings (how long a planned stop waits for running tool calls).
-    pub daemon: crate::stop::DaemonConfig,
+    pub(crate) daemon: crate::stop::DaemonConfig,
 }
 
 /// The `[mcp_servers]` entries, checked one by one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpServers {
     /// The usable entries, in name order.
-    pub servers: Vec<McpServerConfig>,
+    pub(crate) servers: Vec<McpServerConfig>,
     /// Entries that cannot be used: name, and the error (file and line).
     pub broken: Vec<(String, String)>,
 }
@@ -164,7 +166,7 @@ pub struct McpServers {
 /// How records reach the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum DurabilityMode {
+pub(crate) enum DurabilityMode {
     /// Synced (`fdatasync`, grouped) before the events that announce them are sent: they
     /// survive a power loss.
     #[default]
@@ -176,7 +178,7 @@ pub enum DurabilityMode {
 
 /// A mode as written in the config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ModeName(pub Mode);
+pub(crate) struct ModeName(pub Mode);
 
 impl Serialize for ModeName {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -234,11 +236,11 @@ impl Default for Config {
 #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
 pub struct ConfigError {
     /// The file.
-    pub file: String,
+    pub(crate) file: String,
     /// The line of the problem, when known.
-    pub line: Option<usize>,
+    pub(crate) line: Option<usize>,
     /// What is wrong.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl Config {
@@ -324,7 +326,7 @@ impl Config {
     }
 
     /// How long a permission request waits; `None` for ever.
-    pub fn permission_timeout(&self) -> Option<Duration> {
+    pub(crate) fn permission_timeout(&self) -> Option<Duration> {
         (self.permission_timeout_secs > 0)
             .then(|| Duration::from_secs(self.permission_timeout_secs))
     }
@@ -336,22 +338,22 @@ impl Config {
     }
 
     /// How long a frame may take once begun.
-    pub fn frame_timeout(&self) -> Duration {
+    pub(crate) fn frame_timeout(&self) -> Duration {
         Duration::from_millis(self.frame_timeout_ms.max(1))
     }
 
     /// How long a model's reply stream may stay silent.
-    pub fn stream_idle_timeout(&self) -> Duration {
+    pub(crate) fn stream_idle_timeout(&self) -> Duration {
         Duration::from_secs(self.stream_idle_timeout_secs.max(1))
     }
 
     /// The default `bash` timeout.
-    pub fn bash_timeout(&self) -> Duration {
+    pub(crate) fn bash_timeout(&self) -> Duration {
         Duration::from_millis(self.bash_timeout_ms.max(1))
     }
 
     /// The retry policy of model calls.
-    pub fn retry_policy(&self) -> RetryPolicy {
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
         RetryPolicy {
             max_retries: self.max_retries,
             base: Duration::from_millis(self.retry_base_ms),

@@ -7,19 +7,19 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 
 /// The most bytes of such a file that are read.
-pub const MAX_FILE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_FILE_BYTES: usize = 64 * 1024;
 
 /// A file split into its front matter and its body.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Document<T> {
+pub(crate) struct Document<T> {
     /// The front matter; the type's default when the file has none.
-    pub head: T,
+    pub(crate) head: T,
     /// What follows the front matter, trimmed.
-    pub body: String,
+    pub(crate) body: String,
 }
 
 /// Reads and parses the file at `path`; an error says what is wrong with it, for the user.
-pub fn read<T: DeserializeOwned + Default>(path: &Path) -> Result<Document<T>, String> {
+pub(crate) fn read<T: DeserializeOwned + Default>(path: &Path) -> Result<Document<T>, String> {
     // The kernel's files look regular but hold the daemon's secrets (`/proc/self/environ`):
     // a link that leads there is refused.
     let real = path
@@ -50,7 +50,7 @@ pub fn read<T: DeserializeOwned + Default>(path: &Path) -> Result<Document<T>, S
 /// The directories one kind of these files (`agents`, `skills`, `commands`) is read from, in
 /// order of precedence: `.agents/KIND` and `.claude/KIND` in the session directory, the same at
 /// its git root, then `KIND` in the user's config directory.
-pub fn directories(cwd: &Path, config_dir: &Path, kind: &str) -> Vec<std::path::PathBuf> {
+pub(crate) fn directories(cwd: &Path, config_dir: &Path, kind: &str) -> Vec<std::path::PathBuf> {
     let mut roots = vec![cwd.to_path_buf()];
     if let Some(root) = crate::prompt::git_root(cwd)
         && root != cwd
@@ -71,7 +71,7 @@ pub fn directories(cwd: &Path, config_dir: &Path, kind: &str) -> Vec<std::path::
 
 /// The `.md` files of `dir`, by name, at most `max` (a few times that many entries are looked
 /// at); none when it is not a directory.
-pub fn markdown_files(dir: &Path, max: usize) -> Vec<std::path::PathBuf> {
+pub(crate) fn markdown_files(dir: &Path, max: usize) -> Vec<std::path::PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -87,7 +87,7 @@ pub fn markdown_files(dir: &Path, max: usize) -> Vec<std::path::PathBuf> {
 }
 
 /// Whether `name` may name an agent or a command: letters, digits, `-` and `_`, 64 at most.
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name
@@ -96,7 +96,7 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Splits `text` and parses its front matter.
-pub fn parse<T: DeserializeOwned + Default>(text: &str) -> Result<Document<T>, String> {
+pub(crate) fn parse<T: DeserializeOwned + Default>(text: &str) -> Result<Document<T>, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some((yaml, body)) = split(text) else {
         return Ok(Document {

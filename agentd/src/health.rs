@@ -1,7 +1,7 @@
-//! The health monitor (SPEC §6): it reports runs that repeat themselves or keep failing to edit,
-//! to the user and to the model (with what to do instead), and trips the guard that stops a run
-//! whose replies ask only for tools that do not exist, or that keeps repeating itself after it
-//! was told.
+//! The health monitor (docs/architecture.md#permissions-and-modes): it reports runs that repeat
+//! themselves or keep failing to edit, to the user and to the model (with what to do instead), and
+//! trips the guard that stops a run whose replies ask only for tools that do not exist, or that
+//! keeps repeating itself after it was told.
 
 use std::time::{Duration, Instant};
 
@@ -11,27 +11,27 @@ use crate::conversation::{ToolCall, ToolResult};
 
 /// Consecutive replies with identical tool calls that are reported; one more, with the same
 /// results, stops the run.
-pub const REPEAT_LIMIT: u32 = 3;
+pub(crate) const REPEAT_LIMIT: u32 = 3;
 /// Failed edits or writes that are reported.
-pub const EDIT_FAILURE_LIMIT: u32 = 3;
+pub(crate) const EDIT_FAILURE_LIMIT: u32 = 3;
 /// A failure older than this no longer counts.
-pub const EDIT_FAILURE_WINDOW: Duration = Duration::from_secs(300);
+pub(crate) const EDIT_FAILURE_WINDOW: Duration = Duration::from_secs(300);
 /// Consecutive replies of only unknown tools that stop the run.
-pub const UNKNOWN_TOOL_LIMIT: u32 = 3;
+pub(crate) const UNKNOWN_TOOL_LIMIT: u32 = 3;
 
 /// A sign worth telling the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
+pub(crate) struct Report {
     /// What kind of sign.
-    pub kind: HealthKind,
+    pub(crate) kind: HealthKind,
     /// What was seen.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 impl Report {
     /// What the model is told with its results: what was seen and what to do instead; `None`
     /// for signs the results already explain.
-    pub fn to_model(&self) -> Option<String> {
+    pub(crate) fn to_model(&self) -> Option<String> {
         let instead = match self.kind {
             HealthKind::RepeatedCalls => {
                 "Repeating them will not give anything new, and one more identical reply ends the \
@@ -49,7 +49,7 @@ impl Report {
 
 /// Watches one run's replies and results.
 #[derive(Debug, Default)]
-pub struct HealthMonitor {
+pub(crate) struct HealthMonitor {
     last_calls: Option<Vec<(String, String)>>,
     repeats: u32,
     edit_failures: u32,
@@ -60,13 +60,8 @@ pub struct HealthMonitor {
 }
 
 impl HealthMonitor {
-    /// A monitor for a new run.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Looks at a reply's tool calls.
-    pub fn observe_reply(
+    pub(crate) fn observe_reply(
         &mut self,
         calls: &[&ToolCall],
         known: impl Fn(&str) -> bool,
@@ -117,7 +112,7 @@ impl HealthMonitor {
     }
 
     /// Looks at the results of a batch of calls, at time `now`.
-    pub fn observe_results(&mut self, results: &[ToolResult], now: Instant) -> Vec<Report> {
+    pub(crate) fn observe_results(&mut self, results: &[ToolResult], now: Instant) -> Vec<Report> {
         let mut reports = Vec::new();
         for result in results
             .iter()
@@ -151,13 +146,13 @@ impl HealthMonitor {
 
     /// Looks at whether every call of the last reply gave the same result as the same call
     /// before: past the warning, that is a run going round in circles.
-    pub fn observe_unchanged(&mut self, all_unchanged: bool) {
+    pub(crate) fn observe_unchanged(&mut self, all_unchanged: bool) {
         self.repeating_after_warning = all_unchanged && self.repeats > REPEAT_LIMIT;
     }
 
     /// Why the guard tripped, if it did: too many replies in a row asked only for unknown
     /// tools, or the same calls went on with the same results after the model was warned.
-    pub fn stop(&self) -> Option<String> {
+    pub(crate) fn stop(&self) -> Option<String> {
         if self.unknown_only >= UNKNOWN_TOOL_LIMIT {
             Some(format!(
                 "stopped: {UNKNOWN_TOOL_LIMIT} replies in a row asked only for tools that do not exist"
@@ -211,7 +206,7 @@ mod tests {
 
     #[test]
     fn identical_replies_are_reported_once_then_stop_only_with_the_same_results() {
-        let mut monitor = HealthMonitor::new();
+        let mut monitor = HealthMonitor::default();
         let read = call("read", r#"{"path": "a"}"#);
         let same = call("read", r#"{ "path":"a" }"#);
         for i in 1..REPEAT_LIMIT {
@@ -236,7 +231,7 @@ mod tests {
 
     #[test]
     fn edit_failures_count_until_a_success_or_five_minutes() {
-        let mut monitor = HealthMonitor::new();
+        let mut monitor = HealthMonitor::default();
         let start = Instant::now();
         monitor.observe_results(&[failure("edit"), failure("write")], start);
         let ok = ToolResult {
@@ -260,7 +255,7 @@ mod tests {
 
     #[test]
     fn three_replies_of_unknown_tools_trip_the_guard() {
-        let mut monitor = HealthMonitor::new();
+        let mut monitor = HealthMonitor::default();
         let bogus = call("fly", "{}");
         monitor.observe_reply(&[&bogus], builtin);
         monitor.observe_reply(&[&call("swim", "{}")], builtin);

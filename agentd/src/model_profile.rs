@@ -7,14 +7,14 @@
 use serde::{Deserialize, Serialize};
 
 /// A context window this small (in tokens) gets the small profile.
-pub const SMALL_WINDOW: u64 = 16_384;
+pub(crate) const SMALL_WINDOW: u64 = 16_384;
 /// Models of at most this many billion parameters are small.
 const SMALL_PARAMETERS: f64 = 8.0;
 
 /// The harness a model gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ModelProfile {
+pub(crate) enum ModelProfile {
     /// Few tools, short descriptions, a worked example.
     Small,
     /// Every tool, described in full.
@@ -23,7 +23,7 @@ pub enum ModelProfile {
 
 impl ModelProfile {
     /// The profile of `model` with a `window`-token context, unless `forced`.
-    pub fn choose(forced: Option<ModelProfile>, window: u64, model: &str) -> ModelProfile {
+    pub(crate) fn choose(forced: Option<ModelProfile>, window: u64, model: &str) -> ModelProfile {
         forced.unwrap_or(if window <= SMALL_WINDOW || known_small(model) {
             ModelProfile::Small
         } else {
@@ -32,19 +32,19 @@ impl ModelProfile {
     }
 
     /// Whether this is the small profile.
-    pub fn is_small(self) -> bool {
+    pub(crate) fn is_small(self) -> bool {
         self == ModelProfile::Small
     }
 
     /// Whether subagents (`task`) are offered.
-    pub fn subagents(self) -> bool {
+    pub(crate) fn subagents(self) -> bool {
         self == ModelProfile::Full
     }
 }
 
 /// Whether `model`'s name gives it at most a few billion parameters (`qwen2.5-coder-1.5b`,
 /// `llama3.2:3b`, `phi-4-mini-3.8B`); the first count in the name is the model's.
-pub fn known_small(model: &str) -> bool {
+pub(crate) fn known_small(model: &str) -> bool {
     parameters(model).is_some_and(|b| b <= SMALL_PARAMETERS)
 }
 

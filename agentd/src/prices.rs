@@ -10,22 +10,22 @@ use serde::{Deserialize, Serialize};
 /// One model's prices, in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Price {
+pub(crate) struct Price {
     /// Input tokens.
-    pub input: f64,
+    pub(crate) input: f64,
     /// Output tokens.
-    pub output: f64,
+    pub(crate) output: f64,
     /// Input tokens read from the prompt cache (default: the input price).
     #[serde(default)]
-    pub cache_read: Option<f64>,
+    pub(crate) cache_read: Option<f64>,
     /// Input tokens written to the prompt cache (default: the input price).
     #[serde(default)]
-    pub cache_write: Option<f64>,
+    pub(crate) cache_write: Option<f64>,
 }
 
 impl Price {
     /// The cost of `usage`, in millionths of a dollar.
-    pub fn cost_micros(&self, usage: &TokenUsage) -> u64 {
+    pub(crate) fn cost_micros(&self, usage: &TokenUsage) -> u64 {
         // Dollars per million tokens are millionths of a dollar per token.
         let micros = usage.input as f64 * self.input
             + usage.output as f64 * self.output
@@ -51,7 +51,7 @@ const DEFAULTS: &[(&str, f64, f64, f64, f64)] = &[
 
 /// The price of `model`: the config's entry with the longest glob that matches it (the most
 /// specific), else the built-in table's first match.
-pub fn price_of(configured: &BTreeMap<String, Price>, model: &str) -> Option<Price> {
+pub(crate) fn price_of(configured: &BTreeMap<String, Price>, model: &str) -> Option<Price> {
     let matches = |pattern: &str| {
         globset::Glob::new(pattern)
             .map(|glob| glob.compile_matcher().is_match(model))

@@ -1,6 +1,6 @@
 //! The system prompt: the agent's role, its environment, the mode's instructions, and the
 //! project's own instructions (`AGENTS.md`, `CLAUDE.md`) from the repository root down to the
-//! session directory (SPEC §7).
+//! session directory (docs/architecture.md#providers).
 
 use std::path::{Path, PathBuf};
 
@@ -64,7 +64,7 @@ before anything is changed.";
 
 /// Builds the system prompt for a session in `cwd`; `small` for a model given the small
 /// profile.
-pub fn system_prompt(cwd: &Path, mode: Mode, plan_file: &Path, small: bool) -> String {
+pub(crate) fn system_prompt(cwd: &Path, mode: Mode, plan_file: &Path, small: bool) -> String {
     let role = if small { SMALL_ROLE } else { ROLE };
     let mut parts = vec![role.to_string(), environment(cwd)];
     if mode == Mode::Plan {
@@ -97,7 +97,7 @@ fn environment(cwd: &Path) -> String {
 }
 
 /// The nearest directory at or above `dir` holding `.git`.
-pub fn git_root(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn git_root(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .find(|d| d.join(".git").exists())
         .map(Path::to_path_buf)
@@ -132,7 +132,7 @@ fn branch(root: &Path) -> Option<String> {
 
 /// `AGENTS.md` and `CLAUDE.md` files from the repository root (or `cwd` outside a repository)
 /// down to `cwd`, outermost first.
-pub fn project_instructions(cwd: &Path) -> Vec<(PathBuf, String)> {
+pub(crate) fn project_instructions(cwd: &Path) -> Vec<(PathBuf, String)> {
     let top = git_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
     let mut dirs: Vec<&Path> = cwd
         .ancestors()

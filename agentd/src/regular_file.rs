@@ -1,6 +1,7 @@
 //! Opening files that someone else controls (the project, the model): regular files only, and
 //! never more bytes than asked for. A symlink to `/dev/zero`, a FIFO or a socket named like a
-//! source file must not make the daemon allocate without end or wait for ever (SPEC §5).
+//! source file must not make the daemon allocate without end or wait for ever
+//! (docs/architecture.md#tools).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -8,7 +9,7 @@ use std::path::Path;
 
 /// Why a file could not be opened for reading.
 #[derive(Debug, thiserror::Error)]
-pub enum OpenError {
+pub(crate) enum OpenError {
     /// The file is not a regular file.
     #[error("it is {kind}, not a regular file; only regular files can be read")]
     NotRegular {
@@ -22,7 +23,7 @@ pub enum OpenError {
 
 /// Opens `path` (symlinks followed) for reading if it is a regular file. The open itself never
 /// blocks: a FIFO is opened non-blocking, seen for what it is and refused.
-pub fn open(path: &Path) -> Result<File, OpenError> {
+pub(crate) fn open(path: &Path) -> Result<File, OpenError> {
     let file = open_nonblocking(path).map_err(|err| {
         // A socket cannot be opened at all (ENXIO): name what it is.
         match std::fs::metadata(path) {
@@ -44,18 +45,18 @@ pub fn open(path: &Path) -> Result<File, OpenError> {
 /// Opens `path` for reading without blocking and without looking at it again, for a file that
 /// a directory listing already called regular: if it was swapped for a FIFO since, reads see
 /// no data instead of waiting; the caller bounds what it reads.
-pub fn open_listed(path: &Path) -> io::Result<File> {
+pub(crate) fn open_listed(path: &Path) -> io::Result<File> {
     open_nonblocking(path)
 }
 
 /// Reads at most `max` bytes of the regular file `path`; `Ok((bytes, true))` when the file had
 /// more than that.
-pub fn read_at_most(path: &Path, max: usize) -> Result<(Vec<u8>, bool), OpenError> {
+pub(crate) fn read_at_most(path: &Path, max: usize) -> Result<(Vec<u8>, bool), OpenError> {
     Ok(read_file_at_most(open(path)?, max)?)
 }
 
 /// Reads at most `max` bytes of an open file; `Ok((bytes, true))` when it had more.
-pub fn read_file_at_most(file: File, max: usize) -> io::Result<(Vec<u8>, bool)> {
+pub(crate) fn read_file_at_most(file: File, max: usize) -> io::Result<(Vec<u8>, bool)> {
     let mut bytes = Vec::new();
     file.take(max as u64 + 1).read_to_end(&mut bytes)?;
     let more = bytes.len() > max;
@@ -65,7 +66,7 @@ pub fn read_file_at_most(file: File, max: usize) -> io::Result<(Vec<u8>, bool)> 
 
 /// Reads the regular file `path` as text (lossily), at most `max` bytes; `None` when it is
 /// missing, not a regular file or unreadable.
-pub fn read_text(path: &Path, max: usize) -> Option<String> {
+pub(crate) fn read_text(path: &Path, max: usize) -> Option<String> {
     let (bytes, _) = read_at_most(path, max).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
@@ -73,7 +74,7 @@ pub fn read_text(path: &Path, max: usize) -> Option<String> {
 /// Opens the directory `dir` (an absolute path) without following a symlink on the way: each
 /// part must be a real directory, so a path resolved earlier cannot be sent elsewhere by a
 /// link swapped in since. With `create`, missing directories are made.
-pub fn open_dir_nofollow(dir: &Path, create: bool) -> io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn open_dir_nofollow(dir: &Path, create: bool) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
     let open_at = |at: i32, name: &std::ffi::CStr| {
@@ -134,7 +135,7 @@ pub fn open_dir_nofollow(dir: &Path, create: bool) -> io::Result<std::os::fd::Ow
 }
 
 /// What kind of file `file_type` describes, with an article.
-pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+pub(crate) fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
@@ -197,7 +198,7 @@ fn clear_nonblocking(_: &File) -> io::Result<()> {
 }
 
 /// An I/O error in words a model acts on.
-pub fn describe(err: &io::Error) -> String {
+pub(crate) fn describe(err: &io::Error) -> String {
     match err.kind() {
         io::ErrorKind::NotFound => "no such file".to_string(),
         io::ErrorKind::PermissionDenied => "permission denied".to_string(),

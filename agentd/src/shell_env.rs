@@ -1,7 +1,8 @@
-//! The environment commands run with (SPEC §5): the environment of the `agentctl` that created
-//! the session (its PATH, virtualenv, locale, HOME), not the daemon's, and never a secret. A
-//! variable whose name holds KEY, SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL or AUTH is left
-//! out unless `[shell_env] include` names it; `exclude` leaves out more, `set` fixes values.
+//! The environment commands run with (docs/architecture.md#tools): the environment of the
+//! `agentctl` that created the session (its PATH, virtualenv, locale, HOME), not the daemon's, and
+//! never a secret. A variable whose name holds KEY, SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL or
+//! AUTH is left out unless `[shell_env] include` names it; `exclude` leaves out more, `set` fixes
+//! values.
 //!
 //! ```toml
 //! [shell_env]
@@ -15,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Words that mark a variable's name as a secret, matched without regard to case.
-pub const SECRET_WORDS: [&str; 7] = [
+pub(crate) const SECRET_WORDS: [&str; 7] = [
     "KEY",
     "SECRET",
     "TOKEN",
@@ -28,18 +29,18 @@ pub const SECRET_WORDS: [&str; 7] = [
 /// `[shell_env]`: how the client's environment becomes the commands' environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct ShellEnv {
+pub(crate) struct ShellEnv {
     /// Names (globs) kept although they look like secrets.
-    pub include: Vec<String>,
+    pub(crate) include: Vec<String>,
     /// More names (globs) left out.
-    pub exclude: Vec<String>,
+    pub(crate) exclude: Vec<String>,
     /// Variables set to fixed values.
-    pub set: BTreeMap<String, String>,
+    pub(crate) set: BTreeMap<String, String>,
 }
 
 impl ShellEnv {
     /// Checks that every pattern is a valid glob.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         for pattern in self.include.iter().chain(&self.exclude) {
             glob(pattern)?;
         }
@@ -48,7 +49,10 @@ impl ShellEnv {
 
     /// `env` without secrets and excluded names: what a session keeps of its client's
     /// environment, on disk too.
-    pub fn filter(&self, env: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+    pub(crate) fn filter(
+        &self,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Vec<(String, String)> {
         let include = matcher(&self.include);
         let exclude = matcher(&self.exclude);
         env.into_iter()
@@ -61,7 +65,7 @@ impl ShellEnv {
 
     /// The environment a command runs with: `stored` filtered again (the configuration may
     /// have changed since it was stored), with the fixed values of `set`.
-    pub fn for_commands(&self, stored: &[(String, String)]) -> Vec<(String, String)> {
+    pub(crate) fn for_commands(&self, stored: &[(String, String)]) -> Vec<(String, String)> {
         let mut env: BTreeMap<String, String> =
             self.filter(stored.iter().cloned()).into_iter().collect();
         env.extend(self.set.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -70,7 +74,7 @@ impl ShellEnv {
 }
 
 /// Whether `name` looks like it holds a secret.
-pub fn is_secret(name: &str) -> bool {
+pub(crate) fn is_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_WORDS.iter().any(|word| upper.contains(word))
 }

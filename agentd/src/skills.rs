@@ -1,7 +1,7 @@
-//! Skills (SPEC §16): `SKILL.md` files (front matter `name`, `description`) in the project's
-//! `.agents/skills/*/` and `.claude/skills/*/` and the user's `<config>/skills/*/`. The system
-//! prompt lists each one's name, description and path, 8 kB at most for all of them; the
-//! model reads a skill's body with `read` when it uses it.
+//! Skills (docs/architecture.md#skills-and-commands): `SKILL.md` files (front matter `name`,
+//! `description`) in the project's `.agents/skills/*/` and `.claude/skills/*/` and the user's
+//! `<config>/skills/*/`. The system prompt lists each one's name, description and path, 8 kB at
+//! most for all of them; the model reads a skill's body with `read` when it uses it.
 
 use std::path::{Path, PathBuf};
 
@@ -10,17 +10,17 @@ use serde::Deserialize;
 /// The most skills read from one directory.
 const MAX_SKILLS: usize = 100;
 /// The most bytes the system prompt's list of skills takes.
-pub const MAX_PROMPT_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_PROMPT_BYTES: usize = 8 * 1024;
 
 /// One skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skill {
+pub(crate) struct Skill {
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// When to use it.
-    pub description: String,
+    pub(crate) description: String,
     /// Its `SKILL.md`.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -32,12 +32,12 @@ struct Head {
 
 /// The directories skills are read from: the project's (at `cwd` and its git root) before the
 /// user's.
-pub fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
     crate::front_matter::directories(cwd, config_dir, "skills")
 }
 
 /// Every skill in `dirs` (the first of a name wins).
-pub fn discover(dirs: &[PathBuf]) -> Vec<Skill> {
+pub(crate) fn discover(dirs: &[PathBuf]) -> Vec<Skill> {
     let mut found: Vec<Skill> = Vec::new();
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -88,7 +88,7 @@ fn one_line(text: &str, max: usize) -> String {
 }
 
 /// The system prompt's part that lists `skills`; `None` when there are none.
-pub fn prompt(skills: &[Skill]) -> Option<String> {
+pub(crate) fn prompt(skills: &[Skill]) -> Option<String> {
     if skills.is_empty() {
         return None;
     }

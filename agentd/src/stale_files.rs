@@ -1,8 +1,8 @@
-//! The stale-file guard (SPEC §5): each session remembers the content of the files its agent
-//! read, the daemon watches those files, an outside change is reported to the session's clients,
-//! and `edit`/`write` refuse a file that changed since it was last read. The agent's own writes
-//! update what the session remembers before they touch the disk, so they never count as outside
-//! changes.
+//! The stale-file guard (docs/architecture.md#tools): each session remembers the content of the
+//! files its agent read, the daemon watches those files, an outside change is reported to the
+//! session's clients, and `edit`/`write` refuse a file that changed since it was last read. The
+//! agent's own writes update what the session remembers before they touch the disk, so they never
+//! count as outside changes.
 
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -14,18 +14,18 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 /// Files up to this size are remembered by the stale-file guard; larger ones are not tracked.
-pub const TRACKED_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const TRACKED_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What a session remembers of one file: a hash of its content and its length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     hash: u64,
     len: u64,
 }
 
 impl Stamp {
     /// The stamp of `bytes`.
-    pub fn of(bytes: &[u8]) -> Stamp {
+    pub(crate) fn of(bytes: &[u8]) -> Stamp {
         let mut builder = StampBuilder::default();
         builder.write(bytes);
         builder.finish()
@@ -52,30 +52,25 @@ impl Stamp {
 
 /// Builds a [`Stamp`] from a file's content as it is read, piece by piece.
 #[derive(Default)]
-pub struct StampBuilder {
+pub(crate) struct StampBuilder {
     hasher: std::collections::hash_map::DefaultHasher,
     len: u64,
 }
 
 impl StampBuilder {
     /// Adds the next piece of content.
-    pub fn write(&mut self, bytes: &[u8]) {
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
         self.hasher.write(bytes);
         self.len += bytes.len() as u64;
     }
 
     /// Bytes written so far.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    /// Whether nothing was written.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The stamp of everything written.
-    pub fn finish(self) -> Stamp {
+    pub(crate) fn finish(self) -> Stamp {
         Stamp {
             hash: self.hasher.finish(),
             len: self.len,
@@ -84,7 +79,7 @@ impl StampBuilder {
 }
 
 /// The files one session has read.
-pub struct FileTracker {
+pub(crate) struct FileTracker {
     files: Mutex<HashMap<PathBuf, Stamp>>,
     /// Reported outside changes, so one change is reported once.
     reported: Mutex<HashMap<PathBuf, Option<Stamp>>>,
@@ -99,7 +94,7 @@ impl std::fmt::Debug for FileTracker {
 
 impl FileTracker {
     /// A tracker that asks `watch` to watch every file it starts to track.
-    pub fn new(watch: impl Fn(&Path) + Send + Sync + 'static) -> FileTracker {
+    pub(crate) fn new(watch: impl Fn(&Path) + Send + Sync + 'static) -> FileTracker {
         FileTracker {
             files: Mutex::default(),
             reported: Mutex::default(),
@@ -108,7 +103,7 @@ impl FileTracker {
     }
 
     /// Remembers that the agent read `path`, whose content has `stamp`.
-    pub fn read(&self, path: &Path, stamp: Stamp) {
+    pub(crate) fn read(&self, path: &Path, stamp: Stamp) {
         self.remember(path, stamp);
         self.reported
             .lock()
@@ -131,7 +126,7 @@ impl FileTracker {
 
     /// Refuses a change to a file the agent has not read (`shown` is how it names the file),
     /// or whose content changed since it last read it.
-    pub fn check_read(&self, path: &Path, shown: &str) -> Result<(), String> {
+    pub(crate) fn check_read(&self, path: &Path, shown: &str) -> Result<(), String> {
         let known = self
             .files
             .lock()
@@ -146,7 +141,7 @@ impl FileTracker {
     }
 
     /// Refuses a write to a tracked file whose content changed since the agent last read it.
-    pub fn check_unchanged(&self, path: &Path) -> Result<(), String> {
+    pub(crate) fn check_unchanged(&self, path: &Path) -> Result<(), String> {
         let known = self
             .files
             .lock()
@@ -164,13 +159,13 @@ impl FileTracker {
 
     /// Remembers the content the agent is about to write, so that its own write is not taken
     /// for an outside change.
-    pub fn writing(&self, path: &Path, bytes: &[u8]) {
+    pub(crate) fn writing(&self, path: &Path, bytes: &[u8]) {
         self.remember(path, Stamp::of(bytes));
     }
 
     /// Whether `path` now differs from what the agent knows, not yet reported. Marks it
     /// reported.
-    pub fn changed_outside(&self, path: &Path) -> bool {
+    pub(crate) fn changed_outside(&self, path: &Path) -> bool {
         let Some(known) = self
             .files
             .lock()
@@ -194,12 +189,12 @@ impl FileTracker {
 }
 
 /// A file change seen by the watcher, for the session that tracks the file.
-pub type Notice = Box<dyn Fn(&Path) + Send + Sync>;
+pub(crate) type Notice = Box<dyn Fn(&Path) + Send + Sync>;
 
 /// The daemon's one file watcher: it watches the directories of tracked files and tells the
 /// sessions tracking a file when it changes.
 #[derive(Clone)]
-pub struct FileWatcher {
+pub(crate) struct FileWatcher {
     inner: Arc<Mutex<WatchState>>,
 }
 
@@ -212,7 +207,7 @@ struct WatchState {
 
 impl FileWatcher {
     /// Starts the watcher; changes are handled on a task of the current runtime.
-    pub fn start() -> FileWatcher {
+    pub(crate) fn start() -> FileWatcher {
         let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
         // notify calls back on its own thread: hand the paths over to the runtime.
         let watcher = notify::recommended_watcher(move |result: notify::Result<notify::Event>| {
@@ -280,7 +275,7 @@ impl FileWatcher {
 
 impl FileWatcher {
     /// Stops telling `owner` of changes; directories nobody needs are no longer watched.
-    pub fn forget(&self, owner: u64) {
+    pub(crate) fn forget(&self, owner: u64) {
         let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let mut released: Vec<PathBuf> = Vec::new();
         state.files.retain(|path, notices| {
@@ -307,7 +302,8 @@ impl FileWatcher {
     }
 
     /// Files and directories watched now.
-    pub fn counts(&self) -> (usize, usize) {
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> (usize, usize) {
         let state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         (state.files.len(), state.dirs.len())
     }

@@ -20,10 +20,10 @@ use tokio_util::sync::CancellationToken;
 /// The `[daemon]` section of the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct DaemonConfig {
+pub(crate) struct DaemonConfig {
     /// Seconds a planned stop waits for the tool calls already running to finish; 0 stops
     /// them at once.
-    pub stop_grace_secs: u64,
+    pub(crate) stop_grace_secs: u64,
 }
 
 impl Default for DaemonConfig {
@@ -36,7 +36,7 @@ impl Default for DaemonConfig {
 
 impl DaemonConfig {
     /// How long a planned stop waits for running tool calls.
-    pub fn stop_grace(&self) -> Duration {
+    pub(crate) fn stop_grace(&self) -> Duration {
         Duration::from_secs(self.stop_grace_secs)
     }
 }
@@ -44,7 +44,7 @@ impl DaemonConfig {
 /// The daemon's stop, shared by the daemon (which asks for it and waits), the connections
 /// (`Shutdown`) and every run (which starts nothing new once it is asked for); cheap to clone.
 #[derive(Clone, Default)]
-pub struct PlannedStop(Arc<Inner>);
+pub(crate) struct PlannedStop(Arc<Inner>);
 
 #[derive(Default)]
 struct Inner {
@@ -58,13 +58,13 @@ struct Inner {
 
 impl PlannedStop {
     /// A stop nobody asked for yet.
-    pub fn new() -> PlannedStop {
+    pub(crate) fn new() -> PlannedStop {
         PlannedStop::default()
     }
 
     /// Asks for the stop; `now` skips the wait for running tool calls (a second request may
     /// hurry a first one).
-    pub fn ask(&self, now: bool) {
+    pub(crate) fn ask(&self, now: bool) {
         if now {
             self.0.now.cancel();
         }
@@ -75,32 +75,32 @@ impl PlannedStop {
     }
 
     /// Whether the stop was asked for.
-    pub fn is_asked(&self) -> bool {
+    pub(crate) fn is_asked(&self) -> bool {
         self.0.asked.is_cancelled()
     }
 
     /// Waits until the stop is asked for.
-    pub async fn asked(&self) {
+    pub(crate) async fn asked(&self) {
         self.0.asked.cancelled().await
     }
 
     /// Counts a tool call as under way until the returned guard is dropped. Taken before
     /// [`PlannedStop::is_asked`] is looked at, it makes a stop either wait for the call or keep
     /// it from starting.
-    pub fn call(&self) -> RunningCall {
+    pub(crate) fn call(&self) -> RunningCall {
         self.0.calls.send_modify(|n| *n += 1);
         fence(Ordering::SeqCst);
         RunningCall(self.0.clone())
     }
 
     /// Tool calls under way now.
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         *self.0.calls.borrow()
     }
 
     /// Waits until no tool call is under way, `grace` has passed, or the stop is to happen
     /// now; returns how many calls were still under way.
-    pub async fn drained(&self, grace: Duration) -> usize {
+    pub(crate) async fn drained(&self, grace: Duration) -> usize {
         let mut calls = self.0.calls.subscribe();
         let idle = calls.wait_for(|n| *n == 0);
         tokio::select! {
@@ -113,7 +113,7 @@ impl PlannedStop {
 }
 
 /// A tool call under way, as a planned stop counts it.
-pub struct RunningCall(Arc<Inner>);
+pub(crate) struct RunningCall(Arc<Inner>);
 
 impl Drop for RunningCall {
     fn drop(&mut self) {

@@ -1,7 +1,8 @@
-//! A session's own git worktree (SPEC §13): `--worktree` puts the session on a new branch
-//! `agentd/<id>` from HEAD, checked out under `<data>/worktrees/<id>`, so that parallel sessions
-//! on one repository never edit the same files. Deleting the session removes a clean worktree
-//! (and its branch, when it holds nothing unmerged) and keeps a dirty one.
+//! A session's own git worktree (docs/architecture.md#checkpoints-fork-and-worktrees): `--worktree`
+//! puts the session on a new branch `agentd/<id>` from HEAD, checked out under
+//! `<data>/worktrees/<id>`, so that parallel sessions on one repository never edit the same files.
+//! Deleting the session removes a clean worktree (and its branch, when it holds nothing unmerged)
+//! and keeps a dirty one.
 
 use std::path::{Path, PathBuf};
 
@@ -12,19 +13,19 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Worktree {
     /// The main work tree of the repository.
-    pub repo: String,
+    pub(crate) repo: String,
     /// The worktree's directory.
-    pub path: String,
+    pub(crate) path: String,
     /// The branch checked out in it.
-    pub branch: String,
+    pub(crate) branch: String,
     /// The commit the branch started from.
-    pub base: String,
+    pub(crate) base: String,
     /// git's name for the worktree (its directory under `.git/worktrees/`).
-    pub name: String,
+    pub(crate) name: String,
     /// The repository's git directory (shared by its worktrees), as found at creation: never
     /// read back from the worktree's `.git` file, which the session's commands may rewrite.
     #[serde(default)]
-    pub common_dir: String,
+    pub(crate) common_dir: String,
 }
 
 impl Worktree {
@@ -32,7 +33,7 @@ impl Worktree {
     /// and `git commit` on its branch: the shared object store, the branch's refs and logs, and
     /// the worktree's own directory in the repository. Not the hooks or the config, which
     /// commands run outside the sandbox would obey.
-    pub fn sandbox_writable(&self) -> Vec<PathBuf> {
+    pub(crate) fn sandbox_writable(&self) -> Vec<PathBuf> {
         if self.common_dir.is_empty() {
             return Vec::new();
         }
@@ -51,7 +52,7 @@ impl Worktree {
     /// The files of the worktree's own git directory that stay read-only although the
     /// directory is writable: where it says its repository is, and its own config (made empty
     /// when missing, so that a command cannot create it).
-    pub fn sandbox_protected(&self) -> Vec<PathBuf> {
+    pub(crate) fn sandbox_protected(&self) -> Vec<PathBuf> {
         if self.common_dir.is_empty() {
             return Vec::new();
         }
@@ -72,7 +73,11 @@ impl Worktree {
 
 /// Creates the worktree of session `id` for the repository `cwd` is in. Returns it and the
 /// session's directory in it (the same place relative to the repository's top as `cwd`).
-pub fn create(cwd: &Path, worktrees_dir: &Path, id: &str) -> Result<(Worktree, PathBuf), String> {
+pub(crate) fn create(
+    cwd: &Path,
+    worktrees_dir: &Path,
+    id: &str,
+) -> Result<(Worktree, PathBuf), String> {
     let repo = Repository::discover(cwd).map_err(|_| {
         format!(
             "{} is not in a git repository; --worktree needs one",
@@ -131,7 +136,7 @@ pub fn create(cwd: &Path, worktrees_dir: &Path, id: &str) -> Result<(Worktree, P
 
 /// Removes the worktree if it has no uncommitted changes, and its branch if the branch holds
 /// no commit that HEAD lacks. Returns what was kept and why, for the user.
-pub fn remove(worktree: &Worktree) -> Vec<String> {
+pub(crate) fn remove(worktree: &Worktree) -> Vec<String> {
     let path = Path::new(&worktree.path);
     if path.exists() {
         match dirty(path, &worktree.branch) {

@@ -8,7 +8,7 @@ use super::CheckpointConfig;
 use super::{CheckpointError, Checkpoints, snapshot};
 
 /// The largest patch sent; a longer one is cut with a note (the file list stays whole).
-pub const MAX_PATCH_BYTES: usize = 4 << 20;
+pub(crate) const MAX_PATCH_BYTES: usize = 4 << 20;
 
 impl Checkpoints {
     /// What `run` (the last run with a checkpoint, when `None`) changed. A run without an end

@@ -1,11 +1,11 @@
-//! Checkpoints (SPEC §13): the state of a session's directory recorded before each run's first
-//! change and at its end, so that what the run did (through any tool, `bash` included) can be
-//! shown and undone.
+//! Checkpoints (docs/architecture.md#checkpoints-fork-and-worktrees): the state of a session's
+//! directory recorded before each run's first change and at its end, so that what the run did
+//! (through any tool, `bash` included) can be shown and undone.
 //!
-//! The shadow object store is shared by every session of a work tree ([`store`]); the user's
+//! The shadow object store is shared by every session of a work tree (`store`); the user's
 //! own `.git` is never read or written. A snapshot walks the directory as `git status` would
 //! (`.gitignore` honoured) and hashes only what changed since the store's last one
-//! ([`stat_cache`]); bytes are stored exactly as they are. A run's checkpoints are commits
+//! (`stat_cache`); bytes are stored exactly as they are. A run's checkpoints are commits
 //! under `refs/agentd/<session>/<run>/start` and `…/end`.
 //!
 //! Everything here blocks (file I/O, hashing); callers run it off the async threads.
@@ -28,7 +28,7 @@ use protocol::RunId;
 use serde::{Deserialize, Serialize};
 
 pub use config::CheckpointConfig;
-pub use snapshot::Snapshot;
+pub(crate) use snapshot::Snapshot;
 use snapshot::Staging;
 use stat_cache::StatCache;
 use store::{Store, StoreState};
@@ -54,22 +54,22 @@ impl Point {
 /// What a checkpoint knows beyond its tree: the modes git does not keep, and the files it
 /// could not store. Kept as JSON in the checkpoint commit's message.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Extras {
+pub(crate) struct Extras {
     /// Permission bits of files whose mode is neither 0644 nor 0755, by path.
     #[serde(default)]
-    pub modes: BTreeMap<String, u32>,
+    pub(crate) modes: BTreeMap<String, u32>,
     /// Files over the size limit and nested repositories, by path.
     #[serde(default)]
-    pub not_stored: Vec<String>,
+    pub(crate) not_stored: Vec<String>,
 }
 
 /// A recorded checkpoint.
 #[derive(Debug, Clone)]
 pub struct Checkpoint {
     /// The directory's tree.
-    pub tree: Oid,
+    pub(crate) tree: Oid,
     /// What the tree does not say.
-    pub extras: Extras,
+    pub(crate) extras: Extras,
 }
 
 /// Why a checkpoint operation failed.
@@ -131,7 +131,7 @@ impl Checkpoints {
     }
 
     /// Also takes over the checkpoints an older version kept in `dir` for this session.
-    pub fn with_legacy(mut self, dir: PathBuf) -> Checkpoints {
+    pub(crate) fn with_legacy(mut self, dir: PathBuf) -> Checkpoints {
         self.legacy = dir.join("HEAD").is_file().then_some(dir);
         self
     }
@@ -276,13 +276,13 @@ impl Checkpoints {
 
     /// Drops this session's checkpoints (the session is deleted); the store goes when no
     /// session is left in it.
-    pub fn delete(&self) -> Result<(), CheckpointError> {
+    pub(crate) fn delete(&self) -> Result<(), CheckpointError> {
         self.store.forget_session(&self.session)
     }
 
     /// Forgets the checkpoints of `run`, which changed nothing (their objects stay,
     /// unreferenced, until the store is repacked).
-    pub fn forget(&self, run: RunId) {
+    pub(crate) fn forget(&self, run: RunId) {
         if let Ok((_state, repo)) = self.open(false) {
             for point in [Point::Start, Point::End] {
                 if let Ok(mut reference) = repo.find_reference(&self.ref_name(run, point)) {
@@ -293,7 +293,7 @@ impl Checkpoints {
     }
 
     /// The checkpoint `point` of `run`, if one was recorded (by this daemon or an earlier one).
-    pub fn recorded(&self, run: RunId, point: Point) -> Option<Checkpoint> {
+    pub(crate) fn recorded(&self, run: RunId, point: Point) -> Option<Checkpoint> {
         let (_state, repo) = self.open(false).ok()?;
         self.load(&repo, run, point)
     }

@@ -27,11 +27,11 @@ const TREE: u32 = 0o40000;
 
 /// The directory's state: a tree in the shadow store, and what the tree does not say.
 #[derive(Debug, Clone)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The tree.
-    pub tree: Oid,
+    pub(crate) tree: Oid,
     /// Exact modes and files not stored.
-    pub extras: Extras,
+    pub(crate) extras: Extras,
 }
 
 /// What a snapshot learnt for the stat cache: the files under its prefix it hashed, and those
@@ -111,11 +111,11 @@ struct Stored<'a> {
 /// it wrote to memory.
 pub(super) struct Taken {
     /// The snapshot.
-    pub snapshot: Snapshot,
+    pub(crate) snapshot: Snapshot,
     /// For the stat cache, once the objects are on disk.
-    pub update: CacheUpdate,
+    pub(crate) update: CacheUpdate,
     /// New objects, in memory until persisted.
-    pub written: Vec<Oid>,
+    pub(crate) written: Vec<Oid>,
 }
 
 /// Records the session directory `cwd` (at `prefix` in the work tree whose stat cache is

@@ -19,20 +19,20 @@ const MAGIC: &[u8; 8] = b"AGDSTAT1";
 
 /// What was known of a file when it was last hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cached {
+pub(crate) struct Cached {
     /// Its stat data then.
-    pub stat: Stat,
+    pub(crate) stat: Stat,
     /// The blob it hashed to.
-    pub oid: Oid,
+    pub(crate) oid: Oid,
 }
 
 /// The cache of one store.
 #[derive(Debug, Clone, Default)]
-pub struct StatCache {
+pub(crate) struct StatCache {
     /// By path relative to the work tree's root.
-    pub entries: BTreeMap<Vec<u8>, Cached>,
+    pub(crate) entries: BTreeMap<Vec<u8>, Cached>,
     /// When the cache was written (seconds since the epoch).
-    pub written: i64,
+    pub(crate) written: i64,
 }
 
 impl StatCache {
@@ -44,13 +44,13 @@ impl StatCache {
 
     /// The object of `cached` if `stat` says the file still holds it: its stat data are the
     /// same, and it was not modified in or after the second the cache was written.
-    pub fn still(&self, cached: &Cached, stat: &Stat) -> Option<Oid> {
+    pub(crate) fn still(&self, cached: &Cached, stat: &Stat) -> Option<Oid> {
         (cached.stat == *stat && stat.mtime.0 < self.written && stat.ctime.0 < self.written)
             .then_some(cached.oid)
     }
 
     /// Reads the cache at `file`; an empty one when it is missing or unreadable.
-    pub fn load(file: &Path) -> StatCache {
+    pub(crate) fn load(file: &Path) -> StatCache {
         std::fs::read(file)
             .ok()
             .and_then(|bytes| decode(&bytes))
@@ -58,7 +58,7 @@ impl StatCache {
     }
 
     /// Writes the cache to `file` (through a temporary file renamed over it), stamped now.
-    pub fn save(&mut self, file: &Path) -> std::io::Result<()> {
+    pub(crate) fn save(&mut self, file: &Path) -> std::io::Result<()> {
         self.written = now_secs();
         let mut bytes = Vec::with_capacity(64 + self.entries.len() * 80);
         bytes.extend_from_slice(MAGIC);

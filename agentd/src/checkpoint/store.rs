@@ -1,9 +1,9 @@
-//! The shadow object stores of checkpoints (SPEC §13): one per work tree (the repository's top,
-//! or the session directory outside a repository) under `<data>/checkpoints/`, shared by every
-//! session working there, with refs per session and run. A store is created, without any
-//! template (no hooks, no samples), at the first checkpoint; the sessions of a process share
-//! one lock and one stat cache per store. A store no session refers to is removed, and the
-//! objects no ref reaches are dropped when the store is repacked.
+//! The shadow object stores of checkpoints (docs/architecture.md#checkpoints-fork-and-worktrees):
+//! one per work tree (the repository's top, or the session directory outside a repository) under
+//! `<data>/checkpoints/`, shared by every session working there, with refs per session and run. A
+//! store is created, without any template (no hooks, no samples), at the first checkpoint; the
+//! sessions of a process share one lock and one stat cache per store. A store no session refers to
+//! is removed, and the objects no ref reaches are dropped when the store is repacked.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,29 +23,29 @@ const MAX_PACKS: usize = 64;
 
 /// One store, as the sessions of this process share it.
 #[derive(Debug)]
-pub struct Store {
+pub(crate) struct Store {
     /// The store's directory.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The work tree's root (the repository's top, or the session directory).
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// Held while the store is used: one operation at a time writes it.
-    pub state: Mutex<StoreState>,
+    pub(crate) state: Mutex<StoreState>,
 }
 
 /// What is kept of a store between operations.
 #[derive(Debug, Default)]
-pub struct StoreState {
+pub(crate) struct StoreState {
     /// The stat cache, once read.
-    pub cache: Option<StatCache>,
+    pub(crate) cache: Option<StatCache>,
     /// By session directory: what its last walk saw, and the watch that tells what changed
     /// since.
-    pub walks: HashMap<PathBuf, (super::walk::Walked, Option<super::watch::Watch>)>,
+    pub(crate) walks: HashMap<PathBuf, (super::walk::Walked, Option<super::watch::Watch>)>,
     /// The trees of the last snapshots, by directory.
-    pub trees: super::snapshot::TreeCache,
+    pub(crate) trees: super::snapshot::TreeCache,
     /// Entries of the stat cache changed since it was last written.
-    pub unsaved: usize,
+    pub(crate) unsaved: usize,
     /// When the stat cache was last written.
-    pub saved_at: Option<std::time::Instant>,
+    pub(crate) saved_at: Option<std::time::Instant>,
 }
 
 /// Changed entries past which the stat cache is written at once; fewer wait up to
@@ -56,7 +56,7 @@ const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Store {
     /// The store of the work tree `cwd` belongs to, under `stores` (`<data>/checkpoints`).
-    pub fn of(stores: &Path, cwd: &Path) -> Arc<Store> {
+    pub(crate) fn of(stores: &Path, cwd: &Path) -> Arc<Store> {
         let root = work_tree_root(cwd);
         let dir = stores.join(format!(
             "{:016x}",
@@ -81,7 +81,7 @@ impl Store {
 
     /// Opens the store's repository; creates it first when `create`. `None` when it does not
     /// exist and may not be created.
-    pub fn open(&self, create: bool) -> Result<Option<Repository>, CheckpointError> {
+    pub(crate) fn open(&self, create: bool) -> Result<Option<Repository>, CheckpointError> {
         if self.dir.join("HEAD").is_file() {
             return Ok(Some(Repository::open_bare(&self.dir)?));
         }
@@ -129,12 +129,12 @@ impl Store {
     }
 
     /// The stat cache's file.
-    pub fn cache_file(&self) -> PathBuf {
+    pub(crate) fn cache_file(&self) -> PathBuf {
         self.dir.join(CACHE_FILE)
     }
 
     /// Writes the stat cache if enough changed or enough time passed (or `now`).
-    pub fn save_cache(&self, state: &mut StoreState, now: bool) {
+    pub(crate) fn save_cache(&self, state: &mut StoreState, now: bool) {
         let due = now
             || state.unsaved >= SAVE_AFTER
             || state.saved_at.is_none_or(|at| at.elapsed() >= SAVE_EVERY);
@@ -154,7 +154,7 @@ impl Store {
 
     /// Drops every ref of `session`; removes the store when no session is left in it, and
     /// repacks it (dropping what no ref reaches) otherwise.
-    pub fn forget_session(&self, session: &str) -> Result<(), CheckpointError> {
+    pub(crate) fn forget_session(&self, session: &str) -> Result<(), CheckpointError> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let Some(repo) = self.open(false)? else {
             return Ok(());
@@ -181,7 +181,7 @@ impl Store {
     }
 
     /// Repacks the store when its packs have piled up.
-    pub fn maintain(
+    pub(crate) fn maintain(
         &self,
         state: &mut StoreState,
         repo: &Repository,
@@ -213,7 +213,11 @@ impl Store {
 
 /// Moves the checkpoints an older version kept per session (`legacy`, with refs
 /// `refs/runs/<run>/<point>`) into `repo` as `session`'s, then removes the old store.
-pub fn take_over(repo: &Repository, legacy: &Path, session: &str) -> Result<(), CheckpointError> {
+pub(crate) fn take_over(
+    repo: &Repository,
+    legacy: &Path,
+    session: &str,
+) -> Result<(), CheckpointError> {
     if !legacy.join("HEAD").is_file() {
         return Ok(());
     }
@@ -295,7 +299,7 @@ fn packs(dir: &Path) -> Vec<PathBuf> {
 
 /// The top of the git work tree `cwd` is in, else `cwd` itself. Only looks for a `.git`: the
 /// user's repository is never opened.
-pub fn work_tree_root(cwd: &Path) -> PathBuf {
+pub(crate) fn work_tree_root(cwd: &Path) -> PathBuf {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let mut dir = Some(cwd.as_path());
     while let Some(d) = dir {

@@ -17,7 +17,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 /// What kind of entry a snapshot stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A regular file.
     File,
     /// A symbolic link (its target is stored).
@@ -26,28 +26,28 @@ pub enum Kind {
 
 /// One file found, with the stat data that says whether it changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     /// The path relative to the walked directory, as bytes.
-    pub path: Vec<u8>,
+    pub(crate) path: Vec<u8>,
     /// File or link.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// Stat data.
-    pub stat: Stat,
+    pub(crate) stat: Stat,
 }
 
 /// The stat data git compares to tell a file unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stat {
+pub(crate) struct Stat {
     /// Modification time, seconds and nanoseconds.
-    pub mtime: (i64, u32),
+    pub(crate) mtime: (i64, u32),
     /// Status change time, seconds and nanoseconds.
-    pub ctime: (i64, u32),
+    pub(crate) ctime: (i64, u32),
     /// Size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Inode number.
-    pub ino: u64,
+    pub(crate) ino: u64,
     /// Mode bits (type and permissions).
-    pub mode: u32,
+    pub(crate) mode: u32,
 }
 
 impl Stat {
@@ -64,23 +64,27 @@ impl Stat {
 
 /// What a walk found.
 #[derive(Debug, Default, Clone)]
-pub struct Walked {
+pub(crate) struct Walked {
     /// Files and links, sorted by path.
-    pub files: Vec<Found>,
+    pub(crate) files: Vec<Found>,
     /// Directories holding a repository of their own (not entered), relative paths.
-    pub nested: Vec<Vec<u8>>,
+    pub(crate) nested: Vec<Vec<u8>>,
     /// Every directory entered, relative paths (the walked one is empty).
-    pub dirs: HashSet<Vec<u8>>,
+    pub(crate) dirs: HashSet<Vec<u8>>,
 }
 
 /// The walk found more than `max_files` files.
 #[derive(Debug)]
-pub struct TooMany;
+pub(crate) struct TooMany;
 
 /// Walks `dir`; stops with [`TooMany`] past `max_files` files. With `watch`, every directory
 /// entered is watched first, so that a later [`rewalk`] needs to look only where things
 /// changed.
-pub fn walk(dir: &Path, max_files: usize, watch: Option<&mut Watch>) -> Result<Walked, TooMany> {
+pub(crate) fn walk(
+    dir: &Path,
+    max_files: usize,
+    watch: Option<&mut Watch>,
+) -> Result<Walked, TooMany> {
     let mut walker = Walker {
         ignores: outer_ignores(dir),
         found: Walked::default(),
@@ -94,7 +98,7 @@ pub fn walk(dir: &Path, max_files: usize, watch: Option<&mut Watch>) -> Result<W
 
 /// `previous` (a walk of `dir` made with a watch) brought up to date with what the watch saw:
 /// only the directories that changed are read again, new ones whole.
-pub fn rewalk(
+pub(crate) fn rewalk(
     dir: &Path,
     previous: &Walked,
     changes: &Changes,

@@ -25,7 +25,7 @@ const MASK: u32 = libc::IN_CREATE
 
 /// Watches on the directories of one walk.
 #[derive(Debug)]
-pub struct Watch {
+pub(crate) struct Watch {
     fd: OwnedFd,
     /// Watch descriptor → directory, relative to the walked directory.
     dirs: HashMap<i32, Vec<u8>>,
@@ -35,16 +35,16 @@ pub struct Watch {
 
 /// What the events say changed.
 #[derive(Debug, Default)]
-pub struct Changes {
+pub(crate) struct Changes {
     /// Directories whose entries changed (relative paths).
-    pub dirty: HashSet<Vec<u8>>,
+    pub(crate) dirty: HashSet<Vec<u8>>,
     /// Everything must be looked at again.
-    pub everything: bool,
+    pub(crate) everything: bool,
 }
 
 impl Watch {
     /// A new, empty set of watches; `None` where the kernel has no inotify for us.
-    pub fn new() -> Option<Watch> {
+    pub(crate) fn new() -> Option<Watch> {
         // SAFETY: inotify_init1 returns a new descriptor or -1.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         (fd >= 0).then(|| Watch {
@@ -57,7 +57,7 @@ impl Watch {
 
     /// Watches `dir` (at `relative` in the walk). Called before its entries are read, so that a
     /// change after the read is seen.
-    pub fn add(&mut self, dir: &Path, relative: &[u8]) {
+    pub(crate) fn add(&mut self, dir: &Path, relative: &[u8]) {
         let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
             self.incomplete = true;
             return;
@@ -72,7 +72,7 @@ impl Watch {
     }
 
     /// Reads every event so far: the directories that changed.
-    pub fn changes(&self) -> Changes {
+    pub(crate) fn changes(&self) -> Changes {
         let mut changes = Changes {
             everything: self.incomplete,
             ..Changes::default()
@@ -118,7 +118,7 @@ impl Watch {
 }
 
 /// Joins a relative path (bytes) to `root`.
-pub fn join(root: &Path, relative: &[u8]) -> PathBuf {
+pub(crate) fn join(root: &Path, relative: &[u8]) -> PathBuf {
     if relative.is_empty() {
         root.to_path_buf()
     } else {

@@ -20,14 +20,14 @@ use super::{Config, ConfigError};
 pub struct ConfigState {
     /// The configuration in force: the file's, the last good one, or the defaults standing in
     /// for a file that was never good (see [`ConfigState::standing`]).
-    pub config: Arc<Config>,
+    pub(crate) config: Arc<Config>,
     /// Why the file on disk is not the one in force, if it is not.
-    pub error: Option<ConfigError>,
+    pub(crate) error: Option<ConfigError>,
     /// How many times the file was read; goes up with every change seen.
-    pub generation: u64,
+    pub(crate) generation: u64,
     /// Whether some reading of the file was good, so that `config` is the user's own and not
     /// the defaults standing in for a file the daemon could never read.
-    pub ever_good: bool,
+    pub(crate) ever_good: bool,
 }
 
 /// How the file on disk stands with the configuration in force.
@@ -56,7 +56,7 @@ impl ConfigState {
 
     /// Loads `path` as the daemon starts: its configuration, or the defaults and the error,
     /// which keeps runs out until the file is fixed.
-    pub fn load(path: &Path) -> ConfigState {
+    pub(crate) fn load(path: &Path) -> ConfigState {
         match Config::load(path) {
             Ok(config) => ConfigState::good(config),
             Err(error) => {
@@ -75,7 +75,7 @@ impl ConfigState {
 
     /// Reads `path` again: a good file replaces the configuration in force, a broken one
     /// leaves it and records the error.
-    pub fn reload(&mut self, path: &Path) {
+    pub(crate) fn reload(&mut self, path: &Path) {
         self.generation += 1;
         match Config::load(path) {
             Ok(config) => {
@@ -98,7 +98,7 @@ impl ConfigState {
     }
 
     /// How the file on disk stands with the configuration in force.
-    pub fn standing(&self) -> Standing<'_> {
+    pub(crate) fn standing(&self) -> Standing<'_> {
         match &self.error {
             None => Standing::InForce,
             Some(error) if self.ever_good => Standing::LastGoodKept(error),
@@ -108,7 +108,7 @@ impl ConfigState {
 
     /// Whether a run may start now, `ignore_config` being what the run asked for: the warning
     /// line its events start with, if any, or the refusal.
-    pub fn admit_run(&self, ignore_config: bool) -> Result<Option<String>, ErrorInfo> {
+    pub(crate) fn admit_run(&self, ignore_config: bool) -> Result<Option<String>, ErrorInfo> {
         match self.standing() {
             Standing::InForce => Ok(None),
             Standing::LastGoodKept(error) => Ok(Some(error.last_good_kept())),
@@ -125,21 +125,21 @@ pub const BROKEN_FILE_NOTE: &str = "until the file is fixed, a daemon that start
 
 impl ConfigError {
     /// Why a run is refused while the daemon has no good configuration.
-    pub fn refusal(&self) -> String {
+    pub(crate) fn refusal(&self) -> String {
         format!(
             "{self} — runs are refused until the file is fixed, as its rules cannot be applied: fix it (`agentctl config check` shows the problem) or pass --ignore-config to run with the defaults"
         )
     }
 
     /// The warning line of a run while the last good configuration stays in force.
-    pub fn last_good_kept(&self) -> String {
+    pub(crate) fn last_good_kept(&self) -> String {
         format!(
             "{self} — the last good configuration stays in force until the file is fixed (`agentctl config check` shows the problem)"
         )
     }
 
     /// The warning line of a run that ignores the broken file (`--ignore-config`).
-    pub fn ignored(&self) -> String {
+    pub(crate) fn ignored(&self) -> String {
         format!(
             "{self} — this run ignores the file (--ignore-config) and runs with the defaults: none of its rules, limits or settings apply"
         )

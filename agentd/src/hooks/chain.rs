@@ -1,6 +1,6 @@
-//! One event's hooks run as a chain (SPEC §15): in configuration order, one after another,
-//! each told what the one before changed (`updatedInput`); each run is a `HookRan` event; the
-//! first hook that blocks decides.
+//! One event's hooks run as a chain (docs/architecture.md#hooks): in configuration order, one after
+//! another, each told what the one before changed (`updatedInput`); each run is a `HookRan` event;
+//! the first hook that blocks decides.
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,20 +14,20 @@ use super::{Hook, HookEvent, process};
 
 /// What the hooks of one event said, together.
 #[derive(Debug, Default)]
-pub struct HookOutcome {
+pub(crate) struct HookOutcome {
     /// The first block, with its reason.
-    pub block: Option<String>,
+    pub(crate) block: Option<String>,
     /// The strictest answer to the permission question (deny, then ask, then allow).
-    pub permission: Option<(Permission, String)>,
+    pub(crate) permission: Option<(Permission, String)>,
     /// The tool's arguments as the last hook left them, if a hook changed them.
-    pub updated_input: Option<Value>,
+    pub(crate) updated_input: Option<Value>,
     /// What they add to what the model sees.
-    pub context: Vec<String>,
+    pub(crate) context: Vec<String>,
 }
 
 impl HookOutcome {
     /// The added context as one text, if there is any.
-    pub fn context_text(&self) -> Option<String> {
+    pub(crate) fn context_text(&self) -> Option<String> {
         (!self.context.is_empty()).then(|| self.context.join("\n"))
     }
 }
@@ -42,28 +42,28 @@ fn strictness(permission: Permission) -> u8 {
 }
 
 /// What a chain of hooks runs with.
-pub struct Chain<'a> {
+pub(crate) struct Chain<'a> {
     /// The hooks, in order.
-    pub hooks: Vec<Hook>,
+    pub(crate) hooks: Vec<Hook>,
     /// Their event.
-    pub event: HookEvent,
+    pub(crate) event: HookEvent,
     /// The session's id.
-    pub session: &'a str,
+    pub(crate) session: &'a str,
     /// Its transcript, when one was written.
-    pub transcript: Option<&'a Path>,
+    pub(crate) transcript: Option<&'a Path>,
     /// Its mode.
-    pub mode: Option<Mode>,
+    pub(crate) mode: Option<Mode>,
     /// Its directory: where the hooks run.
-    pub cwd: &'a Path,
+    pub(crate) cwd: &'a Path,
     /// Their environment.
-    pub env: &'a [(String, String)],
+    pub(crate) env: &'a [(String, String)],
     /// Kills a hook under way.
-    pub cancel: &'a CancellationToken,
+    pub(crate) cancel: &'a CancellationToken,
 }
 
 /// Runs `chain` with `fields` added to the common input; `on_event` hears each `HookRan`
 /// (and what the hooks say to the user) as it happens.
-pub async fn run_chain(
+pub(crate) async fn run_chain(
     chain: Chain<'_>,
     mut fields: Map<String, Value>,
     mut on_event: impl FnMut(Event),

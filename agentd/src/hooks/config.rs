@@ -1,6 +1,6 @@
-//! `[[hooks.EVENT]]` in `config.toml` (SPEC §15): the events, and each hook's matcher, command,
-//! timeout and what a failure means. Unknown events and bad matchers are refused when the file
-//! is read, with the line they are on.
+//! `[[hooks.EVENT]]` in `config.toml` (docs/architecture.md#hooks): the events, and each hook's
+//! matcher, command, timeout and what a failure means. Unknown events and bad matchers are refused
+//! when the file is read, with the line they are on.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// When hooks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum HookEvent {
+pub(crate) enum HookEvent {
     /// A session's first run starts.
     SessionStart,
     /// A user's message is about to reach the model.
@@ -36,7 +36,7 @@ pub enum HookEvent {
 
 impl HookEvent {
     /// Every event.
-    pub const ALL: [HookEvent; 11] = [
+    pub(crate) const ALL: [HookEvent; 11] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -51,7 +51,7 @@ impl HookEvent {
     ];
 
     /// Its name, as in the configuration and in `hook_event_name`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HookEvent::SessionStart => "SessionStart",
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
@@ -65,17 +65,6 @@ impl HookEvent {
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::Notification => "Notification",
         }
-    }
-
-    /// Whether its hooks match a tool name.
-    pub fn has_tool(self) -> bool {
-        matches!(
-            self,
-            HookEvent::PreToolUse
-                | HookEvent::PermissionRequest
-                | HookEvent::PostToolUse
-                | HookEvent::PostToolUseFailure
-        )
     }
 }
 
@@ -109,11 +98,11 @@ impl Serialize for HookEvent {
 
 /// A regular expression on the tool name; compiled when the file is read.
 #[derive(Debug, Clone)]
-pub struct Matcher(pub regex::Regex);
+pub(crate) struct Matcher(pub regex::Regex);
 
 impl Matcher {
     /// The pattern as written.
-    pub fn pattern(&self) -> &str {
+    pub(crate) fn pattern(&self) -> &str {
         let text = self.0.as_str();
         text.strip_prefix("^(?:")
             .and_then(|t| t.strip_suffix(")$"))
@@ -121,7 +110,7 @@ impl Matcher {
     }
 
     /// Whether it matches the whole of `name` (`*` and an empty matcher match every tool).
-    pub fn matches(&self, name: &str) -> bool {
+    pub(crate) fn matches(&self, name: &str) -> bool {
         self.0.is_match(name)
     }
 }
@@ -164,7 +153,7 @@ impl Serialize for Matcher {
 /// What a hook that fails (crashes, times out, exits other than 0 or 2) means.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OnError {
+pub(crate) enum OnError {
     /// Go on as if it had not run (it is shown).
     #[default]
     Ignore,
@@ -175,18 +164,18 @@ pub enum OnError {
 /// One hook.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Hook {
+pub(crate) struct Hook {
     /// The tools it applies to (tool events); every tool when absent.
     #[serde(default)]
-    pub matcher: Option<Matcher>,
+    pub(crate) matcher: Option<Matcher>,
     /// Run with `sh -c` in the session directory.
-    pub command: String,
+    pub(crate) command: String,
     /// Killed after this long.
     #[serde(default = "default_timeout")]
-    pub timeout_secs: u64,
+    pub(crate) timeout_secs: u64,
     /// What a failure means.
     #[serde(default)]
-    pub on_error: OnError,
+    pub(crate) on_error: OnError,
 }
 
 fn default_timeout() -> u64 {
@@ -194,10 +183,10 @@ fn default_timeout() -> u64 {
 }
 
 /// The hooks of each event, in configuration order.
-pub type HookTable = BTreeMap<HookEvent, Vec<Hook>>;
+pub(crate) type HookTable = BTreeMap<HookEvent, Vec<Hook>>;
 
 /// The hooks of `event` for `tool` (if the event has one), in order.
-pub fn hooks_for<'a>(
+pub(crate) fn hooks_for<'a>(
     table: &'a HookTable,
     event: HookEvent,
     tool: Option<&'a str>,

@@ -1,18 +1,18 @@
-//! Hooks (SPEC §15): commands from the user's configuration that run at points of a session's
-//! life (a tool call, a prompt, the end of a run) with a JSON description on stdin, in Claude
-//! Code's field names so existing scripts work, and whose exit code and JSON output can refuse,
-//! allow, change or add to what happens.
+//! Hooks (docs/architecture.md#hooks): commands from the user's configuration that run at points of
+//! a session's life (a tool call, a prompt, the end of a run) with a JSON description on stdin, in
+//! Claude Code's field names so existing scripts work, and whose exit code and JSON output can
+//! refuse, allow, change or add to what happens.
 
-pub mod chain;
-pub mod config;
-pub mod output;
-pub mod process;
+pub(crate) mod chain;
+pub(crate) mod config;
+pub(crate) mod output;
+pub(crate) mod process;
 
-pub use config::{Hook, HookEvent, HookTable, OnError, hooks_for};
+pub(crate) use config::{Hook, HookEvent, HookTable, OnError, hooks_for};
 
 /// Runs the SessionEnd hooks of deleted session `session` in the background (nobody is left to
 /// show them to), in `cwd`, with `env` (the daemon's, filtered) and `AGENTD_SESSION_ID`.
-pub fn session_end(
+pub(crate) fn session_end(
     table: &HookTable,
     session: &str,
     cwd: &std::path::Path,

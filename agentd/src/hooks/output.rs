@@ -1,6 +1,6 @@
-//! What a hook's run means (SPEC §15): exit 0 goes on (stdout read as JSON when it is JSON),
-//! exit 2 blocks with stderr as the reason, anything else is an error that `on_error` decides.
-//! The JSON fields are Claude Code's: `continue`, `stopReason`, `systemMessage`,
+//! What a hook's run means (docs/architecture.md#hooks): exit 0 goes on (stdout read as JSON when
+//! it is JSON), exit 2 blocks with stderr as the reason, anything else is an error that `on_error`
+//! decides. The JSON fields are Claude Code's: `continue`, `stopReason`, `systemMessage`,
 //! `decision: "block"` with `reason`, and `hookSpecificOutput` with `permissionDecision`,
 //! `permissionDecisionReason`, `updatedInput` and `additionalContext`.
 
@@ -11,7 +11,7 @@ use super::process::HookRun;
 
 /// A hook's answer to a permission question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Permission {
+pub(crate) enum Permission {
     /// Run it without asking (a deny rule still wins).
     Allow,
     /// Refuse it.
@@ -22,24 +22,24 @@ pub enum Permission {
 
 /// What one hook run says.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// Refuse (the call, the prompt) or, for a Stop hook, go on; with the reason the model reads.
-    pub block: Option<String>,
+    pub(crate) block: Option<String>,
     /// An answer to the permission question, with its reason.
-    pub permission: Option<(Permission, String)>,
+    pub(crate) permission: Option<(Permission, String)>,
     /// New arguments for the tool call.
-    pub updated_input: Option<Value>,
+    pub(crate) updated_input: Option<Value>,
     /// Text added to what the model sees.
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
     /// A message for the user.
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
     /// The hook failed (and `on_error` is `ignore`): why, for the views.
-    pub failed: Option<String>,
+    pub(crate) failed: Option<String>,
 }
 
 impl Verdict {
     /// The one word the views show for it.
-    pub fn label(&self) -> Option<String> {
+    pub(crate) fn label(&self) -> Option<String> {
         if self.block.is_some() {
             return Some("block".to_string());
         }
@@ -63,7 +63,7 @@ impl Verdict {
 }
 
 /// Reads `run` of a hook whose failures mean `on_error`.
-pub fn verdict(run: &HookRun, on_error: OnError) -> Verdict {
+pub(crate) fn verdict(run: &HookRun, on_error: OnError) -> Verdict {
     let failure = match (&run.failure, run.exit) {
         (Some(failure), _) => Some(failure.clone()),
         (None, Some(0 | 2)) => None,

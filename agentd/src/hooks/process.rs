@@ -12,25 +12,25 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 /// Bytes of a hook's stdout, and of its stderr, kept.
-pub const MAX_KEPT: usize = 64 * 1024;
+pub(crate) const MAX_KEPT: usize = 64 * 1024;
 
 /// How one hook ran.
 #[derive(Debug, Clone, Default)]
-pub struct HookRun {
+pub(crate) struct HookRun {
     /// Its exit code; `None` when it was killed or could not start.
-    pub exit: Option<i32>,
+    pub(crate) exit: Option<i32>,
     /// What it printed (at most [`MAX_KEPT`] bytes).
-    pub stdout: String,
+    pub(crate) stdout: String,
     /// What it printed on stderr (at most [`MAX_KEPT`] bytes).
-    pub stderr: String,
+    pub(crate) stderr: String,
     /// How long it ran.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// Why it did not finish by itself: timed out, cancelled, or could not start.
-    pub failure: Option<String>,
+    pub(crate) failure: Option<String>,
 }
 
 /// Runs `command` with `input` on its stdin.
-pub async fn run(
+pub(crate) async fn run(
     command: &str,
     input: &[u8],
     cwd: &Path,

@@ -10,9 +10,9 @@ use rmcp::{ClientHandler, RoleClient};
 
 /// The handler rmcp calls for what the server sends us.
 #[derive(Clone, Default)]
-pub struct Handler {
+pub(crate) struct Handler {
     /// Set when the server says its tools changed; the next listing fetches them again.
-    pub stale: Arc<AtomicBool>,
+    pub(crate) stale: Arc<AtomicBool>,
 }
 
 impl ClientHandler for Handler {

@@ -1,7 +1,7 @@
-//! `[mcp_servers.NAME]` entries (SPEC §10): a stdio server (`command`, `args`, `env`, `cwd`) or
-//! a Streamable HTTP one (`url`, `headers`), with `enabled`, timeouts, `scope` and `allow`.
-//! Each entry is read on its own: a broken one is reported (file and line) and the others are
-//! used.
+//! `[mcp_servers.NAME]` entries (docs/architecture.md#mcp-servers): a stdio server (`command`,
+//! `args`, `env`, `cwd`) or a Streamable HTTP one (`url`, `headers`), with `enabled`, timeouts,
+//! `scope` and `allow`. Each entry is read on its own: a broken one is reported (file and line) and
+//! the others are used.
 //!
 //! ```toml
 //! [mcp_servers.files]
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 /// Whether one server serves the whole daemon or each session has its own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum McpScope {
+pub(crate) enum McpScope {
     /// One process (or HTTP session) for every session.
     #[default]
     Daemon,
@@ -34,7 +34,7 @@ pub enum McpScope {
 
 impl McpScope {
     /// The scope as written in the config.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             McpScope::Daemon => "daemon",
             McpScope::Session => "session",
@@ -44,7 +44,7 @@ impl McpScope {
 
 /// How to reach a server. Its `Debug` form leaves header values out: they may hold tokens.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub enum McpTransport {
+pub(crate) enum McpTransport {
     /// A child process speaking JSON-RPC on its stdin and stdout.
     Stdio {
         /// The program.
@@ -91,7 +91,7 @@ impl std::fmt::Debug for McpTransport {
 
 impl McpTransport {
     /// "stdio" or "http".
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             McpTransport::Stdio { .. } => "stdio",
             McpTransport::Http { .. } => "http",
@@ -101,21 +101,21 @@ impl McpTransport {
 
 /// One configured server, checked.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct McpServerConfig {
+pub(crate) struct McpServerConfig {
     /// Its name in the config.
-    pub name: String,
+    pub(crate) name: String,
     /// How to reach it.
-    pub transport: McpTransport,
+    pub(crate) transport: McpTransport,
     /// Whether it is used.
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// How long starting and `initialize` may take.
-    pub startup_timeout: Duration,
+    pub(crate) startup_timeout: Duration,
     /// How long one tool call may take.
-    pub call_timeout: Duration,
+    pub(crate) call_timeout: Duration,
     /// One for the daemon or one per session.
-    pub scope: McpScope,
+    pub(crate) scope: McpScope,
     /// Tools that run without asking.
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
 }
 
 /// An entry as written.
@@ -157,7 +157,7 @@ fn call_default() -> u64 {
 
 /// Reads entry `name` from `value`; `env` looks up `${VAR}`s of headers (the daemon's
 /// environment).
-pub fn parse_entry(
+pub(crate) fn parse_entry(
     name: &str,
     value: toml::Value,
     env: &dyn Fn(&str) -> Option<String>,
@@ -213,7 +213,7 @@ pub fn parse_entry(
 
 /// A server a client brought for one session (an editor's `mcpServers`): `session` scope,
 /// default timeouts, nothing allowed without asking.
-pub fn from_spec(spec: &protocol::McpServerSpec) -> Result<McpServerConfig, String> {
+pub(crate) fn from_spec(spec: &protocol::McpServerSpec) -> Result<McpServerConfig, String> {
     let name = &spec.name;
     super::names::check_server_name(name).map_err(|e| format!("MCP server `{name}`: {e}"))?;
     let transport = match (&spec.command, &spec.url) {

@@ -1,15 +1,15 @@
-//! MCP servers as tool sources (SPEC §10), one shared pool per daemon: the hub keeps every
-//! instance (one per server for `daemon` scope, one per session and server for `session`
-//! scope), starts them when a run first lists tools, stops the ones whose configuration changed
-//! or went, the ones of a session that ended, and all of them with the daemon.
+//! MCP servers as tool sources (docs/architecture.md#mcp-servers), one shared pool per daemon: the
+//! hub keeps every instance (one per server for `daemon` scope, one per session and server for
+//! `session` scope), starts them when a run first lists tools, stops the ones whose configuration
+//! changed or went, the ones of a session that ended, and all of them with the daemon.
 
-pub mod client;
-pub mod config;
-pub mod names;
-pub mod result;
-pub mod server;
-pub mod stderr;
-pub mod toolset;
+pub(crate) mod client;
+pub(crate) mod config;
+pub(crate) mod names;
+pub(crate) mod result;
+pub(crate) mod server;
+pub(crate) mod stderr;
+pub(crate) mod toolset;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ use crate::tools::ToolOutput;
 use crate::tools::processes::ProcessRecords;
 use config::{McpScope, McpServerConfig};
 use server::{Instance, Launch, LaunchEnv};
-pub use toolset::{McpTool, Toolset};
+pub(crate) use toolset::{McpTool, Toolset};
 
 /// An instance's key: the server's name, and the session for `session` scope.
 type Key = (String, Option<SessionId>);
@@ -37,7 +37,8 @@ pub struct SessionSide {
     pub id: SessionId,
     /// Its directory: where its `session`-scope servers run.
     pub cwd: PathBuf,
-    /// The environment its commands get (SPEC §5): its `session`-scope servers get it too.
+    /// The environment its commands get (docs/architecture.md#tools): its `session`-scope servers
+    /// get it too.
     pub env: Arc<Vec<(String, String)>>,
 }
 
@@ -119,7 +120,11 @@ impl McpHub {
 
     /// Uses `servers` in `session`'s runs besides the configured ones, replacing what was
     /// given before; instances of servers no longer given are stopped.
-    pub async fn set_session_servers(&self, session: &SessionId, servers: Vec<McpServerConfig>) {
+    pub(crate) async fn set_session_servers(
+        &self,
+        session: &SessionId,
+        servers: Vec<McpServerConfig>,
+    ) {
         let before = self
             .inner
             .extras
@@ -209,7 +214,7 @@ impl McpHub {
     /// Finds a tool the turn's toolset did not have, by the server its name gives: that
     /// server is started (again) if it can be. `None` when the name names no configured
     /// server; otherwise the tool, or an error result that names the server.
-    pub async fn find(
+    pub(crate) async fn find(
         &self,
         session: &SessionSide,
         name: &str,
@@ -270,7 +275,7 @@ impl McpHub {
 
     /// Stops the `session`-scope servers of `session`, and forgets the ones a client brought
     /// for it (a client opening it again brings them again).
-    pub async fn end_session(&self, session: &SessionId) {
+    pub(crate) async fn end_session(&self, session: &SessionId) {
         self.inner
             .extras
             .lock()
@@ -295,7 +300,7 @@ impl McpHub {
     }
 
     /// Every configured server and its instances, for `agentctl mcp list` and `daemon status`.
-    pub fn list(&self) -> Vec<McpServerInfo> {
+    pub(crate) fn list(&self) -> Vec<McpServerInfo> {
         let (servers, broken) = {
             let state = self.inner.config.borrow();
             (

@@ -4,14 +4,14 @@
 use std::collections::HashSet;
 
 /// The prefix of every MCP tool's name.
-pub const PREFIX: &str = "mcp__";
+pub(crate) const PREFIX: &str = "mcp__";
 /// The longest tool name providers accept.
-pub const MAX_NAME: usize = 64;
+pub(crate) const MAX_NAME: usize = 64;
 /// The longest server name, so that its tools keep room for their own names.
-pub const MAX_SERVER_NAME: usize = 30;
+pub(crate) const MAX_SERVER_NAME: usize = 30;
 
 /// Checks a server's name from the config.
-pub fn check_server_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_server_name(name: &str) -> Result<(), String> {
     if name.is_empty()
         || name.len() > MAX_SERVER_NAME
         || name.contains("__")
@@ -27,7 +27,7 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
 }
 
 /// The model's name for `tool` of `server`, not in `taken`, which it is added to.
-pub fn exposed(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+pub(crate) fn exposed(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
     let clean: String = tool
         .chars()
         .map(|c| {
@@ -56,7 +56,7 @@ pub fn exposed(server: &str, tool: &str, taken: &mut HashSet<String>) -> String 
 
 /// The server and tool an exposed name stands for, as far as the name shows them: the server
 /// exactly (its name has no `__`), the tool as sanitised.
-pub fn split(name: &str) -> Option<(&str, &str)> {
+pub(crate) fn split(name: &str) -> Option<(&str, &str)> {
     name.strip_prefix(PREFIX)?.split_once("__")
 }
 

@@ -1,13 +1,13 @@
-//! A `tools/call` result as the model sees it (SPEC §10): text joined, structured content as
-//! JSON, images, audio and resources as a short note, `isError` kept, and the whole capped
-//! like every tool's output.
+//! A `tools/call` result as the model sees it (docs/architecture.md#mcp-servers): text joined,
+//! structured content as JSON, images, audio and resources as a short note, `isError` kept, and the
+//! whole capped like every tool's output.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 use crate::tools::{MAX_OUTPUT_BYTES, ToolOutput, cap};
 
 /// Converts a server's result.
-pub fn to_output(result: &CallToolResult) -> ToolOutput {
+pub(crate) fn to_output(result: &CallToolResult) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
     let mut texts: Vec<&str> = Vec::new();
     for block in &result.content {

@@ -35,20 +35,20 @@ const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// Where and with what an instance starts.
 #[derive(Clone)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// The directory a stdio server runs in, unless its entry names one.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// The environment a stdio server runs with, before its entry's `env`.
-    pub env: LaunchEnv,
+    pub(crate) env: LaunchEnv,
     /// The HTTP client for Streamable HTTP servers.
-    pub http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
     /// Where server process groups are recorded, for the next daemon after a crash.
-    pub processes: ProcessRecords,
+    pub(crate) processes: ProcessRecords,
 }
 
 /// Where a server's environment comes from; the daemon's own is read only when a server starts.
 #[derive(Clone)]
-pub enum LaunchEnv {
+pub(crate) enum LaunchEnv {
     /// A session's (already filtered).
     Session(Arc<Vec<(String, String)>>),
     /// The daemon's, filtered by these settings.
@@ -66,23 +66,23 @@ impl LaunchEnv {
 
 /// What `agentctl mcp list` shows of an instance.
 #[derive(Debug, Clone, Default)]
-pub struct Status {
+pub(crate) struct Status {
     /// `idle`, `starting`, `ready`, `restarting`, `failed` or `stopped`.
-    pub state: &'static str,
+    pub(crate) state: &'static str,
     /// The server process.
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// Tools offered.
-    pub tools: usize,
+    pub(crate) tools: usize,
     /// The last thing that went wrong.
-    pub last_error: Option<String>,
+    pub(crate) last_error: Option<String>,
 }
 
 /// One instance of a server: the daemon's, or one session's.
-pub struct Instance {
+pub(crate) struct Instance {
     /// Its configuration.
-    pub config: McpServerConfig,
+    pub(crate) config: McpServerConfig,
     /// The session it belongs to, for `session` scope.
-    pub session: Option<SessionId>,
+    pub(crate) session: Option<SessionId>,
     conn: tokio::sync::Mutex<Conn>,
     status: Mutex<Status>,
     stopped: AtomicBool,
@@ -129,7 +129,7 @@ impl Drop for Process {
 
 impl Instance {
     /// A new instance, not started.
-    pub fn new(config: McpServerConfig, session: Option<SessionId>) -> Instance {
+    pub(crate) fn new(config: McpServerConfig, session: Option<SessionId>) -> Instance {
         Instance {
             config,
             session,
@@ -147,7 +147,7 @@ impl Instance {
     }
 
     /// What the instance is doing now.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         self.status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -160,7 +160,7 @@ impl Instance {
 
     /// The server's tools, starting it first when needed; the cached list unless the server
     /// said it changed.
-    pub async fn tools(&self, launch: &Launch) -> Result<Arc<Vec<McpToolDef>>, String> {
+    pub(crate) async fn tools(&self, launch: &Launch) -> Result<Arc<Vec<McpToolDef>>, String> {
         let live = self.ensure(launch).await?;
         if live.stale.swap(false, Ordering::SeqCst) {
             match tokio::time::timeout(
@@ -187,7 +187,7 @@ impl Instance {
 
     /// Calls `tool` with `args`; gives up at the call timeout or when `cancel` fires (the server
     /// is told with `notifications/cancelled`, and is not waited for).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         launch: &Launch,
         tool: &str,
@@ -403,7 +403,7 @@ impl Instance {
 
     /// Stops the instance for good: calls waiting for it fail, and the server and its process
     /// group are gone when this returns.
-    pub async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
         let live = self.conn.lock().await.live.take();
         if let Some(live) = live {

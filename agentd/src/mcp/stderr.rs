@@ -13,7 +13,7 @@ const LINE_CHARS: usize = 300;
 
 /// The tail of a server's stderr.
 #[derive(Debug, Default)]
-pub struct Tail(Mutex<VecDeque<String>>);
+pub(crate) struct Tail(Mutex<VecDeque<String>>);
 
 impl Tail {
     fn push(&self, line: &[u8]) {
@@ -33,7 +33,7 @@ impl Tail {
     }
 
     /// "; stderr: …" with the last lines, or nothing when the server wrote none.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if lines.is_empty() {
             return String::new();
@@ -43,7 +43,11 @@ impl Tail {
     }
 
     /// Reads `stderr` to its end into the tail, logging each line under `server`.
-    pub async fn collect(&self, server: &str, mut stderr: impl tokio::io::AsyncRead + Unpin) {
+    pub(crate) async fn collect(
+        &self,
+        server: &str,
+        mut stderr: impl tokio::io::AsyncRead + Unpin,
+    ) {
         let mut buf = [0u8; 4096];
         let mut line: Vec<u8> = Vec::new();
         loop {

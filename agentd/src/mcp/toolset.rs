@@ -13,7 +13,7 @@ use super::names;
 use crate::provider::ToolSpec;
 
 /// The most tools taken from one server.
-pub const MAX_TOOLS_PER_SERVER: usize = 200;
+pub(crate) const MAX_TOOLS_PER_SERVER: usize = 200;
 /// The most characters of a tool's description.
 const MAX_DESCRIPTION: usize = 2_000;
 /// The most bytes of a tool's input schema; a larger one is replaced by an open object.
@@ -27,40 +27,40 @@ const MAX_TOOL_NAME: usize = 128;
 #[derive(Debug, Clone)]
 pub struct McpTool {
     /// Its name for the model (`mcp__<server>__<tool>`).
-    pub name: String,
+    pub(crate) name: String,
     /// The server's name in the config.
-    pub server: String,
+    pub(crate) server: String,
     /// The tool's name on the server.
-    pub tool: String,
+    pub(crate) tool: String,
     /// What the model is told.
-    pub spec: ToolSpec,
+    pub(crate) spec: ToolSpec,
     /// Whether the server says the tool changes nothing (`readOnlyHint`).
-    pub read_only: bool,
+    pub(crate) read_only: bool,
     /// Whether the server's `allow` list names it.
-    pub allowed: bool,
+    pub(crate) allowed: bool,
 }
 
 /// A server as a turn found it.
 #[derive(Debug, Clone)]
-pub struct ServerState {
+pub(crate) struct ServerState {
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its tool count, or why it cannot be used.
-    pub outcome: Result<usize, String>,
+    pub(crate) outcome: Result<usize, String>,
 }
 
 /// Every MCP tool of one turn.
 #[derive(Debug, Clone, Default)]
 pub struct Toolset {
     /// The tools, server by server.
-    pub tools: Vec<McpTool>,
+    pub(crate) tools: Vec<McpTool>,
     /// The servers, in config order.
-    pub servers: Vec<ServerState>,
+    pub(crate) servers: Vec<ServerState>,
 }
 
 impl Toolset {
     /// Adds `config`'s tools (or why there are none).
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         config: &McpServerConfig,
         tools: Result<&[McpToolDef], String>,
@@ -130,7 +130,7 @@ impl Toolset {
     }
 
     /// What the system prompt says of the servers; `None` without any.
-    pub fn prompt(&self) -> Option<String> {
+    pub(crate) fn prompt(&self) -> Option<String> {
         if self.servers.is_empty() {
             return None;
         }

@@ -1,7 +1,7 @@
-//! Programs whose arguments hold code (SPEC §6): a `sed` script that runs commands or writes
-//! files, and `git` options and config keys that name commands git runs.
+//! Programs whose arguments hold code (docs/architecture.md#permissions-and-modes): a `sed` script
+//! that runs commands or writes files, and `git` options and config keys that name commands git
+//! runs.
 
-use super::opaque::operands;
 use super::shell::Word;
 
 /// `sed` scripts that run commands (`e`, the `e` flag of `s`) or write files (`w`, `W`, the
@@ -200,4 +200,22 @@ fn git_subcommand_runs(subcommand: &str, args: &[&str]) -> Option<String> {
     };
     (matches!(t, "filter-branch" | "daemon" | "instaweb" | "web--browse") || args.iter().any(runs))
         .then(|| format!("`git {t}` runs a command from its arguments"))
+}
+
+/// The operands of `args`: what does not start with `-`, after the options.
+pub(super) fn operands(args: &[Word]) -> Vec<&str> {
+    let mut past = false;
+    args.iter()
+        .map(Word::text)
+        .filter(|t| {
+            if past {
+                return true;
+            }
+            if *t == "--" {
+                past = true;
+                return false;
+            }
+            !t.starts_with('-') || *t == "-"
+        })
+        .collect()
 }

@@ -1,4 +1,5 @@
-//! `bash:` permission rules against the simple commands of a command line (SPEC §6).
+//! `bash:` permission rules against the simple commands of a command line
+//! (docs/architecture.md#permissions-and-modes).
 //!
 //! An allow rule is a glob over one simple command as written (its words joined by single
 //! spaces): strict, so `sudo cargo test` or `./cargo test` is not `cargo test`. A deny rule is
@@ -16,9 +17,9 @@ use super::wrappers::{Invocation, basename, expand};
 
 /// One `bash:` rule's pattern.
 #[derive(Debug, Clone)]
-pub struct CommandRule {
+pub(crate) struct CommandRule {
     /// The pattern as written.
-    pub pattern: String,
+    pub(crate) pattern: String,
     /// The whole pattern as a glob.
     glob: GlobMatcher,
     /// The program a deny rule names, as a glob over its base name.
@@ -33,7 +34,7 @@ pub struct CommandRule {
 
 /// What a deny rule says of a command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DenyCheck {
+pub(crate) enum DenyCheck {
     /// A simple command matches the rule with this pattern.
     Denied(String),
     /// No simple command matches.
@@ -45,7 +46,7 @@ pub enum DenyCheck {
 
 impl CommandRule {
     /// Parses the pattern of a `bash:` rule.
-    pub fn parse(pattern: &str) -> Result<CommandRule, String> {
+    pub(crate) fn parse(pattern: &str) -> Result<CommandRule, String> {
         let glob = |p: &str| {
             Glob::new(p)
                 .map(|g| g.compile_matcher())
@@ -87,12 +88,12 @@ impl CommandRule {
     }
 
     /// Whether this allow rule covers `command` (written as it stands).
-    pub fn allows(&self, command: &SimpleCommand) -> bool {
+    pub(crate) fn allows(&self, command: &SimpleCommand) -> bool {
         command.assignments.is_empty() && self.glob.is_match(written(command))
     }
 
     /// Whether this deny rule refuses `command`, reached however it is.
-    pub fn denies(&self, command: &SimpleCommand) -> DenyCheck {
+    pub(crate) fn denies(&self, command: &SimpleCommand) -> DenyCheck {
         if self.glob.is_match(written(command)) {
             return DenyCheck::Denied(self.pattern.clone());
         }
@@ -172,7 +173,7 @@ impl CommandRule {
 }
 
 /// A command as written: its words joined by single spaces.
-pub fn written(command: &SimpleCommand) -> String {
+pub(crate) fn written(command: &SimpleCommand) -> String {
     command
         .words
         .iter()

@@ -16,12 +16,12 @@ use crate::tools::Tool;
 
 /// A change a line makes for the commands after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaterChange {
+pub(crate) struct LaterChange {
     /// What it changes, said so that it can follow "it cannot be checked against the deny
     /// rules: ".
-    pub why: String,
+    pub(crate) why: String,
     /// Whether it changes which program a name runs (not only what programs load).
-    pub lookup: bool,
+    pub(crate) lookup: bool,
 }
 
 /// Builtins that set (or unset) the variables their operands name.
@@ -41,7 +41,7 @@ const SETS_NAMED: [&str; 10] = [
 /// What `line` changes for the commands after it, if anything: one that changes which program
 /// a name runs before one that only changes what programs load. `path_var` is the session's
 /// `PATH`: with a relative entry in it, changing directory changes lookup too.
-pub fn later_change(line: &CommandLine, path_var: Option<&str>) -> Option<LaterChange> {
+pub(crate) fn later_change(line: &CommandLine, path_var: Option<&str>) -> Option<LaterChange> {
     let mut changes: Vec<LaterChange> = line
         .assignments
         .iter()
@@ -70,7 +70,7 @@ pub fn later_change(line: &CommandLine, path_var: Option<&str>) -> Option<LaterC
 
 /// Whether the `bash` call `call` changes which program a name runs for the commands after it:
 /// once one was let run, the session asks for every program found through `PATH`.
-pub fn changes_lookup(call: Call<'_>) -> bool {
+pub(crate) fn changes_lookup(call: Call<'_>) -> bool {
     if call.tool != super::CallTool::Builtin(Tool::Bash) {
         return false;
     }
@@ -82,7 +82,7 @@ pub fn changes_lookup(call: Call<'_>) -> bool {
 
 /// Why a command asks in a session where an earlier call changed lookup: it runs a program
 /// found through `PATH`, and which one that is cannot be told any more.
-pub fn after_earlier_change(line: &CommandLine, changed_before: bool) -> Option<String> {
+pub(crate) fn after_earlier_change(line: &CommandLine, changed_before: bool) -> Option<String> {
     if !changed_before {
         return None;
     }

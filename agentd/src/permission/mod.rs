@@ -1,19 +1,19 @@
-//! Whether a tool call may run: the permission matrix of the modes (SPEC §6), grants given for
-//! a run, the "always allow" rules a user gave for a session, and the allow and deny rules of
-//! the configuration.
+//! Whether a tool call may run: the permission matrix of the modes
+//! (docs/architecture.md#permissions-and-modes), grants given for a run, the "always allow" rules a
+//! user gave for a session, and the allow and deny rules of the configuration.
 
 mod code_args;
-pub mod command_rule;
-pub mod lookup;
-pub mod opaque;
-pub mod programs;
+pub(crate) mod command_rule;
+pub(crate) mod lookup;
+pub(crate) mod opaque;
+pub(crate) mod programs;
 mod python_module;
 mod real_path;
-pub mod rules;
-pub mod shell;
-pub mod wrapper_options;
-pub mod wrappers;
-pub mod written;
+pub(crate) mod rules;
+pub(crate) mod shell;
+pub(crate) mod wrapper_options;
+pub(crate) mod wrappers;
+pub(crate) mod written;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -21,20 +21,20 @@ use std::time::SystemTime;
 use protocol::{Mode, PermissionClass};
 use serde_json::Value;
 
-pub use crate::sandbox::protected::ProtectedPaths;
+pub(crate) use crate::sandbox::protected::ProtectedPaths;
 use crate::tools::{Tool, display, resolve};
 use command_rule::{DenyCheck, written};
-pub use lookup::changes_lookup;
+pub(crate) use lookup::changes_lookup;
 use programs::Programs;
-pub use real_path::real_path;
-pub use rules::PermissionRules;
+pub(crate) use real_path::real_path;
+pub(crate) use rules::PermissionRules;
 use rules::Subject;
 use shell::{CommandLine, SimpleCommand, Unparsable, Word};
-pub use written::unchanged_since;
+pub(crate) use written::unchanged_since;
 
 /// What to do with a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Run it.
     Allow,
     /// Ask the user; with the reason when it is not simply the mode's rule.
@@ -58,7 +58,7 @@ pub enum AlwaysRule {
 
 /// The tool a call is for: a built-in one, or a tool of an MCP server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallTool<'a> {
+pub(crate) enum CallTool<'a> {
     /// A built-in tool.
     Builtin(Tool),
     /// A tool of an MCP server.
@@ -74,7 +74,7 @@ pub enum CallTool<'a> {
 
 /// A call's tool, owned: what a pending permission request keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolRef {
+pub(crate) enum ToolRef {
     /// A built-in tool.
     Builtin(Tool),
     /// A tool of an MCP server.
@@ -90,12 +90,12 @@ pub enum ToolRef {
 
 impl ToolRef {
     /// Whether the call writes the file its `path` names (`write`, `edit`).
-    pub fn writes(&self) -> bool {
+    pub(crate) fn writes(&self) -> bool {
         matches!(self, ToolRef::Builtin(Tool::Write | Tool::Edit))
     }
 
     /// The borrowed form the decision takes.
-    pub fn as_call(&self) -> CallTool<'_> {
+    pub(crate) fn as_call(&self) -> CallTool<'_> {
         match self {
             ToolRef::Builtin(tool) => CallTool::Builtin(*tool),
             ToolRef::Mcp {
@@ -119,7 +119,7 @@ impl From<Tool> for CallTool<'_> {
 
 impl CallTool<'_> {
     /// What kind of effect the call has.
-    pub fn class(&self) -> PermissionClass {
+    pub(crate) fn class(&self) -> PermissionClass {
         match self {
             CallTool::Builtin(tool) => tool.class(),
             CallTool::Mcp { .. } => PermissionClass::Mcp,
@@ -127,7 +127,7 @@ impl CallTool<'_> {
     }
 
     /// The name rules use: a built-in tool's name, or `mcp`.
-    pub fn rule_name(&self) -> &'static str {
+    pub(crate) fn rule_name(&self) -> &'static str {
         match self {
             CallTool::Builtin(tool) => tool.name(),
             CallTool::Mcp { .. } => "mcp",
@@ -137,36 +137,36 @@ impl CallTool<'_> {
 
 /// The facts about one call that the decision needs.
 #[derive(Debug, Clone, Copy)]
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     /// The tool.
-    pub tool: CallTool<'a>,
+    pub(crate) tool: CallTool<'a>,
     /// Its arguments.
-    pub args: &'a Value,
+    pub(crate) args: &'a Value,
     /// The session directory.
-    pub cwd: &'a Path,
+    pub(crate) cwd: &'a Path,
     /// The session's plan file.
-    pub plan_file: &'a Path,
+    pub(crate) plan_file: &'a Path,
     /// Whether commands of this call would run in the kernel sandbox (auto mode, where the
     /// machine has one).
-    pub sandbox: bool,
+    pub(crate) sandbox: bool,
     /// The `PATH` commands run with, to tell what a program name runs.
-    pub path_var: Option<&'a str>,
-    /// Where writes are never allowed without asking (SPEC §12).
-    pub protected: &'a ProtectedPaths,
+    pub(crate) path_var: Option<&'a str>,
+    /// Where writes are never allowed without asking (docs/architecture.md#sandbox).
+    pub(crate) protected: &'a ProtectedPaths,
     /// Files changed after this may have been written by a command ([`unchanged_since`]).
-    pub since: SystemTime,
+    pub(crate) since: SystemTime,
     /// Whether an earlier call of the session changed which program a name runs
     /// ([`changes_lookup`]).
-    pub lookup_changed_before: bool,
+    pub(crate) lookup_changed_before: bool,
     /// The path the call writes, resolved once by the caller (symlinks followed) and handed
     /// to the tool as it is, so that what is checked is what is written; `None` resolves
     /// `args.path` here.
-    pub target: Option<&'a Path>,
+    pub(crate) target: Option<&'a Path>,
 }
 
 impl<'a> Call<'a> {
     /// Whether a `bash` call asks to run outside the sandbox (`"sandbox": false`).
-    pub fn unsandboxed(&self) -> bool {
+    pub(crate) fn unsandboxed(&self) -> bool {
         self.tool == CallTool::Builtin(Tool::Bash) && self.args["sandbox"] == Value::Bool(false)
     }
 
@@ -209,7 +209,7 @@ const HARMLESS_TARGETS: [&str; 4] = ["/dev/null", "/dev/stdout", "/dev/stderr", 
 /// reads always run; `bypass` runs everything; a write to a protected path asks; grants of the
 /// run, the mode's rules, the session's always-rules and the allow rules allow the rest;
 /// anything else asks.
-pub fn check(
+pub(crate) fn check(
     call: Call<'_>,
     mode: Mode,
     grants: &[PermissionClass],
@@ -414,7 +414,7 @@ fn redirect_path(target: &Word, cwd: &Path) -> Option<Result<PathBuf, ()>> {
 }
 
 /// The rule that "allow always" on this call remembers.
-pub fn rule_for(call: Call<'_>) -> Option<AlwaysRule> {
+pub(crate) fn rule_for(call: Call<'_>) -> Option<AlwaysRule> {
     match call.tool.class() {
         PermissionClass::Write => call.target().map(AlwaysRule::Path),
         PermissionClass::Command => {
@@ -444,7 +444,7 @@ pub fn rule_for(call: Call<'_>) -> Option<AlwaysRule> {
 }
 
 /// One line saying what the call would do, for a permission question.
-pub fn summary(call: Call<'_>) -> String {
+pub(crate) fn summary(call: Call<'_>) -> String {
     let path = || {
         call.args["path"]
             .as_str()
@@ -474,7 +474,7 @@ pub fn summary(call: Call<'_>) -> String {
 }
 
 /// The result the model gets when a run without a terminal has no grant for the call.
-pub fn unattended_denial(class: PermissionClass) -> String {
+pub(crate) fn unattended_denial(class: PermissionClass) -> String {
     match class {
         PermissionClass::Command => "denied: run with --allow bash to permit commands".to_string(),
         PermissionClass::Mcp => {

@@ -1,20 +1,20 @@
-//! Opaque commands (SPEC §6): a simple command whose effect the rules cannot see. An opaque
-//! command is never covered by an allow rule and, where any deny rule exists, asks in every
-//! mode. Opaque are: shells and interpreters given code (on the line or on their input),
-//! `eval`, `source` of what is not a plain file, aliases and functions defined on the line,
-//! arithmetic and array subscripts that may hold code, programs that run other programs from
-//! their arguments unless the rules see through them ([`super::wrappers`]), `find -delete`,
-//! `git -c` overrides of commands, dangerous prefix assignments (`LD_PRELOAD=…`, also through
-//! `env` or in the script a wrapper runs), and a program reached through a path whose resolved
-//! name is not the one written (`./del` → `rm`).
+//! Opaque commands (docs/architecture.md#permissions-and-modes): a simple command whose effect the
+//! rules cannot see. An opaque command is never covered by an allow rule and, where any deny rule
+//! exists, asks in every mode. Opaque are: shells and interpreters given code (on the line or on
+//! their input), `eval`, `source` of what is not a plain file, aliases and functions defined on the
+//! line, arithmetic and array subscripts that may hold code, programs that run other programs from
+//! their arguments unless the rules see through them ([`super::wrappers`]), `find -delete`, `git
+//! -c` overrides of commands, dangerous prefix assignments (`LD_PRELOAD=…`, also through `env` or
+//! in the script a wrapper runs), and a program reached through a path whose resolved name is not
+//! the one written (`./del` → `rm`).
 
-use super::code_args::{git_overrides, sed_runs_or_writes};
+use super::code_args::{git_overrides, operands, sed_runs_or_writes};
 use super::programs::{Programs, disguised};
 use super::shell::{CommandLine, SimpleCommand, Word, plain_subscript};
 use super::wrappers::{Invocation, basename, expand};
 
 /// Why `line` hides what it runs, if it does.
-pub fn opaque(line: &CommandLine, programs: Programs<'_>) -> Option<String> {
+pub(crate) fn opaque(line: &CommandLine, programs: Programs<'_>) -> Option<String> {
     if let Some(why) = line.opaque.first() {
         return Some(why.clone());
     }
@@ -353,24 +353,6 @@ pub(super) fn short_clusters(args: &[Word]) -> Vec<&str> {
         .take_while(|t| t.starts_with('-') && *t != "--")
         .filter(|t| !t.starts_with("--"))
         .map(|t| t.strip_prefix('-').unwrap_or(t))
-        .collect()
-}
-
-/// The operands of `args`: what does not start with `-`, after the options.
-pub(super) fn operands(args: &[Word]) -> Vec<&str> {
-    let mut past = false;
-    args.iter()
-        .map(Word::text)
-        .filter(|t| {
-            if past {
-                return true;
-            }
-            if *t == "--" {
-                past = true;
-                return false;
-            }
-            !t.starts_with('-') || *t == "-"
-        })
         .collect()
 }
 

@@ -1,7 +1,7 @@
 //! What a program name runs: a path resolved against the session directory, a name looked up
 //! in the session's `PATH`, a shell builtin. A program reached through a link whose file has
 //! another name is disguised (`./del` → `rm`). Whether a command may have written the program
-//! is [`super::written`]'s to tell.
+//! is for the `written` module to tell.
 
 use std::path::{Path, PathBuf};
 
@@ -9,13 +9,13 @@ use super::wrappers::basename;
 
 /// Where programs are found: the session directory (for `./prog`) and the session's `PATH`.
 #[derive(Debug, Clone, Copy)]
-pub struct Programs<'a> {
+pub(crate) struct Programs<'a> {
     /// The session directory.
-    pub cwd: &'a Path,
+    pub(crate) cwd: &'a Path,
     /// The `PATH` commands run with.
-    pub path: Option<&'a str>,
-    /// Files changed after this may have been written by a command (see [`super::written`]).
-    pub since: std::time::SystemTime,
+    pub(crate) path: Option<&'a str>,
+    /// Files changed after this may have been written by a command (see the `written` module).
+    pub(crate) since: std::time::SystemTime,
 }
 
 /// Shell builtins and keywords: bash runs these itself, whatever `PATH` holds.

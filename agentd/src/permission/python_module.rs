@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::shell::Word;
 
 /// The module `python -m` is given in `args`, if any (`-m NAME` or `-mNAME`).
-pub fn module_of<'a>(name: &str, args: &'a [Word]) -> Option<&'a str> {
+pub(crate) fn module_of<'a>(name: &str, args: &'a [Word]) -> Option<&'a str> {
     if !name.starts_with("python") && !name.starts_with("pypy") {
         return None;
     }
@@ -30,7 +30,11 @@ pub fn module_of<'a>(name: &str, args: &'a [Word]) -> Option<&'a str> {
 /// Where Python would find the top package of `module`, looking in `cwd` first, then next to
 /// the interpreter (`interpreter`, resolved: a virtual environment's own packages) and in the
 /// system's library directories; `None` when it is nowhere to be found.
-pub fn locate_module(module: &str, cwd: &Path, interpreter: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn locate_module(
+    module: &str,
+    cwd: &Path,
+    interpreter: Option<&Path>,
+) -> Option<PathBuf> {
     let top = module.split('.').next().filter(|t| !t.is_empty())?;
     let mut dirs = vec![cwd.to_path_buf()];
     let prefixes = interpreter

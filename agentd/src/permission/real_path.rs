@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 /// `path` resolved as the kernel would to write it: every symlink followed, a dangling one
 /// too (writing through it creates its target), `..` taken after the link it follows, so a
 /// link inside the session directory pointing outside of it does not count as inside.
-pub fn real_path(path: &Path) -> PathBuf {
+pub(crate) fn real_path(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut resolved = PathBuf::from("/");
     let mut pending: Vec<std::ffi::OsString> = path

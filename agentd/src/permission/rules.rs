@@ -1,8 +1,8 @@
-//! Allow and deny rules from the configuration, as `tool:pattern` (SPEC §6): `bash:cargo test*`,
-//! `write:src/**`, `*:*.lock`, `mcp:github/list_*`. A `bash` rule is matched against each simple command of the
-//! command line ([`super::command_rule`]); a rule of another tool is a glob over the path the
-//! call would touch, resolved (symlinks followed) and shown relative to the session directory
-//! when inside it.
+//! Allow and deny rules from the configuration, as `tool:pattern`
+//! (docs/architecture.md#permissions-and-modes): `bash:cargo test*`, `write:src/**`, `*:*.lock`,
+//! `mcp:github/list_*`. A `bash` rule is matched against each simple command of the command line
+//! ([`super::command_rule`]); a rule of another tool is a glob over the path the call would touch,
+//! resolved (symlinks followed) and shown relative to the session directory when inside it.
 
 use globset::{Glob, GlobMatcher};
 
@@ -14,18 +14,18 @@ use crate::tools::Tool;
 /// The `[permissions]` section: calls that run without asking and calls that are refused.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct PermissionRules {
+pub(crate) struct PermissionRules {
     /// Calls that run without asking.
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Calls that are refused, whatever the mode.
-    pub deny: Vec<String>,
+    pub(crate) deny: Vec<String>,
 }
 
 /// One rule, ready to match.
 #[derive(Debug, Clone)]
-pub struct Rule {
+pub(crate) struct Rule {
     /// The rule as written.
-    pub text: String,
+    pub(crate) text: String,
     /// The tool it is for (`bash`, `write`, ..., `mcp`); `None` for `*`.
     tool: Option<&'static str>,
     /// The pattern over paths.
@@ -68,7 +68,7 @@ impl Rule {
 
 /// What a call touches, as the rules see it.
 #[derive(Debug)]
-pub enum Subject<'a> {
+pub(crate) enum Subject<'a> {
     /// A command line, parsed (or not parsable).
     Command(&'a Result<CommandLine, super::shell::Unparsable>),
     /// A path, resolved and shown relative to the session directory when inside it.
@@ -81,7 +81,7 @@ pub enum Subject<'a> {
 
 impl PermissionRules {
     /// Checks that every rule has the form `tool:pattern` with a known tool and a valid glob.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         for rule in self.allow.iter().chain(&self.deny) {
             Rule::parse(rule)?;
         }
@@ -89,17 +89,17 @@ impl PermissionRules {
     }
 
     /// The allow rules of `tool`.
-    pub fn allow_rules(&self, tool: CallTool<'_>) -> Vec<Rule> {
+    pub(crate) fn allow_rules(&self, tool: CallTool<'_>) -> Vec<Rule> {
         compile(&self.allow, tool)
     }
 
     /// Whether any deny rule applies to `tool`.
-    pub fn has_deny(&self, tool: CallTool<'_>) -> bool {
+    pub(crate) fn has_deny(&self, tool: CallTool<'_>) -> bool {
         !compile(&self.deny, tool).is_empty()
     }
 
     /// Whether a deny rule refuses a call of `tool` on `subject`.
-    pub fn deny_check(&self, tool: CallTool<'_>, subject: &Subject<'_>) -> DenyCheck {
+    pub(crate) fn deny_check(&self, tool: CallTool<'_>, subject: &Subject<'_>) -> DenyCheck {
         let rules = compile(&self.deny, tool);
         if rules.is_empty() {
             return DenyCheck::Clear;
@@ -134,12 +134,12 @@ impl PermissionRules {
 
 impl Rule {
     /// Whether this allow rule covers the path `path`.
-    pub fn allows_path(&self, path: &str) -> bool {
+    pub(crate) fn allows_path(&self, path: &str) -> bool {
         self.path.is_match(path)
     }
 
     /// Whether this allow rule covers one simple command.
-    pub fn allows_command(&self, command: &super::shell::SimpleCommand) -> bool {
+    pub(crate) fn allows_command(&self, command: &super::shell::SimpleCommand) -> bool {
         self.command.allows(command)
     }
 }

@@ -1,14 +1,15 @@
-//! Reading a command line as bash would, for the permission rules (SPEC §6): every simple
-//! command it runs (in lists, pipelines, subshells, `$(...)`, backticks, process
-//! substitutions, function bodies, conditions and loops), every redirection, and every
-//! assignment that stands alone. The grammar is tree-sitter's bash grammar, the parser Codex
-//! uses for the same job; a line it cannot parse whole is reported as such, never guessed at.
+//! Reading a command line as bash would, for the permission rules
+//! (docs/architecture.md#permissions-and-modes): every simple command it runs (in lists, pipelines,
+//! subshells, `$(...)`, backticks, process substitutions, function bodies, conditions and loops),
+//! every redirection, and every assignment that stands alone. The grammar is tree-sitter's bash
+//! grammar, the parser Codex uses for the same job; a line it cannot parse whole is reported as
+//! such, never guessed at.
 
 use tree_sitter::{Node, Parser};
 
 /// One word of a command after quote removal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Word {
+pub(crate) enum Word {
     /// Known text: quotes and escapes removed, nothing left to expand.
     Literal(String),
     /// Known text with unquoted glob characters, which the shell may expand to file names.
@@ -19,7 +20,7 @@ pub enum Word {
 
 impl Word {
     /// The word's text when the shell takes it literally.
-    pub fn literal(&self) -> Option<&str> {
+    pub(crate) fn literal(&self) -> Option<&str> {
         match self {
             Word::Literal(text) => Some(text),
             _ => None,
@@ -27,62 +28,62 @@ impl Word {
     }
 
     /// The text as it stands: the value of a known word, the source of a computed one.
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         match self {
             Word::Literal(text) | Word::Pattern(text) | Word::Dynamic(text) => text,
         }
     }
 
     /// Whether the shell computes this word when it runs.
-    pub fn is_dynamic(&self) -> bool {
+    pub(crate) fn is_dynamic(&self) -> bool {
         matches!(self, Word::Dynamic(_))
     }
 }
 
 /// A simple command: assignments before it, then its words (the program and its arguments).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimpleCommand {
+pub(crate) struct SimpleCommand {
     /// `NAME=value` words before the program, as written.
-    pub assignments: Vec<String>,
+    pub(crate) assignments: Vec<String>,
     /// The program, then its arguments.
-    pub words: Vec<Word>,
+    pub(crate) words: Vec<Word>,
 }
 
 /// A redirection of a command's input or output.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Redirect {
+pub(crate) struct Redirect {
     /// The file.
-    pub target: Word,
+    pub(crate) target: Word,
     /// Whether the file is written (`>`, `>>`, `&>`, `>|`, `<>`), not only read.
-    pub writes: bool,
+    pub(crate) writes: bool,
 }
 
 /// Everything a command line would run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CommandLine {
+pub(crate) struct CommandLine {
     /// Every simple command, in the order they appear.
-    pub commands: Vec<SimpleCommand>,
+    pub(crate) commands: Vec<SimpleCommand>,
     /// Every redirection to or from a file (descriptor duplications like `2>&1` are not files).
-    pub redirects: Vec<Redirect>,
+    pub(crate) redirects: Vec<Redirect>,
     /// Assignments that stand alone (`PATH=...; cmd`): they change what later commands do.
-    pub assignments: Vec<String>,
+    pub(crate) assignments: Vec<String>,
     /// The variables of `for` and `select` loops: each is set, like an assignment, for the body.
-    pub loop_variables: Vec<String>,
-    /// Constructs whose effect the rules cannot see (SPEC §6: arithmetic that may hold code,
-    /// functions defined on the line): why each is opaque.
-    pub opaque: Vec<String>,
+    pub(crate) loop_variables: Vec<String>,
+    /// Constructs whose effect the rules cannot see (docs/architecture.md#permissions-and-modes:
+    /// arithmetic that may hold code, functions defined on the line): why each is opaque.
+    pub(crate) opaque: Vec<String>,
 }
 
 /// The parser could not read the line whole.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the command line could not be parsed as a whole")]
-pub struct Unparsable;
+pub(crate) struct Unparsable;
 
 /// The longest command line read; a longer one is not parsed (it asks).
 const MAX_LINE: usize = 64 * 1024;
 
 /// Parses `line` as bash.
-pub fn parse(line: &str) -> Result<CommandLine, Unparsable> {
+pub(crate) fn parse(line: &str) -> Result<CommandLine, Unparsable> {
     if line.len() > MAX_LINE {
         return Err(Unparsable);
     }
@@ -248,7 +249,7 @@ fn plain_arithmetic(raw: &str) -> bool {
 }
 
 /// A subscript bash does not evaluate as code: a number, `@` or `*`.
-pub fn plain_subscript(index: &str) -> bool {
+pub(crate) fn plain_subscript(index: &str) -> bool {
     index == "@" || index == "*" || (!index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
 }
 

@@ -4,27 +4,27 @@
 
 /// How one wrapper reads its options.
 #[derive(Debug, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// Short options without a value.
-    pub flags: &'static str,
+    pub(crate) flags: &'static str,
     /// Short options whose value is attached or the next word.
-    pub values: &'static str,
+    pub(crate) values: &'static str,
     /// Short options whose value, if any, is attached (`xargs -i{}`).
-    pub optional: &'static str,
+    pub(crate) optional: &'static str,
     /// Long options without a value (an attached `=value` is allowed).
-    pub long_flags: &'static [&'static str],
+    pub(crate) long_flags: &'static [&'static str],
     /// Long options with a value, attached (`--opt=V`) or the next word.
-    pub long_values: &'static [&'static str],
+    pub(crate) long_values: &'static [&'static str],
     /// Short and long options whose value is a shell string the wrapper runs.
-    pub script: (&'static str, &'static [&'static str]),
+    pub(crate) script: (&'static str, &'static [&'static str]),
     /// Short and long options after which the wrapper runs no command.
-    pub no_command: (&'static str, &'static [&'static str]),
+    pub(crate) no_command: (&'static str, &'static [&'static str]),
     /// Operands before the command (`timeout 5 cmd`, `chroot DIR cmd`).
-    pub operands: usize,
+    pub(crate) operands: usize,
 }
 
 /// The options of wrapper `name`, if it is one the rules see through.
-pub fn of(name: &str) -> Option<Options> {
+pub(crate) fn of(name: &str) -> Option<Options> {
     let options = match name {
         "env" => Options {
             flags: "i0v",

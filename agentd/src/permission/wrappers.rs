@@ -1,9 +1,9 @@
-//! What a simple command really runs (SPEC §6): the command itself, and the commands the
-//! wrappers the rules see through run from their arguments (`env` incl. `-S`, `nice`,
-//! `timeout`, `nohup`, `stdbuf`, `ionice`, `taskset`, `flock`, `chrt`, `setpriv`, `unshare`,
-//! `script -c`, `strace`, `time`, `watch`, `sudo`, `doas`, `xargs`, `find -exec`, `command`,
-//! `exec`, `builtin`, `busybox`), and the scripts `bash -c` and `eval` are given. A wrapper
-//! form the rules cannot follow is reported as opaque.
+//! What a simple command really runs (docs/architecture.md#permissions-and-modes): the command
+//! itself, and the commands the wrappers the rules see through run from their arguments (`env`
+//! incl. `-S`, `nice`, `timeout`, `nohup`, `stdbuf`, `ionice`, `taskset`, `flock`, `chrt`,
+//! `setpriv`, `unshare`, `script -c`, `strace`, `time`, `watch`, `sudo`, `doas`, `xargs`, `find
+//! -exec`, `command`, `exec`, `builtin`, `busybox`), and the scripts `bash -c` and `eval` are
+//! given. A wrapper form the rules cannot follow is reported as opaque.
 
 use super::shell::{self, SimpleCommand, Word};
 use super::wrapper_options;
@@ -13,7 +13,7 @@ const MAX_NESTING: usize = 4;
 
 /// A program run with its arguments, once wrappers are taken off.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Invocation {
+pub(crate) enum Invocation {
     /// The program as written (a path or a name) and its arguments.
     Run {
         /// The program.
@@ -27,19 +27,19 @@ pub enum Invocation {
 
 /// Everything one simple command runs, and why parts of it are opaque.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Expansion {
+pub(crate) struct Expansion {
     /// Every program reached, outermost first.
-    pub invocations: Vec<Invocation>,
+    pub(crate) invocations: Vec<Invocation>,
     /// Why what it runs cannot all be seen, if it cannot.
-    pub opaque: Vec<String>,
+    pub(crate) opaque: Vec<String>,
     /// Variables set for the programs reached, as `NAME=value`: the operands of `env`, and the
     /// assignments of the scripts it runs (prefix or standalone). `env PATH=/x ls` runs the
     /// `ls` of `/x`.
-    pub assignments: Vec<String>,
+    pub(crate) assignments: Vec<String>,
 }
 
 /// What `command` runs.
-pub fn expand(command: &SimpleCommand) -> Expansion {
+pub(crate) fn expand(command: &SimpleCommand) -> Expansion {
     let mut found = Expansion::default();
     expand_into(&command.words, 0, &mut found);
     found
@@ -329,7 +329,7 @@ fn wrapped<'a>(name: &str, args: &'a [Word]) -> Wrapped<'a> {
 }
 
 /// The last part of a path: `/bin/rm` is `rm`.
-pub fn basename(program: &str) -> &str {
+pub(crate) fn basename(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }
 

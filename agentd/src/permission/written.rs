@@ -58,7 +58,7 @@ static FIRST_CHECK: LazyLock<SystemTime> = LazyLock::new(SystemTime::now);
 /// (`created_ms`, milliseconds since the Unix epoch; an earlier daemon may have run its
 /// commands) or this daemon's first check (a command of another session), whichever came
 /// first.
-pub fn unchanged_since(created_ms: u64) -> SystemTime {
+pub(crate) fn unchanged_since(created_ms: u64) -> SystemTime {
     let first_check = *FIRST_CHECK;
     let since = match created_ms {
         // A session stored without its creation time.
@@ -70,7 +70,7 @@ pub fn unchanged_since(created_ms: u64) -> SystemTime {
 
 /// Why `line` runs code a command may have written, if it does: a program, or the script of an
 /// interpreter or of `source`.
-pub fn written_code(line: &CommandLine, programs: Programs<'_>) -> Option<String> {
+pub(crate) fn written_code(line: &CommandLine, programs: Programs<'_>) -> Option<String> {
     let cwd = programs
         .cwd
         .canonicalize()

@@ -13,11 +13,11 @@ use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
 use crate::conversation::{AssistantReply, Block, Message, ToolCall};
 
 /// The public API's address.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The model used when neither the session nor the configuration names one.
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// The API version header sent with every request.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 const NAME: &str = "Anthropic";
 const FORMAT: Format = Format {
     name: NAME,
@@ -26,19 +26,19 @@ const FORMAT: Format = Format {
 
 /// A client of the Messages API.
 #[derive(Debug, Clone)]
-pub struct Anthropic {
+pub(crate) struct Anthropic {
     endpoint: Endpoint,
     api_key: String,
 }
 
 impl Anthropic {
     /// Whether this is a server other than Anthropic's own.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         self.endpoint.is_local()
     }
 
     /// A client for `base_url` with `api_key`.
-    pub fn new(http: reqwest::Client, base_url: &str, api_key: String) -> Self {
+    pub(crate) fn new(http: reqwest::Client, base_url: &str, api_key: String) -> Self {
         Anthropic {
             endpoint: Endpoint::new(http, base_url, DEFAULT_BASE_URL),
             api_key,
@@ -46,7 +46,7 @@ impl Anthropic {
     }
 
     /// The same provider, treating a reply stream silent for `idle` as broken.
-    pub fn with_idle_timeout(self, idle: std::time::Duration) -> Self {
+    pub(crate) fn with_idle_timeout(self, idle: std::time::Duration) -> Self {
         Self {
             endpoint: self.endpoint.with_idle_timeout(idle),
             ..self
@@ -54,7 +54,7 @@ impl Anthropic {
     }
 
     /// The models the server serves (`GET {base}/v1/models`), with the headers of a reply.
-    pub async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+    pub(crate) async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
         let url = format!("{}/v1/models", self.endpoint.base_url);
         let mut headers = reqwest::header::HeaderMap::new();
         let key = reqwest::header::HeaderValue::from_str(&self.api_key).map_err(|_| {
@@ -69,7 +69,7 @@ impl Anthropic {
     }
 
     /// Streams one reply (see [`super::Provider::stream`]).
-    pub async fn stream(
+    pub(crate) async fn stream(
         &self,
         request: ModelRequest<'_>,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
@@ -95,7 +95,7 @@ impl Anthropic {
 }
 
 /// The error type and message of an Anthropic error body.
-pub fn parse_error(body: &str) -> (Option<String>, Option<String>) {
+pub(crate) fn parse_error(body: &str) -> (Option<String>, Option<String>) {
     let Ok(value) = serde_json::from_str::<Value>(body) else {
         return (None, None);
     };
@@ -108,7 +108,7 @@ pub fn parse_error(body: &str) -> (Option<String>, Option<String>) {
 
 /// The JSON body of a request, with prompt caching on the system prompt, the tools and the last
 /// message so that a long session reuses the cache.
-pub fn request_body(request: &ModelRequest<'_>) -> Value {
+pub(crate) fn request_body(request: &ModelRequest<'_>) -> Value {
     let cache = json!({"type": "ephemeral"});
     let mut tools: Vec<Value> = request.tools.iter().map(tool_json).collect();
     if let Some(last) = tools.last_mut() {
@@ -246,7 +246,7 @@ pub struct ReplyBuilder {
     stop_reason: Option<String>,
     usage: TokenUsage,
     /// The reply ends at its first tool call: a second one starting ends the stream.
-    pub one_call: bool,
+    pub(crate) one_call: bool,
 }
 
 impl StreamParser for ReplyBuilder {

@@ -11,27 +11,27 @@ use super::{ProviderError, StreamDelta};
 use crate::conversation::AssistantReply;
 
 /// What the endpoint needs to know of a wire format.
-pub struct Format {
+pub(crate) struct Format {
     /// The format's name, for messages.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The error type and message in an error body.
-    pub parse_error: fn(&str) -> (Option<String>, Option<String>),
+    pub(crate) parse_error: fn(&str) -> (Option<String>, Option<String>),
 }
 
 /// A provider's server.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The HTTP client (shared by every provider of the daemon).
-    pub http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
     /// The base URL, without a trailing `/`.
-    pub base_url: String,
+    pub(crate) base_url: String,
     vendor_url: &'static str,
     idle_timeout: Duration,
 }
 
 impl Endpoint {
     /// The server at `base_url`; `vendor_url` is the vendor's own.
-    pub fn new(http: reqwest::Client, base_url: &str, vendor_url: &'static str) -> Endpoint {
+    pub(crate) fn new(http: reqwest::Client, base_url: &str, vendor_url: &'static str) -> Endpoint {
         Endpoint {
             http,
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -41,7 +41,7 @@ impl Endpoint {
     }
 
     /// The same server, a reply stream silent for `idle` counting as broken.
-    pub fn with_idle_timeout(self, idle: Duration) -> Endpoint {
+    pub(crate) fn with_idle_timeout(self, idle: Duration) -> Endpoint {
         Endpoint {
             idle_timeout: idle,
             ..self
@@ -49,12 +49,12 @@ impl Endpoint {
     }
 
     /// Whether this is a server other than the vendor's own (a local one, usually).
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         self.base_url != self.vendor_url.trim_end_matches('/')
     }
 
     /// Posts `post` (to `url`, built on this endpoint) and streams the reply through `parser`.
-    pub async fn stream<P: StreamParser>(
+    pub(crate) async fn stream<P: StreamParser>(
         &self,
         format: &Format,
         url: &str,

@@ -9,7 +9,7 @@ use super::models::ASK_TIMEOUT;
 
 /// The one model the server at `base` (`…/v1`) serves; an error that lists them when there are
 /// several, or says so when there is none.
-pub async fn only_model(
+pub(crate) async fn only_model(
     http: &reqwest::Client,
     base: &str,
     key: Option<&str>,
@@ -49,7 +49,7 @@ pub async fn only_model(
 }
 
 /// The context window the server at `base` runs `model` with, where it says.
-pub async fn context_window(http: &reqwest::Client, base: &str, model: &str) -> Option<u64> {
+pub(crate) async fn context_window(http: &reqwest::Client, base: &str, model: &str) -> Option<u64> {
     let root = base.trim_end_matches('/').trim_end_matches("/v1");
     // llama.cpp's `llama-server`.
     if let Ok(response) = http

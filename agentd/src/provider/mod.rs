@@ -3,15 +3,15 @@
 //! [`AssistantReply`]; the loop never sees a provider's wire format.
 
 pub mod anthropic;
+mod choice;
 mod endpoint;
-pub mod local;
-pub mod models;
+pub(crate) mod local;
+pub(crate) mod models;
 pub mod openai;
-pub mod retry;
-mod select;
+pub(crate) mod retry;
 
-pub use select::{Choice, Names};
-pub mod sse;
+pub(crate) use choice::{Choice, Names};
+pub(crate) mod sse;
 pub mod stream;
 
 use std::time::Duration;
@@ -19,60 +19,26 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{AssistantReply, Message};
+pub(crate) use crate::tool_spec::ToolSpec;
 
 /// How long a reply stream may stay silent before it counts as broken, unless configured.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// A tool as the model is told of it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    /// The tool's name.
-    pub name: std::borrow::Cow<'static, str>,
-    /// What it does and when to use it.
-    pub description: std::borrow::Cow<'static, str>,
-    /// The JSON schema of its arguments.
-    pub input_schema: serde_json::Value,
-}
-
-impl ToolSpec {
-    /// The same tool described in few tokens, for a model with a small context window: the
-    /// first sentence of its description, and no descriptions of its arguments.
-    pub fn compact(&self) -> ToolSpec {
-        let first = match self.description.split_once(". ") {
-            Some((sentence, _)) => format!("{sentence}."),
-            None => self.description.to_string(),
-        };
-        let mut schema = self.input_schema.clone();
-        if let Some(properties) = schema["properties"].as_object_mut() {
-            for property in properties.values_mut() {
-                if let Some(property) = property.as_object_mut() {
-                    property.remove("description");
-                }
-            }
-        }
-        ToolSpec {
-            name: self.name.clone(),
-            description: first.trim().to_string().into(),
-            input_schema: schema,
-        }
-    }
-}
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// One model call.
 #[derive(Debug, Clone, Copy)]
-pub struct ModelRequest<'a> {
+pub(crate) struct ModelRequest<'a> {
     /// The model name.
-    pub model: &'a str,
+    pub(crate) model: &'a str,
     /// The system prompt.
-    pub system: &'a str,
+    pub(crate) system: &'a str,
     /// The history so far.
-    pub messages: &'a [Message],
+    pub(crate) messages: &'a [Message],
     /// The tools the model may call.
-    pub tools: &'a [ToolSpec],
+    pub(crate) tools: &'a [ToolSpec],
     /// The output token limit of the reply.
-    pub max_tokens: u32,
+    pub(crate) max_tokens: u32,
     /// At most one tool call per reply (small models otherwise go on calling in a loop).
-    pub one_call: bool,
+    pub(crate) one_call: bool,
 }
 
 /// A piece of a reply as it streams, for live display.
@@ -142,7 +108,7 @@ pub enum ProviderError {
 
 /// A configured model provider.
 #[derive(Debug, Clone)]
-pub enum Provider {
+pub(crate) enum Provider {
     /// Anthropic's Messages API.
     Anthropic(anthropic::Anthropic),
     /// OpenAI's Chat Completions API and compatible local servers.
@@ -151,7 +117,7 @@ pub enum Provider {
 
 impl Provider {
     /// Whether the provider is a server other than the vendor's own (a local one, usually).
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         match self {
             Provider::Anthropic(provider) => provider.is_local(),
             Provider::OpenAi(provider) => provider.is_local(),
@@ -159,7 +125,7 @@ impl Provider {
     }
 
     /// The ids of the models the provider serves, as its `GET /v1/models` lists them.
-    pub async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+    pub(crate) async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
         match self {
             Provider::Anthropic(provider) => provider.list_models().await,
             Provider::OpenAi(provider) => provider.list_models().await,
@@ -167,7 +133,7 @@ impl Provider {
     }
 
     /// The model to use when none was named: the only one a local server serves.
-    pub async fn only_model(&self) -> Result<String, ProviderError> {
+    pub(crate) async fn only_model(&self) -> Result<String, ProviderError> {
         match self {
             Provider::OpenAi(provider) => provider.only_model().await,
             Provider::Anthropic(_) => Err(ProviderError::Invalid(
@@ -177,7 +143,7 @@ impl Provider {
     }
 
     /// The context window a local server runs `model` with, where it says.
-    pub async fn server_context_window(&self, model: &str) -> Option<u64> {
+    pub(crate) async fn server_context_window(&self, model: &str) -> Option<u64> {
         match self {
             Provider::OpenAi(provider) if provider.is_local() => {
                 provider.server_context_window(model).await
@@ -188,7 +154,7 @@ impl Provider {
 
     /// Streams one reply, passing text and reasoning to `on_delta` as they arrive. A reply is
     /// returned only when it arrived whole; cancelling drops the HTTP request.
-    pub async fn stream(
+    pub(crate) async fn stream(
         &self,
         request: ModelRequest<'_>,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
@@ -204,7 +170,7 @@ impl Provider {
 impl ProviderError {
     /// Whether the provider refused the request because the prompt does not fit the model's
     /// context window (each provider words it its own way).
-    pub fn is_context_overflow(&self) -> bool {
+    pub(crate) fn is_context_overflow(&self) -> bool {
         let message = match self {
             ProviderError::Http { status: 413, .. } => return true,
             ProviderError::Http { message, .. } | ProviderError::Stream { message, .. } => {
@@ -231,7 +197,7 @@ impl ProviderError {
 
     /// Whether trying the same request again may succeed: rate limits, overload, server errors,
     /// timeouts, and connections that failed or broke.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         match self {
             ProviderError::Http {
                 status, error_type, ..
@@ -254,7 +220,7 @@ impl ProviderError {
     }
 
     /// How long the provider asked to wait, if it did.
-    pub fn retry_after(&self) -> Option<Duration> {
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
         match self {
             ProviderError::Http { retry_after, .. } => *retry_after,
             _ => None,
@@ -263,14 +229,14 @@ impl ProviderError {
 }
 
 /// Reads `retry-after` (seconds, possibly fractional) from a response's headers.
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     let secs: f64 = value.trim().parse().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
 }
 
 /// Awaits `future` unless `cancel` fires first.
-pub async fn cancellable<T>(
+pub(crate) async fn cancellable<T>(
     cancel: &CancellationToken,
     future: impl Future<Output = T>,
 ) -> Result<T, ProviderError> {

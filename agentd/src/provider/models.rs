@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::ProviderError;
 
 /// How long a server may take to list its models.
-pub const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const ASK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pages of Anthropic's list read at most (a thousand models each).
 const MOST_PAGES: usize = 10;
 /// The most of one page that is read: a server cannot make the daemon hold more.
@@ -20,7 +20,7 @@ const LONGEST_ID: usize = 200;
 
 /// The ids of the models listed at `url` (`…/v1/models`), asked with `headers`; `paged`
 /// (Anthropic's list) asks for a thousand at a time and follows the pages.
-pub async fn list(
+pub(crate) async fn list(
     http: &reqwest::Client,
     url: &str,
     headers: reqwest::header::HeaderMap,
@@ -115,7 +115,7 @@ async fn capped_body(mut response: reqwest::Response, url: &str) -> Result<Vec<u
 }
 
 /// The model ids of one page: `data[].id` on both APIs (`models[].name` on Ollama's own).
-pub fn ids(page: &Value) -> Vec<String> {
+pub(crate) fn ids(page: &Value) -> Vec<String> {
     page["data"]
         .as_array()
         .or_else(|| page["models"].as_array())

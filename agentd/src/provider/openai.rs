@@ -14,9 +14,9 @@ use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
 use crate::conversation::{AssistantReply, Block, Message, ToolCall};
 
 /// The public API's address.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when neither the session nor the configuration names one.
-pub const DEFAULT_MODEL: &str = "gpt-4.1";
+pub(crate) const DEFAULT_MODEL: &str = "gpt-4.1";
 const NAME: &str = "OpenAI-compatible";
 const FORMAT: Format = Format {
     name: NAME,
@@ -25,14 +25,14 @@ const FORMAT: Format = Format {
 
 /// A client of a Chat Completions endpoint.
 #[derive(Debug, Clone)]
-pub struct OpenAi {
+pub(crate) struct OpenAi {
     endpoint: Endpoint,
     api_key: Option<String>,
 }
 
 impl OpenAi {
     /// A client for `base_url`, with `api_key` when the server needs one.
-    pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+    pub(crate) fn new(http: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
         OpenAi {
             endpoint: Endpoint::new(http, base_url, DEFAULT_BASE_URL),
             api_key,
@@ -40,7 +40,7 @@ impl OpenAi {
     }
 
     /// The same provider, treating a reply stream silent for `idle` as broken.
-    pub fn with_idle_timeout(self, idle: std::time::Duration) -> Self {
+    pub(crate) fn with_idle_timeout(self, idle: std::time::Duration) -> Self {
         Self {
             endpoint: self.endpoint.with_idle_timeout(idle),
             ..self
@@ -48,18 +48,18 @@ impl OpenAi {
     }
 
     /// Whether this is a server other than OpenAI's own (a local one).
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         self.endpoint.is_local()
     }
 
     /// The one model the server serves (see [`super::local::only_model`]).
-    pub async fn only_model(&self) -> Result<String, ProviderError> {
+    pub(crate) async fn only_model(&self) -> Result<String, ProviderError> {
         let Endpoint { http, base_url, .. } = &self.endpoint;
         super::local::only_model(http, base_url, self.api_key.as_deref()).await
     }
 
     /// The models the server serves (`GET {base}/models`, the base ending in `/v1`).
-    pub async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+    pub(crate) async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
         let url = format!("{}/models", self.endpoint.base_url);
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(key) = &self.api_key {
@@ -73,12 +73,12 @@ impl OpenAi {
     }
 
     /// The context window the server runs `model` with, where it says.
-    pub async fn server_context_window(&self, model: &str) -> Option<u64> {
+    pub(crate) async fn server_context_window(&self, model: &str) -> Option<u64> {
         super::local::context_window(&self.endpoint.http, &self.endpoint.base_url, model).await
     }
 
     /// Streams one reply (see [`super::Provider::stream`]).
-    pub async fn stream(
+    pub(crate) async fn stream(
         &self,
         request: ModelRequest<'_>,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
@@ -106,7 +106,7 @@ impl OpenAi {
 
 /// The error type and message of an OpenAI-style error body (`{"error": {...}}`); some local
 /// servers send a bare string or `{"message": ...}`.
-pub fn parse_error(body: &str) -> (Option<String>, Option<String>) {
+pub(crate) fn parse_error(body: &str) -> (Option<String>, Option<String>) {
     let Ok(value) = serde_json::from_str::<Value>(body) else {
         return (None, None);
     };
@@ -127,7 +127,7 @@ pub fn parse_error(body: &str) -> (Option<String>, Option<String>) {
 }
 
 /// The JSON body of a request.
-pub fn request_body(request: &ModelRequest<'_>) -> Value {
+pub(crate) fn request_body(request: &ModelRequest<'_>) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     messages.extend(messages_json(request.messages));
     let mut body = json!({
@@ -219,7 +219,7 @@ pub struct ReplyBuilder {
     finish_reason: Option<String>,
     usage: TokenUsage,
     /// The reply ends at its first tool call: a second one starting ends the stream.
-    pub one_call: bool,
+    pub(crate) one_call: bool,
 }
 
 impl StreamParser for ReplyBuilder {

@@ -1,7 +1,7 @@
-//! Retrying model calls that failed for a passing reason (SPEC §7): rate limits, overload,
-//! server errors, connections that failed or broke mid-reply. Exponential backoff with jitter,
-//! `retry-after` honoured, a bounded number of attempts, and a cancel that ends a wait at once.
-//! Both providers go through here.
+//! Retrying model calls that failed for a passing reason (docs/architecture.md#providers): rate
+//! limits, overload, server errors, connections that failed or broke mid-reply. Exponential backoff
+//! with jitter, `retry-after` honoured, a bounded number of attempts, and a cancel that ends a wait
+//! at once. Both providers go through here.
 
 use std::time::Duration;
 
@@ -15,19 +15,19 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
 /// How to retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Retries after the first attempt.
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// The wait before the first retry; it doubles with each retry.
-    pub base: Duration,
+    pub(crate) base: Duration,
     /// The longest computed wait.
-    pub max_wait: Duration,
+    pub(crate) max_wait: Duration,
 }
 
 impl RetryPolicy {
     /// The wait before retry `attempt` (from 1), with ±25% jitter so that many clients do not
     /// retry in step.
-    pub fn backoff(&self, attempt: u32) -> Duration {
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
         let exp = self.base.saturating_mul(1u32 << (attempt - 1).min(16));
         let capped = exp.min(self.max_wait);
         capped.mul_f64(0.75 + 0.5 * jitter())
@@ -48,19 +48,19 @@ fn jitter() -> f64 {
 
 /// A retry about to happen.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Retry {
+pub(crate) struct Retry {
     /// The retry's number, from 1.
-    pub attempt: u32,
+    pub(crate) attempt: u32,
     /// The wait before it.
-    pub wait: Duration,
+    pub(crate) wait: Duration,
     /// What failed.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// Streams a reply, retrying transient failures; `on_retry` hears of each retry before its
 /// wait. A context overflow is not retried here (compaction handles it). The last error is
 /// returned when the retries run out.
-pub async fn stream(
+pub(crate) async fn stream(
     provider: &Provider,
     request: ModelRequest<'_>,
     on_delta: &mut (dyn FnMut(StreamDelta) + Send),

@@ -3,27 +3,27 @@
 //! unknown fields are skipped; several `data:` lines join with newlines.
 
 /// The longest line accepted, in bytes (a whole tool call's arguments can come in one).
-pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
 /// The most data one event may gather, in bytes.
-pub const MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
 
 /// A stream that breaks the decoder's bounds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("a server-sent event or line is over {} MiB", MAX_EVENT_BYTES >> 20)]
-pub struct TooLarge;
+pub(crate) struct TooLarge;
 
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     /// The `event:` field, or `message` when none was given.
-    pub event: String,
+    pub(crate) event: String,
     /// The `data:` lines joined with `\n`.
-    pub data: String,
+    pub(crate) data: String,
 }
 
 /// Incremental decoder state.
 #[derive(Debug, Default)]
-pub struct SseDecoder {
+pub(crate) struct SseDecoder {
     line: Vec<u8>,
     event: String,
     data: String,
@@ -34,13 +34,17 @@ pub struct SseDecoder {
 
 impl SseDecoder {
     /// A decoder at the start of a stream.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Decodes `chunk`, appending every event it completes to `out`. A line or an event over
     /// its bound is an error; the decoder should not be fed again after one.
-    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), TooLarge> {
+    pub(crate) fn feed(
+        &mut self,
+        mut chunk: &[u8],
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), TooLarge> {
         while let Some((&first, rest)) = chunk.split_first() {
             // The LF of a CRLF split across chunks.
             if self.after_cr {

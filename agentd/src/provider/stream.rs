@@ -25,24 +25,24 @@ pub trait StreamParser {
 }
 
 /// What the shared code needs to know of a provider.
-pub struct Wire<'a> {
+pub(crate) struct Wire<'a> {
     /// The provider's name, for messages.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The URL, for messages.
-    pub url: &'a str,
+    pub(crate) url: &'a str,
     /// The provider's error type and message in an error body.
-    pub parse_error: fn(&str) -> (Option<String>, Option<String>),
+    pub(crate) parse_error: fn(&str) -> (Option<String>, Option<String>),
     /// How long the provider may stay silent (before its answer, or within the stream).
-    pub idle_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
 }
 
 /// The most bytes of one reply stream: far more than any real reply, far less than memory.
-pub const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
 /// The most bytes of an error body read.
-pub const MAX_ERROR_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_ERROR_BYTES: usize = 64 * 1024;
 
 /// Sends `post` and parses the streamed reply with `parser`.
-pub async fn post<P: StreamParser>(
+pub(crate) async fn post<P: StreamParser>(
     wire: Wire<'_>,
     post: reqwest::RequestBuilder,
     mut parser: P,
@@ -122,7 +122,7 @@ pub async fn post<P: StreamParser>(
     }
 }
 
-/// Parses a recorded stream (the bytes of a whole response body), as [`post`] would.
+/// Parses a recorded stream (the bytes of a whole response body), as `post` would.
 pub fn decode<P: StreamParser>(
     mut parser: P,
     body: &[u8],
@@ -192,7 +192,7 @@ async fn error_body(response: reqwest::Response, idle: Duration) -> String {
 }
 
 /// The full message of an error and its sources.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut message = err.to_string();
     let mut source = err.source();
     while let Some(inner) = source {

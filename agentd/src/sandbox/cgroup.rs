@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// What the cgroup set-up allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CgroupSupport {
+pub(crate) enum CgroupSupport {
     /// A delegated cgroup with both controllers, at this directory.
     Delegated(PathBuf),
     /// None, and why.
@@ -16,7 +16,7 @@ pub enum CgroupSupport {
 }
 
 /// Looks at the daemon's own cgroup v2 directory.
-pub fn detect() -> CgroupSupport {
+pub(crate) fn detect() -> CgroupSupport {
     let Ok(own) = std::fs::read_to_string("/proc/self/cgroup") else {
         return CgroupSupport::Unavailable("/proc/self/cgroup cannot be read".into());
     };
@@ -63,7 +63,7 @@ fn cgroup2_mount() -> Option<PathBuf> {
 }
 
 /// What `daemon status` says of the bounds of a call, naming what the set-up does not allow.
-pub fn describe(limits: &super::limits::Limits) -> String {
+pub(crate) fn describe(limits: &super::limits::Limits) -> String {
     let why = match detect() {
         CgroupSupport::Delegated(dir) => format!(
             "a delegated cgroup v2 ({}) was found, but calls are bounded by resource limits",

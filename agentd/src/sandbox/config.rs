@@ -22,24 +22,24 @@ use super::limits::Limits;
 /// `[sandbox]`: the reach and the bounds of commands in `auto` mode.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct SandboxConfig {
+pub(crate) struct SandboxConfig {
     /// More paths commands may write below.
-    pub writable: Vec<PathBuf>,
+    pub(crate) writable: Vec<PathBuf>,
     /// Whether commands may use the network.
-    pub network: bool,
+    pub(crate) network: bool,
     /// More paths hidden from commands and from `read`, `grep` and `glob`, besides the
     /// credential stores hidden by default.
-    pub hidden: Vec<PathBuf>,
+    pub(crate) hidden: Vec<PathBuf>,
     /// Default credential stores let through on purpose.
-    pub visible: Vec<PathBuf>,
+    pub(crate) visible: Vec<PathBuf>,
     /// Processes (threads count too) one call may have at once.
-    pub max_processes: u64,
+    pub(crate) max_processes: u64,
     /// Memory one call may use, in MiB (each of its processes where no cgroup can be made).
-    pub max_memory_mb: u64,
+    pub(crate) max_memory_mb: u64,
     /// Size of a call's private `/tmp` (and `/dev/shm`), in MiB.
-    pub tmp_size_mb: u64,
+    pub(crate) tmp_size_mb: u64,
     /// Free space, in MiB, the session directory's file system must have for a call to start.
-    pub min_free_mb: u64,
+    pub(crate) min_free_mb: u64,
 }
 
 impl Default for SandboxConfig {
@@ -60,7 +60,7 @@ impl Default for SandboxConfig {
 
 impl SandboxConfig {
     /// The bounds of one call.
-    pub fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         Limits {
             max_processes: self.max_processes.max(1),
             max_memory_mb: self.max_memory_mb.max(1),

@@ -3,7 +3,7 @@
 //! the daemon runs between `fork` and `exec` but plain system calls. In order, as bubblewrap:
 //! 1. a new user namespace (mapping only our own ids), mount namespace, PID namespace and,
 //!    without the network, network namespace (only a loopback that is down);
-//! 2. the file system view of [`super::mounts`];
+//! 2. the file system view of the `mounts` module;
 //! 3. a fork: the child is the first process of the PID namespace. It mounts its own `/proc`,
 //!    sets `PR_SET_NO_NEW_PRIVS`, applies Landlock (writes only below the writable roots) and
 //!    forks the program, then reaps until the program ends. When it ends (or is killed, or
@@ -25,7 +25,7 @@ use super::policy::{DEVICES, Policy, SHM_MOUNT, TMP_MOUNT, rights};
 const ABI_WANTED: ABI = ABI::V7;
 
 /// Exit code of the helper when it cannot confine the command (it never runs it then).
-pub const CANNOT_CONFINE: i32 = 126;
+pub(crate) const CANNOT_CONFINE: i32 = 126;
 
 /// Runs the helper with its arguments (after `__sandbox`); never returns.
 pub fn run(args: &[String]) -> ! {

@@ -10,19 +10,19 @@ use std::path::{Path, PathBuf};
 
 /// The most directory entries looked at under the writable roots before a call; past it the
 /// call is refused rather than run with `.git` directories left unprotected.
-pub const MAX_ENTRIES: usize = 500_000;
+pub(crate) const MAX_ENTRIES: usize = 500_000;
 
 /// A git directory found, and what it is on disk (device and inode), so that one put in the
 /// place of another is told apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Identity {
+pub(crate) struct Identity {
     dev: u64,
     ino: u64,
 }
 
 /// Where a git directory is, by kind.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum GitDir {
+pub(crate) enum GitDir {
     /// An entry named `.git`.
     DotGit(PathBuf),
     /// A directory holding a `HEAD`.
@@ -31,7 +31,7 @@ pub enum GitDir {
 
 impl GitDir {
     /// The path that is protected, checked and removed: the `.git` entry, or the directory.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             GitDir::DotGit(p) | GitDir::Bare(p) => p,
         }
@@ -42,7 +42,10 @@ impl GitDir {
 /// directories are not entered. A directory that cannot be read is made readable first (the
 /// commands that could have hidden it run as this user); one that still cannot is an error.
 /// Past `limit` entries, an error.
-pub fn find(roots: &[PathBuf], limit: Option<usize>) -> Result<HashMap<GitDir, Identity>, String> {
+pub(crate) fn find(
+    roots: &[PathBuf],
+    limit: Option<usize>,
+) -> Result<HashMap<GitDir, Identity>, String> {
     let mut found = HashMap::new();
     let mut seen = 0usize;
     let mut stack: Vec<PathBuf> = roots.iter().filter(|r| r.is_dir()).cloned().collect();
@@ -111,7 +114,7 @@ fn read_dir_forcing(dir: &Path) -> std::io::Result<Vec<(std::ffi::OsString, std:
 /// it is a plain repository as `git init` or `git clone` make it: a real directory, a regular
 /// `HEAD`, no links in it, no other git directory named, only sample hooks, and a config that
 /// names no command.
-pub fn unsafe_reason(dir: &GitDir) -> Option<&'static str> {
+pub(crate) fn unsafe_reason(dir: &GitDir) -> Option<&'static str> {
     let path = dir.path();
     let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.is_dir() {
@@ -188,7 +191,7 @@ pub fn unsafe_reason(dir: &GitDir) -> Option<&'static str> {
 /// command, a hook, a filter or another file to include. Read strictly: a line that is not a
 /// plain `[section]`, `[section "sub"]` or `key = value` counts as not inert, since git reads
 /// forms (a key after a header on one line, continued lines) that a loose reading would miss.
-pub fn inert_config(text: &str) -> bool {
+pub(crate) fn inert_config(text: &str) -> bool {
     const INERT: [&str; 13] = [
         "core.repositoryformatversion",
         "core.filemode",

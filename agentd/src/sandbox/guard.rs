@@ -17,7 +17,7 @@ use super::links;
 use super::policy::Policy;
 use super::protected::{common_dir_of, git_file_target};
 
-pub use super::git_dirs::MAX_ENTRIES;
+pub(crate) use super::git_dirs::MAX_ENTRIES;
 
 /// What a sandboxed command of a session may do, before the `.git` entries of its directories
 /// are known.

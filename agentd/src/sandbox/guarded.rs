@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// Tools' configuration files (and directories) that name commands, relative to the home
 /// directory.
-pub const TOOL_CONFIGS: [&str; 13] = [
+pub(crate) const TOOL_CONFIGS: [&str; 13] = [
     ".cargo/config.toml",
     ".cargo/config",
     ".npmrc",
@@ -33,18 +33,18 @@ const ANCESTOR_CONFIGS: [&str; 2] = [".cargo/config.toml", ".cargo/config"];
 
 /// The guarded paths of one call.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Guarded {
+pub(crate) struct Guarded {
     /// Guarded paths that exist: mounted read-only.
-    pub existing: Vec<PathBuf>,
+    pub(crate) existing: Vec<PathBuf>,
     /// Guarded paths that do not exist yet: removed if a call creates them.
-    pub missing: Vec<PathBuf>,
+    pub(crate) missing: Vec<PathBuf>,
     /// `PATH` directories that are writable roots themselves, which cannot be made read-only
     /// without the root: programs a call adds or changes there lose their execute bits.
-    pub roots_on_path: Vec<PathBuf>,
+    pub(crate) roots_on_path: Vec<PathBuf>,
 }
 
 /// The guarded paths under `writable`.
-pub fn find(
+pub(crate) fn find(
     writable: &[PathBuf],
     session_dir: &Path,
     home: Option<&Path>,
@@ -104,11 +104,11 @@ fn environment_root(dir: &Path) -> Option<PathBuf> {
 
 /// The executable files directly in a directory, by name, with what they are on disk.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Executables(HashMap<OsString, (u64, i64, i64)>);
+pub(crate) struct Executables(HashMap<OsString, (u64, i64, i64)>);
 
 impl Executables {
     /// Looks at `dir` now.
-    pub fn of(dir: &Path) -> Executables {
+    pub(crate) fn of(dir: &Path) -> Executables {
         let mut found = HashMap::new();
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             if let Ok(meta) = entry.metadata()
@@ -126,7 +126,7 @@ impl Executables {
 
     /// Takes the execute bits from programs in `dir` that are new or changed since `self`,
     /// and says which.
-    pub fn disarm_new(&self, dir: &Path) -> Vec<String> {
+    pub(crate) fn disarm_new(&self, dir: &Path) -> Vec<String> {
         let now = Executables::of(dir);
         let mut notes = Vec::new();
         for (name, id) in now.0 {

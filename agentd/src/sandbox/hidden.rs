@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::config::SandboxConfig;
 
 /// Credential stores hidden by default, relative to the home directory.
-pub const CREDENTIALS: [&str; 12] = [
+pub(crate) const CREDENTIALS: [&str; 12] = [
     ".ssh",
     ".aws",
     ".azure",
@@ -26,21 +26,21 @@ pub const CREDENTIALS: [&str; 12] = [
 
 /// The hidden paths of one session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HiddenPaths {
+pub(crate) struct HiddenPaths {
     /// agentd's own directories: seen empty in the sandbox.
-    pub daemon: Vec<PathBuf>,
+    pub(crate) daemon: Vec<PathBuf>,
     /// Credential stores and `[sandbox] hidden`: seen empty and unreadable.
-    pub secrets: Vec<PathBuf>,
+    pub(crate) secrets: Vec<PathBuf>,
     /// Paths inside those that the session may still use: its own directory (a worktree lives
     /// in the data directory) and its plan file.
-    pub exceptions: Vec<PathBuf>,
+    pub(crate) exceptions: Vec<PathBuf>,
 }
 
 impl HiddenPaths {
     /// The hidden paths for a session whose commands have these home directories.
     /// `[sandbox] hidden` and `visible` entries starting with `~/` are in each home; relative
     /// ones are the session directory's.
-    pub fn new(
+    pub(crate) fn new(
         homes: &[PathBuf],
         config: &SandboxConfig,
         daemon: Vec<PathBuf>,
@@ -89,7 +89,7 @@ impl HiddenPaths {
     }
 
     /// Why the agent may not look at `path` (absolute), if it may not.
-    pub fn refusal(&self, path: &Path) -> Option<String> {
+    pub(crate) fn refusal(&self, path: &Path) -> Option<String> {
         let forms = both_forms(path.to_path_buf());
         let (hidden, secret) = forms.iter().find_map(|f| self.covering(f))?;
         Some(if secret {
@@ -109,7 +109,7 @@ impl HiddenPaths {
     }
 
     /// Whether `real` (a path without symlinks) is hidden: a quick test for walks.
-    pub fn hides_real(&self, real: &Path) -> bool {
+    pub(crate) fn hides_real(&self, real: &Path) -> bool {
         self.covering(real).is_some()
     }
 
@@ -133,7 +133,7 @@ impl HiddenPaths {
     /// Whether the agent may read `file`, as it was opened: its real path, read back from the
     /// descriptor, is checked, so that a link swapped in after a path was checked reaches
     /// nothing hidden.
-    pub fn check_opened(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
+    pub(crate) fn check_opened(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
         use std::os::fd::AsRawFd;
         if self.is_empty() {
             return Ok(());
@@ -149,12 +149,12 @@ impl HiddenPaths {
     }
 
     /// Whether nothing is hidden (`bypass` mode).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.daemon.is_empty() && self.secrets.is_empty()
     }
 
     /// The note a failed command's result gets when it names a hidden path.
-    pub fn note(&self, command: &str, output: &str) -> Option<String> {
+    pub(crate) fn note(&self, command: &str, output: &str) -> Option<String> {
         let named = |p: &Path| {
             let text = p.to_string_lossy();
             command.contains(text.as_ref()) || output.contains(text.as_ref())

@@ -9,11 +9,11 @@ use std::path::Path;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Processes and threads at once.
-    pub max_processes: u64,
+    pub(crate) max_processes: u64,
     /// Memory in MiB (of each process: `RLIMIT_DATA`).
-    pub max_memory_mb: u64,
+    pub(crate) max_memory_mb: u64,
     /// Size of the private `/tmp` and `/dev/shm` in MiB.
-    pub tmp_size_mb: u64,
+    pub(crate) tmp_size_mb: u64,
 }
 
 impl Default for Limits {
@@ -27,13 +27,13 @@ impl Default for Limits {
 }
 
 /// Exit code of a call the sandbox ended because it reached its process limit.
-pub const PROCESS_LIMIT_EXIT: i32 = 125;
+pub(crate) const PROCESS_LIMIT_EXIT: i32 = 125;
 
 impl Limits {
     /// Sets the resource limits in the calling process, for it and everything it starts. The
     /// process count is per user namespace, so a fresh one counts this call alone; `extra`
     /// is the sandbox's own processes that count too.
-    pub fn apply(&self, extra: u64) -> Result<(), String> {
+    pub(crate) fn apply(&self, extra: u64) -> Result<(), String> {
         let set = |resource, value: u64, what: &str| {
             let limit = libc::rlimit {
                 rlim_cur: value,
@@ -58,7 +58,7 @@ impl Limits {
     }
 
     /// The note a failed call's result gets when its output shows it met one of the limits.
-    pub fn note(&self, output: &str) -> Option<String> {
+    pub(crate) fn note(&self, output: &str) -> Option<String> {
         // The sandbox itself said so.
         if output.contains(PROCESS_LIMIT_SIGN) {
             return None;
@@ -99,28 +99,20 @@ impl Limits {
     }
 
     /// The line the sandbox writes when it ends a call at its process limit.
-    pub fn process_limit_message(&self) -> String {
+    pub(crate) fn process_limit_message(&self) -> String {
         format!(
             "{PROCESS_LIMIT_SIGN} of {} processes at once ([sandbox] max_processes), so it was ended with everything it started",
             self.max_processes
         )
     }
-
-    /// What `daemon status` says of the limits.
-    pub fn describe(&self) -> String {
-        format!(
-            "each call: {} processes and threads, {} MiB of memory per process (resource limits; no cgroup is used), a {} MiB private /tmp",
-            self.max_processes, self.max_memory_mb, self.tmp_size_mb
-        )
-    }
 }
 
 /// How the sandbox's message about the process limit begins.
-pub const PROCESS_LIMIT_SIGN: &str = "agentd sandbox: the command reached the limit";
+pub(crate) const PROCESS_LIMIT_SIGN: &str = "agentd sandbox: the command reached the limit";
 
 /// Refuses a call when the file system of `dir` has less than `min_free_mb` MiB free: a call
 /// that fills the disk would stop the daemon writing the session's history.
-pub fn check_free_space(dir: &Path, min_free_mb: u64) -> Result<(), String> {
+pub(crate) fn check_free_space(dir: &Path, min_free_mb: u64) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
         return Err(format!("{} has a NUL byte", dir.display()));

@@ -9,18 +9,18 @@ use std::path::{Path, PathBuf};
 
 /// What a look through the protected paths found and did.
 #[derive(Debug, Default)]
-pub struct Unlinked {
+pub(crate) struct Unlinked {
     /// Notes for the call's result: the links that were broken.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Targets of symlinks inside git directories, to protect as well.
-    pub link_targets: Vec<PathBuf>,
+    pub(crate) link_targets: Vec<PathBuf>,
 }
 
 /// Breaks every hard link of a file in `protected` (a git directory is looked through whole,
 /// but for its content-addressed `objects`, which `git clone --local` links on purpose; other
 /// directories, such as `PATH` directories, one level deep). `Err` when a link cannot be
 /// broken, or when there are more than `limit` entries: the call must not run then.
-pub fn break_links(
+pub(crate) fn break_links(
     git_dirs: &[PathBuf],
     others: &[PathBuf],
     limit: usize,

@@ -1,18 +1,19 @@
-//! The kernel sandbox of `auto` mode (SPEC §12): commands run in their own user, mount, PID
-//! and network namespaces, confined by Landlock, by a helper mode of the daemon's own binary.
+//! The kernel sandbox of `auto` mode (docs/architecture.md#sandbox): commands run in their own
+//! user, mount, PID and network namespaces, confined by Landlock, by a helper mode of the daemon's
+//! own binary.
 
-pub mod cgroup;
-pub mod config;
+pub(crate) mod cgroup;
+pub(crate) mod config;
 pub mod exec;
-pub mod git_dirs;
-pub mod guard;
-pub mod guarded;
-pub mod hidden;
-pub mod limits;
-pub mod links;
+pub(crate) mod git_dirs;
+pub(crate) mod guard;
+pub(crate) mod guarded;
+pub(crate) mod hidden;
+pub(crate) mod limits;
+pub(crate) mod links;
 mod mounts;
-pub mod policy;
-pub mod protected;
+pub(crate) mod policy;
+pub(crate) mod protected;
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -22,7 +23,7 @@ pub use policy::Policy;
 
 /// What the sandbox can do on this machine, found once at daemon start.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Support {
+pub(crate) enum Support {
     /// Commands can be confined; the text says how (Landlock ABI, network isolation).
     Available(String),
     /// They cannot, and why.
@@ -33,12 +34,12 @@ static SUPPORT: OnceLock<Support> = OnceLock::new();
 static HELPER: OnceLock<std::path::PathBuf> = OnceLock::new();
 
 /// The program that confines commands (the daemon's own binary), once found.
-pub fn helper() -> Option<&'static Path> {
+pub(crate) fn helper() -> Option<&'static Path> {
     HELPER.get().map(|p| p.as_path())
 }
 
 /// The sandbox support found at start (`Unavailable` before it was looked for).
-pub fn support() -> Support {
+pub(crate) fn support() -> Support {
     SUPPORT
         .get()
         .cloned()
@@ -46,13 +47,13 @@ pub fn support() -> Support {
 }
 
 /// Whether commands can be confined here.
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     matches!(support(), Support::Available(_))
 }
 
 /// Looks for Landlock and user namespaces by confining `true` once with `helper` (the daemon's
 /// binary); the answer is kept for [`support`].
-pub fn detect(helper: &Path) -> Support {
+pub(crate) fn detect(helper: &Path) -> Support {
     let found = probe(helper);
     let _ = HELPER.set(helper.to_path_buf());
     let _ = SUPPORT.set(found.clone());
@@ -136,7 +137,7 @@ fn landlock_abi() -> Option<i64> {
 }
 
 /// Whether a failed sandboxed command's output looks like the sandbox stopped it.
-pub fn blocked(output: &str) -> bool {
+pub(crate) fn blocked(output: &str) -> bool {
     const SIGNS: [&str; 8] = [
         "Permission denied",
         "Operation not permitted",
@@ -151,16 +152,16 @@ pub fn blocked(output: &str) -> bool {
 }
 
 /// The note a failed sandboxed command's result gets when [`blocked`].
-pub const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, /tmp (private to this command, emptied after it) and [sandbox] writable, writes to .git, to PATH directories and to tools' configuration, the network, and hides agentd's own files and credential stores; if it needs them, call bash again with \"sandbox\": false (the user will be asked)]";
+pub(crate) const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, /tmp (private to this command, emptied after it) and [sandbox] writable, writes to .git, to PATH directories and to tools' configuration, the network, and hides agentd's own files and credential stores; if it needs them, call bash again with \"sandbox\": false (the user will be asked)]";
 
 /// What one call may reach: the sandbox its command runs in (a `bash` call in auto mode), and
 /// the paths it may not look at.
 #[derive(Debug, Clone, Default)]
-pub struct Confinement {
+pub(crate) struct Confinement {
     /// The sandbox of a `bash` call, if it runs in one.
-    pub sandbox: Option<Box<Sandbox>>,
+    pub(crate) sandbox: Option<Box<Sandbox>>,
     /// What the call may not read, search or list.
-    pub hidden: std::sync::Arc<hidden::HiddenPaths>,
+    pub(crate) hidden: std::sync::Arc<hidden::HiddenPaths>,
     /// The file a `write` or `edit` call was allowed to write, resolved when it was checked.
-    pub target: Option<std::path::PathBuf>,
+    pub(crate) target: Option<std::path::PathBuf>,
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use super::policy::{Policy, SHM_MOUNT, TMP_MOUNT};
 
 /// Builds the view for `policy`. The caller is alone in a new user and mount namespace.
-pub fn build(policy: &Policy) -> Result<(), String> {
+pub(crate) fn build(policy: &Policy) -> Result<(), String> {
     mount(
         None,
         Path::new("/"),
@@ -409,7 +409,7 @@ fn mount(
 
 /// Mounts a `proc` of the caller's PID namespace over `/proc`, so that the sandbox sees only
 /// its own processes. The caller is the namespace's first process.
-pub fn own_proc() -> std::io::Result<()> {
+pub(crate) fn own_proc() -> std::io::Result<()> {
     mount(
         Some(Path::new("proc")),
         Path::new("/proc"),

@@ -1,8 +1,8 @@
-//! What a sandboxed command may do (SPEC §12): read and execute everywhere, write only below
-//! the writable roots (the session directory, `[sandbox] writable`, a worktree's grants) and
-//! its private `/tmp`, never into a protected path, never see the daemon's directories or the
-//! user's credential stores, reach the network only when `[sandbox] network = true`, and take
-//! no more processes, memory and `/tmp` than its limits.
+//! What a sandboxed command may do (docs/architecture.md#sandbox): read and execute everywhere,
+//! write only below the writable roots (the session directory, `[sandbox] writable`, a worktree's
+//! grants) and its private `/tmp`, never into a protected path, never see the daemon's directories
+//! or the user's credential stores, reach the network only when `[sandbox] network = true`, and
+//! take no more processes, memory and `/tmp` than its limits.
 
 use std::path::PathBuf;
 
@@ -31,7 +31,7 @@ pub struct Policy {
 }
 
 /// Files every command writes to without it counting as a write (`> /dev/null`).
-pub const DEVICES: [&str; 5] = [
+pub(crate) const DEVICES: [&str; 5] = [
     "/dev/null",
     "/dev/zero",
     "/dev/full",
@@ -40,14 +40,14 @@ pub const DEVICES: [&str; 5] = [
 ];
 
 /// Where the private temporary directory appears inside the sandbox.
-pub const TMP_MOUNT: &str = "/tmp";
+pub(crate) const TMP_MOUNT: &str = "/tmp";
 
 /// A private shared-memory directory (a fresh tmpfs) for programs that need one.
-pub const SHM_MOUNT: &str = "/dev/shm";
+pub(crate) const SHM_MOUNT: &str = "/dev/shm";
 
 /// The access rights handled under `abi` (all of them are refused unless a rule grants them),
 /// and the ones granted everywhere: reading and executing.
-pub fn rights(abi: ABI) -> (BitFlags<AccessFs>, BitFlags<AccessFs>) {
+pub(crate) fn rights(abi: ABI) -> (BitFlags<AccessFs>, BitFlags<AccessFs>) {
     (AccessFs::from_all(abi), AccessFs::from_read(abi))
 }
 
@@ -85,7 +85,7 @@ impl Policy {
     }
 
     /// Reads the helper's command line back: the policy and the program with its arguments.
-    pub fn from_helper_args(args: &[String]) -> Result<(Policy, Vec<String>), String> {
+    pub(crate) fn from_helper_args(args: &[String]) -> Result<(Policy, Vec<String>), String> {
         let mut policy = Policy::default();
         let mut rest = args.iter();
         loop {

@@ -1,29 +1,30 @@
-//! Protected paths (SPEC §12): what is written there runs later outside the sandbox, so it
-//! stays read-only even inside a writable root, in the sandbox and for the `write` and `edit`
-//! tools in every mode but `bypass`: every `.git` (directory or file) and what a `.git` file or
-//! a `commondir` points at, the daemon's config, data and socket directories, and the dot files
-//! of the home directory (shell start-up files, git's and other tools' configs, `.local/bin`).
+//! Protected paths (docs/architecture.md#sandbox): what is written there runs later outside the
+//! sandbox, so it stays read-only even inside a writable root, in the sandbox and for the `write`
+//! and `edit` tools in every mode but `bypass`: every `.git` (directory or file) and what a `.git`
+//! file or a `commondir` points at, the daemon's config, data and socket directories, and the dot
+//! files of the home directory (shell start-up files, git's and other tools' configs,
+//! `.local/bin`).
 
 use std::path::{Path, PathBuf};
 
 /// Where protected paths are for one session.
 #[derive(Debug, Clone, Default)]
-pub struct ProtectedPaths {
+pub(crate) struct ProtectedPaths {
     /// The daemon's directories (config, data, socket).
-    pub daemon_dirs: Vec<PathBuf>,
+    pub(crate) daemon_dirs: Vec<PathBuf>,
     /// The home directory, whose dot files are protected.
-    pub home: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
     /// The session directory: a worktree session's own worktree lives under the daemon's data
     /// directory and stays writable.
-    pub session_dir: PathBuf,
+    pub(crate) session_dir: PathBuf,
     /// `PATH` directories (with their environments) and tools' configuration inside the
     /// session directory or `[sandbox] writable` ([`super::guarded`]).
-    pub guarded: Vec<PathBuf>,
+    pub(crate) guarded: Vec<PathBuf>,
 }
 
 impl ProtectedPaths {
     /// Why writing `path` (absolute, symlinks resolved) is refused, if it is.
-    pub fn refusal(&self, path: &Path) -> Option<String> {
+    pub(crate) fn refusal(&self, path: &Path) -> Option<String> {
         if let Some(git) = git_part(path) {
             return Some(format!(
                 "{} is inside the git directory {} (git would run what is written there outside the sandbox)",
@@ -84,7 +85,7 @@ impl ProtectedPaths {
 }
 
 /// The home directory of a command environment (`HOME`), else the daemon's.
-pub fn home_of(env: &[(String, String)]) -> Option<PathBuf> {
+pub(crate) fn home_of(env: &[(String, String)]) -> Option<PathBuf> {
     env.iter()
         .find(|(k, _)| k == "HOME")
         .map(|(_, v)| PathBuf::from(v))
@@ -93,7 +94,7 @@ pub fn home_of(env: &[(String, String)]) -> Option<PathBuf> {
 }
 
 /// The `.git` component of `path` and what precedes it, if it has one.
-pub fn git_part(path: &Path) -> Option<PathBuf> {
+pub(crate) fn git_part(path: &Path) -> Option<PathBuf> {
     let mut prefix = PathBuf::new();
     for part in path.components() {
         prefix.push(part);
@@ -105,14 +106,14 @@ pub fn git_part(path: &Path) -> Option<PathBuf> {
 }
 
 /// The directory a `.git` file (`gitdir: PATH`) names, resolved against the file's directory.
-pub fn git_file_target(file: &Path) -> Option<PathBuf> {
+pub(crate) fn git_file_target(file: &Path) -> Option<PathBuf> {
     let text = crate::regular_file::read_text(file, 4096)?;
     let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     Some(file.parent()?.join(target))
 }
 
 /// The directory a git directory's `commondir` file names (worktrees), if it has one.
-pub fn common_dir_of(git_dir: &Path) -> Option<PathBuf> {
+pub(crate) fn common_dir_of(git_dir: &Path) -> Option<PathBuf> {
     let text = crate::regular_file::read_text(&git_dir.join("commondir"), 4096)?;
     let target = text.lines().next()?.trim();
     (!target.is_empty()).then(|| git_dir.join(target))

@@ -172,7 +172,7 @@ impl Open {
 /// Writes session `meta` (a new id) in `sessions_dir` as a copy of the session `from_id` in
 /// `from` up to turn `turn`. Returns the turns copied. The new session is listed only once whole: its
 /// `meta.json` is written last.
-pub fn fork(
+pub(crate) fn fork(
     from: &Path,
     from_id: &str,
     sessions_dir: &Path,

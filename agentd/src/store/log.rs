@@ -31,13 +31,13 @@ pub struct SessionStore {
 #[derive(Debug, Default)]
 pub struct LogRead {
     /// The length up to the last whole record.
-    pub len: u64,
+    pub(crate) len: u64,
     /// The `seq` index.
     index: Vec<(u64, u64)>,
     /// Whether a torn last line was found (to be dropped).
-    pub dropped_torn_line: bool,
+    pub(crate) dropped_torn_line: bool,
     /// Lines that could not be read (other than a torn last line), skipped.
-    pub skipped: usize,
+    pub(crate) skipped: usize,
 }
 
 /// Reads the log at `path` record by record, handing each to `visit`: a session of any size
@@ -75,7 +75,7 @@ pub fn read_log(path: &Path, mut visit: impl FnMut(Record)) -> Result<LogRead, S
 
 impl SessionStore {
     /// The directory of session `id`.
-    pub fn dir_of(sessions_dir: &Path, id: &SessionId) -> PathBuf {
+    pub(crate) fn dir_of(sessions_dir: &Path, id: &SessionId) -> PathBuf {
         sessions_dir.join(id.as_str())
     }
 
@@ -110,7 +110,7 @@ impl SessionStore {
         Ok(())
     }
 
-    /// Opens a session's log for appending; [`read_log`] reads it and [`SessionStore::adopt`]
+    /// Opens a session's log for appending; [`read_log`] reads it and `SessionStore::adopt`
     /// takes what reading found.
     pub fn open(dir: &Path) -> Result<SessionStore, StoreError> {
         let path = dir.join(LOG);
@@ -132,7 +132,7 @@ impl SessionStore {
 
     /// Takes what reading the log found: its index, and its length without a torn last line,
     /// which is cut from the file so that new records start on a clean line.
-    pub fn adopt(&mut self, read: LogRead) -> Result<(), StoreError> {
+    pub(crate) fn adopt(&mut self, read: LogRead) -> Result<(), StoreError> {
         if read.dropped_torn_line {
             let path = self.log_path();
             tracing::warn!(log = %path.display(), "dropping a torn last record");
@@ -145,12 +145,12 @@ impl SessionStore {
     }
 
     /// The session's directory.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The log file's path.
-    pub fn log_path(&self) -> PathBuf {
+    pub(crate) fn log_path(&self) -> PathBuf {
         self.dir.join(LOG)
     }
 
@@ -189,7 +189,7 @@ impl SessionStore {
     }
 
     /// A byte offset at or before the record of the first event with `seq > after_seq`.
-    pub fn offset_after(&self, after_seq: u64) -> u64 {
+    pub(crate) fn offset_after(&self, after_seq: u64) -> u64 {
         let at = self.index.partition_point(|(seq, _)| *seq <= after_seq + 1);
         at.checked_sub(1)
             .and_then(|i| self.index.get(i))
@@ -197,7 +197,7 @@ impl SessionStore {
     }
 
     /// The environment the session's commands run with (empty when it has none of its own).
-    pub fn env(&self) -> Vec<(String, String)> {
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
         crate::regular_file::read_at_most(&self.dir.join(ENV), 4 << 20)
             .ok()
             .and_then(|(bytes, _)| serde_json::from_slice(&bytes).ok())
@@ -205,13 +205,13 @@ impl SessionStore {
     }
 
     /// Replaces `meta.json` atomically (synced with `sync`).
-    pub fn write_meta(&self, meta: &Meta, sync: bool) -> Result<(), StoreError> {
+    pub(crate) fn write_meta(&self, meta: &Meta, sync: bool) -> Result<(), StoreError> {
         write_meta(&self.dir, meta, sync)
     }
 
     /// Makes the next append write `bytes` bytes and then fail.
     #[cfg(test)]
-    pub fn fail_next_append_after(&mut self, bytes: usize) {
+    pub(crate) fn fail_next_append_after(&mut self, bytes: usize) {
         self.fail_after = Some(bytes);
     }
 }

@@ -1,8 +1,8 @@
-//! Durable sessions (SPEC §8): per session a `meta.json`, an `env.json` and an append-only
-//! `log.jsonl` under `<data>/sessions/<id>/`. Every record is one JSON line, written whole with
-//! one write before the event it records reaches any client; records that end a unit of work
-//! are synced first. A daemon killed at any point leaves at worst a torn last line, which
-//! loading drops.
+//! Durable sessions (docs/architecture.md#state-on-disk): per session a `meta.json`, an `env.json`
+//! and an append-only `log.jsonl` under `<data>/sessions/<id>/`. Every record is one JSON line,
+//! written whole with one write before the event it records reaches any client; records that end a
+//! unit of work are synced first. A daemon killed at any point leaves at worst a torn last line,
+//! which loading drops.
 
 mod fork;
 mod log;
@@ -19,15 +19,15 @@ use crate::conversation::Message;
 use crate::permission::AlwaysRule;
 
 /// The version of the record format, written in the first line of every log.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 const META: &str = "meta.json";
 const LOG: &str = "log.jsonl";
 const ENV: &str = "env.json";
 
-pub use fork::fork;
+pub(crate) use fork::fork;
 pub use log::{LogRead, SessionStore, read_log};
-pub use replay::{DiskReplay, Page, read_page};
-pub use running::RunningJournal;
+pub(crate) use replay::{DiskReplay, read_page};
+pub(crate) use running::RunningJournal;
 
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,17 +136,18 @@ pub struct Meta {
     /// configuration's `resume_interrupted` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_interrupted: Option<bool>,
-    /// The parent and task of a subagent (SPEC §14).
+    /// The parent and task of a subagent (docs/architecture.md#subagents).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child: Option<crate::subagents::ChildOf>,
-    /// The last run that ended, for the board of a session that is not loaded (SPEC §17).
+    /// The last run that ended, for the board of a session that is not loaded
+    /// (docs/architecture.md#the-board).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<protocol::RunSummary>,
 }
 
 impl Meta {
     /// The listing of a session that is not loaded.
-    pub fn info(&self) -> SessionInfo {
+    pub(crate) fn info(&self) -> SessionInfo {
         SessionInfo {
             id: SessionId(self.id.clone()),
             cwd: self.cwd.clone(),
@@ -167,7 +168,7 @@ impl Meta {
     }
 
     /// The summary of a session that is not loaded.
-    pub fn summary(&self) -> protocol::SessionSummary {
+    pub(crate) fn summary(&self) -> protocol::SessionSummary {
         protocol::SessionSummary::idle(self.info(), self.last_run.clone())
     }
 
@@ -194,7 +195,7 @@ impl Meta {
     }
 
     /// The meta of `info`, created with `max_turns`.
-    pub fn of(info: &SessionInfo, max_turns: Option<u32>) -> Meta {
+    pub(crate) fn of(info: &SessionInfo, max_turns: Option<u32>) -> Meta {
         Meta {
             version: FORMAT_VERSION,
             id: info.id.0.clone(),
@@ -220,9 +221,9 @@ impl Meta {
 #[error("{}: {source}", path.display())]
 pub struct StoreError {
     /// The file or directory.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// What failed.
-    pub source: std::io::Error,
+    pub(crate) source: std::io::Error,
 }
 
 fn at(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -253,7 +254,7 @@ fn write_meta(dir: &Path, meta: &Meta, sync: bool) -> Result<(), StoreError> {
 }
 
 /// Replaces `meta.json` in the session directory `dir` atomically and durably.
-pub fn save_meta(dir: &Path, meta: &Meta) -> Result<(), StoreError> {
+pub(crate) fn save_meta(dir: &Path, meta: &Meta) -> Result<(), StoreError> {
     write_meta(dir, meta, true)
 }
 
@@ -266,7 +267,7 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 
 /// Every stored session's meta, read without opening any log, and the sessions that could not
 /// be read (their directory and why), which are also logged.
-pub fn list(sessions_dir: &Path) -> (Vec<Meta>, Vec<String>) {
+pub(crate) fn list(sessions_dir: &Path) -> (Vec<Meta>, Vec<String>) {
     let Ok(entries) = std::fs::read_dir(sessions_dir) else {
         return (Vec::new(), Vec::new());
     };
@@ -301,7 +302,7 @@ pub fn list(sessions_dir: &Path) -> (Vec<Meta>, Vec<String>) {
 }
 
 /// Deletes a session's files.
-pub fn delete(sessions_dir: &Path, id: &SessionId) -> Result<(), StoreError> {
+pub(crate) fn delete(sessions_dir: &Path, id: &SessionId) -> Result<(), StoreError> {
     let dir = SessionStore::dir_of(sessions_dir, id);
     match std::fs::remove_dir_all(&dir) {
         Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(at(&dir)(err)),
@@ -314,7 +315,7 @@ pub(crate) mod tests {
     use super::*;
 
     /// A meta for tests.
-    pub fn meta(id: &str) -> Meta {
+    pub(crate) fn meta(id: &str) -> Meta {
         Meta::new(id, "/w")
     }
 

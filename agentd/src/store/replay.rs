@@ -10,31 +10,31 @@ use super::Record;
 
 /// A stretch of a session's events to read from its log on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiskReplay {
+pub(crate) struct DiskReplay {
     /// The session.
-    pub session: SessionId,
+    pub(crate) session: SessionId,
     /// The log file.
-    pub path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
     /// A byte offset at or before the first wanted record.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Events with a `seq` above this...
-    pub after_seq: u64,
+    pub(crate) after_seq: u64,
     /// ...up to and including this.
-    pub through_seq: u64,
+    pub(crate) through_seq: u64,
 }
 
 /// A page of stored events.
 #[derive(Debug, Default)]
-pub struct Page {
+pub(crate) struct Page {
     /// The events, in order.
-    pub events: Vec<SessionEvent>,
+    pub(crate) events: Vec<SessionEvent>,
     /// Where to go on reading, when the stretch was not read to its end.
-    pub next_offset: Option<u64>,
+    pub(crate) next_offset: Option<u64>,
 }
 
 /// Reads the events of `stretch` from `offset` on, until its end or until the page holds
 /// about `budget` bytes of records (at least one event).
-pub fn read_page(stretch: &DiskReplay, offset: u64, budget: usize) -> std::io::Result<Page> {
+pub(crate) fn read_page(stretch: &DiskReplay, offset: u64, budget: usize) -> std::io::Result<Page> {
     let mut file = std::fs::File::open(&stretch.path)?;
     file.seek(SeekFrom::Start(offset))?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);

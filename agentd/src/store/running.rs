@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The journal of runs going.
-pub struct RunningJournal {
+pub(crate) struct RunningJournal {
     file: Mutex<Option<File>>,
     /// The runs begun and not ended, as the file says.
     open: Mutex<BTreeSet<(String, u64)>>,
@@ -38,7 +38,7 @@ const COMPACT_AFTER: usize = 10_000;
 impl RunningJournal {
     /// Opens the journal in `data_dir`; returns it with the runs that were going when the last
     /// daemon stopped, as (session, run). The file is rewritten with only those.
-    pub fn open(data_dir: &Path) -> (RunningJournal, Vec<(String, u64)>) {
+    pub(crate) fn open(data_dir: &Path) -> (RunningJournal, Vec<(String, u64)>) {
         // A fresh home has no data directory yet: without it the journal could not be written
         // at all, and no run of this daemon would be resumed by the next.
         if let Err(err) = std::fs::create_dir_all(data_dir) {
@@ -60,18 +60,18 @@ impl RunningJournal {
     /// Whether run `run` of `session` was going when the last daemon stopped (asked once, when
     /// the session's log is read): a run its log leaves open that the journal does not name
     /// (ended before its end reached the log, or from long ago) is closed, not resumed.
-    pub fn was_interrupted(&self, session: &str, run: u64) -> bool {
+    pub(crate) fn was_interrupted(&self, session: &str, run: u64) -> bool {
         lock(&self.interrupted).remove(&(session.to_string(), run))
     }
 
     /// Run `run` of `session` began.
-    pub fn started(&self, session: &str, run: u64) {
+    pub(crate) fn started(&self, session: &str, run: u64) {
         self.lock_open().insert((session.to_string(), run));
         self.append(&format!("+ {session} {run}\n"));
     }
 
     /// Run `run` of `session` ended (or was closed).
-    pub fn ended(&self, session: &str, run: u64) {
+    pub(crate) fn ended(&self, session: &str, run: u64) {
         if self.lock_open().remove(&(session.to_string(), run)) {
             self.append(&format!("- {session} {run}\n"));
         }
@@ -79,7 +79,7 @@ impl RunningJournal {
     }
 
     /// No run of `session` is going (its log says so).
-    pub fn forget(&self, session: &str) {
+    pub(crate) fn forget(&self, session: &str) {
         let gone: Vec<u64> = {
             let mut open = self.lock_open();
             let runs: Vec<u64> = open

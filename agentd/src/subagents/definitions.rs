@@ -1,6 +1,6 @@
-//! Agent definitions (SPEC §14): markdown files with YAML front matter in the project's
-//! `.agents/agents/` and `.claude/agents/` and the user's `<config>/agents/`, in the format
-//! Claude Code's subagents use, so existing definitions work as they are. `general` always
+//! Agent definitions (docs/architecture.md#subagents): markdown files with YAML front matter in the
+//! project's `.agents/agents/` and `.claude/agents/` and the user's `<config>/agents/`, in the
+//! format Claude Code's subagents use, so existing definitions work as they are. `general` always
 //! exists.
 
 use std::path::{Path, PathBuf};
@@ -11,34 +11,34 @@ use serde::Deserialize;
 /// The most definition files read from one directory.
 const MAX_FILES: usize = 64;
 /// The most characters of a description the `task` tool lists.
-pub const MAX_DESCRIPTION: usize = 400;
+pub(crate) const MAX_DESCRIPTION: usize = 400;
 
 /// One kind of subagent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AgentDef {
+pub(crate) struct AgentDef {
     /// The name the `task` tool's `agent` argument takes.
-    pub name: String,
+    pub(crate) name: String,
     /// When to use it, for the model.
-    pub description: String,
+    pub(crate) description: String,
     /// The tools it may use; all of the parent's when `None`.
-    pub tools: Option<Vec<String>>,
+    pub(crate) tools: Option<Vec<String>>,
     /// Its model; the parent's when `None`.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Its mode, if stricter than the parent's (a child never gets more than its parent).
-    pub mode: Option<Mode>,
+    pub(crate) mode: Option<Mode>,
     /// Its turn limit.
-    pub max_turns: Option<u32>,
+    pub(crate) max_turns: Option<u32>,
     /// Whether it works in a git worktree of its own.
-    pub worktree: bool,
+    pub(crate) worktree: bool,
     /// Added to its system prompt.
-    pub body: String,
+    pub(crate) body: String,
     /// Where it was defined; `None` for the built-in `general`.
-    pub source: Option<PathBuf>,
+    pub(crate) source: Option<PathBuf>,
 }
 
 impl AgentDef {
     /// The agent that always exists.
-    pub fn general() -> AgentDef {
+    pub(crate) fn general() -> AgentDef {
         AgentDef {
             name: "general".to_string(),
             description: "General-purpose agent for researching questions, searching code and \
@@ -80,13 +80,13 @@ struct Head {
 
 /// The directories definitions are read from, in order of precedence: the project's (at the
 /// session directory and at its git root) before the user's.
-pub fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn directories(cwd: &Path, config_dir: &Path) -> Vec<PathBuf> {
     crate::front_matter::directories(cwd, config_dir, "agents")
 }
 
 /// Every definition found in `dirs` (the first of a name wins) and `general`; with what was
 /// wrong with the files that were skipped.
-pub fn discover(dirs: &[PathBuf]) -> (Vec<AgentDef>, Vec<String>) {
+pub(crate) fn discover(dirs: &[PathBuf]) -> (Vec<AgentDef>, Vec<String>) {
     let mut found: Vec<AgentDef> = Vec::new();
     let mut problems = Vec::new();
     for dir in dirs {
@@ -194,7 +194,7 @@ fn latitude(mode: Mode) -> u8 {
 
 /// The mode of a child of a session in `parent` mode whose definition asks for `wanted`: never
 /// more than its parent's.
-pub fn child_mode(parent: Mode, wanted: Option<Mode>) -> Mode {
+pub(crate) fn child_mode(parent: Mode, wanted: Option<Mode>) -> Mode {
     match wanted {
         Some(wanted) if latitude(wanted) < latitude(parent) => wanted,
         _ => parent,

@@ -14,21 +14,21 @@ const MAX_LISTING: usize = 8 * 1024;
 /// The arguments of `task`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TaskArgs {
+pub(crate) struct TaskArgs {
     /// A few words saying what the child does, for the views.
-    pub description: String,
+    pub(crate) description: String,
     /// Everything the child needs to know: it sees nothing else.
-    pub prompt: String,
+    pub(crate) prompt: String,
     /// The agent definition to follow; `general` when absent.
     #[serde(default, alias = "subagent_type")]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
     /// Return at once; the result comes later as a message.
     #[serde(default, alias = "run_in_background")]
-    pub background: bool,
+    pub(crate) background: bool,
 }
 
 /// What the model is told of `task`, with the agents it may start.
-pub fn spec(agents: &[AgentDef]) -> ToolSpec {
+pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
     let mut listing = String::new();
     for agent in agents {
         let line = format!(
@@ -72,31 +72,31 @@ pub fn spec(agents: &[AgentDef]) -> ToolSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChildEnd {
     /// The child session.
-    pub child: SessionId,
+    pub(crate) child: SessionId,
     /// Its agent.
-    pub agent: String,
+    pub(crate) agent: String,
     /// Why its run stopped.
-    pub stop_reason: StopReason,
+    pub(crate) stop_reason: StopReason,
     /// Its error, for `error` and `health` stops.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Its model replies.
-    pub turns: u32,
+    pub(crate) turns: u32,
     /// Its tokens.
-    pub usage: TokenUsage,
+    pub(crate) usage: TokenUsage,
     /// How long its run took.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Its last message's text.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 impl ChildEnd {
     /// Whether the child did its task.
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.stop_reason == StopReason::Completed
     }
 
     /// The `task` call's result text.
-    pub fn result(&self) -> String {
+    pub(crate) fn result(&self) -> String {
         let (child, agent, turns) = (&self.child, &self.agent, self.turns);
         if self.ok() {
             let text = if self.text.trim().is_empty() {
@@ -125,7 +125,7 @@ impl ChildEnd {
     }
 
     /// The message a background child's end leaves in its parent's history.
-    pub fn notification(&self, description: &str) -> String {
+    pub(crate) fn notification(&self, description: &str) -> String {
         let status = match self.stop_reason {
             StopReason::Completed => "completed",
             StopReason::Aborted => "cancelled",

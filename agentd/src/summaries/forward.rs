@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::Watcher;
 
 /// The least time between two summaries of one session, unless a request is new.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// The most summaries of one session within [`WINDOW`].
 const MOST_PER_WINDOW: usize = 10;
 const WINDOW: Duration = Duration::from_secs(1);
@@ -63,7 +63,7 @@ fn asks(summary: &SessionSummary) -> Vec<Ask> {
 
 /// Sends `snapshot`, `SummariesReady`, then what `watcher` sees, until the client is gone;
 /// `name` fills in each listing's provider and model as the client is shown them.
-pub async fn forward(
+pub(crate) async fn forward(
     snapshot: Vec<SessionSummary>,
     watcher: Arc<Watcher>,
     out: mpsc::Sender<ServerFrame>,

@@ -1,7 +1,7 @@
-//! One subscription for the whole daemon (SPEC §17): every session publishes its summary to
-//! the hub when it changes, and each `SubscribeSummaries` client has a [`Watcher`] that keeps
-//! only the latest summary of each changed session, so a slow client costs a map, never a
-//! queue. [`forward`] sends them at most ten times a second per session.
+//! One subscription for the whole daemon (docs/architecture.md#the-board): every session publishes
+//! its summary to the hub when it changes, and each `SubscribeSummaries` client has a [`Watcher`]
+//! that keeps only the latest summary of each changed session, so a slow client costs a map, never
+//! a queue. [`forward()`] sends them at most ten times a second per session.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -11,28 +11,28 @@ use tokio::sync::Notify;
 
 mod forward;
 
-pub use forward::forward;
+pub(crate) use forward::forward;
 
 /// Where sessions publish their summaries; cheap to clone.
 #[derive(Clone, Default)]
-pub struct SummaryHub(Arc<Mutex<Vec<Weak<Watcher>>>>);
+pub(crate) struct SummaryHub(Arc<Mutex<Vec<Weak<Watcher>>>>);
 
 /// One client's view of the changes: the latest summary of each session changed since it last
 /// looked (`None` for a deleted session).
 #[derive(Default)]
-pub struct Watcher {
+pub(crate) struct Watcher {
     changes: Mutex<HashMap<SessionId, Option<SessionSummary>>>,
     notify: Notify,
 }
 
 impl Watcher {
     /// The changes since the last call.
-    pub fn take(&self) -> HashMap<SessionId, Option<SessionSummary>> {
+    pub(crate) fn take(&self) -> HashMap<SessionId, Option<SessionSummary>> {
         std::mem::take(&mut *lock(&self.changes))
     }
 
     /// Waits until something changed since the last [`Watcher::take`].
-    pub async fn changed(&self) {
+    pub(crate) async fn changed(&self) {
         self.notify.notified().await;
     }
 }
@@ -48,12 +48,12 @@ impl SummaryHub {
     }
 
     /// A session's summary changed.
-    pub fn changed(&self, summary: &SessionSummary) {
+    pub(crate) fn changed(&self, summary: &SessionSummary) {
         self.tell(&summary.info.id, || Some(summary.clone()));
     }
 
     /// A session was deleted.
-    pub fn removed(&self, id: &SessionId) {
+    pub(crate) fn removed(&self, id: &SessionId) {
         self.tell(id, || None);
     }
 

@@ -11,15 +11,15 @@ use tokio::io::AsyncReadExt;
 
 use super::output::Capped;
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput};
-use crate::provider::ToolSpec;
+use crate::tool_spec::ToolSpec;
 
 /// The longest timeout a call may ask for.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long output may keep arriving after the group was killed (from a process that left it).
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// The model's description of `bash`.
-pub fn spec() -> ToolSpec {
+pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "bash".into(),
         description: "Run a shell command with `bash -c` in the working directory. stdout and \
@@ -45,9 +45,9 @@ pub fn spec() -> ToolSpec {
 
 /// The arguments of `bash`.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     /// The command line.
-    pub command: String,
+    pub(crate) command: String,
     timeout_ms: Option<u64>,
     /// `false` asks to run outside the sandbox; the permission check has decided already.
     #[serde(default, rename = "sandbox")]
@@ -61,7 +61,7 @@ enum Ending {
 }
 
 /// Runs the command.
-pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let timeout = args
         .timeout_ms
         .map_or(ctx.bash_timeout, Duration::from_millis)

@@ -1,20 +1,21 @@
 //! Splitting one reply's tool calls into batches: consecutive concurrency-safe calls run
-//! together, every other call runs alone, and the order of calls is kept (SPEC §5).
+//! together, every other call runs alone, and the order of calls is kept
+//! (docs/architecture.md#tools).
 
 use super::Tool;
 
 /// A run of calls executed together.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Batch {
+pub(crate) struct Batch {
     /// Whether the calls may run in parallel.
-    pub parallel: bool,
+    pub(crate) parallel: bool,
     /// Indexes into the reply's calls, in order.
-    pub calls: Vec<usize>,
+    pub(crate) calls: Vec<usize>,
 }
 
 /// Partitions calls, given by tool name, into batches; `safe` says which tools may run in
 /// parallel (unknown tools must not, so they run and fail alone).
-pub fn partition<'a>(
+pub(crate) fn partition<'a>(
     names: impl IntoIterator<Item = &'a str>,
     safe: impl Fn(&str) -> bool,
 ) -> Vec<Batch> {
@@ -33,7 +34,7 @@ pub fn partition<'a>(
 }
 
 /// Whether `name` is a built-in tool that may run in parallel.
-pub fn builtin_safe(name: &str) -> bool {
+pub(crate) fn builtin_safe(name: &str) -> bool {
     Tool::from_name(name).is_some_and(Tool::concurrency_safe)
 }
 

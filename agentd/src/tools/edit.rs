@@ -4,14 +4,14 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput, cap, display, resolve, write_whole};
-use crate::provider::ToolSpec;
 use crate::stale_files::TRACKED_BYTES;
+use crate::tool_spec::ToolSpec;
 
 /// How long the diff of an edit may take before a coarser one is shown.
 const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The model's description of `edit`.
-pub fn spec() -> ToolSpec {
+pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "edit".into(),
         description: "Replace `old_string` with `new_string` in a file. `old_string` must match \
@@ -34,9 +34,9 @@ pub fn spec() -> ToolSpec {
 
 /// The arguments of `edit`.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     /// The file to change.
-    pub path: String,
+    pub(crate) path: String,
     old_string: String,
     new_string: String,
     #[serde(default)]
@@ -44,7 +44,7 @@ pub struct Args {
 }
 
 /// Applies the edit.
-pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let path = resolve(&ctx.cwd, &args.path);
     let shown = display(&ctx.cwd, &path);
     let (reading, hidden) = (path.clone(), ctx.hidden.clone());

@@ -9,11 +9,11 @@ use super::plural;
 
 /// Why an edit cannot be made, with what the model needs to get its next call right.
 #[derive(Debug)]
-pub struct Refused {
+pub(crate) struct Refused {
     /// What is wrong.
-    pub message: String,
+    pub(crate) message: String,
     /// The part of the file to show with it.
-    pub region: Option<String>,
+    pub(crate) region: Option<String>,
 }
 
 impl Refused {
@@ -26,7 +26,7 @@ impl Refused {
 }
 
 /// The text with the replacement made, and how it matched; or why it cannot be made.
-pub fn replace(
+pub(crate) fn replace(
     text: &str,
     old: &str,
     new: &str,

@@ -8,7 +8,7 @@ use super::{ToolContext, ToolOutput, read};
 
 /// The refusal of `tool` (`edit` or `write`) on `path` (`shown` as the model names it) for
 /// `why`, with the file as `read` shows it; only `why` when the file cannot be read.
-pub async fn refusal(
+pub(crate) async fn refusal(
     tool: &str,
     path: &Path,
     shown: &str,

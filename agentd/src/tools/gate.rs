@@ -11,16 +11,16 @@ const CANCELLED: u8 = 2;
 
 /// One call's choice between its effect and a cancel.
 #[derive(Debug, Default)]
-pub struct EffectGate(AtomicU8);
+pub(crate) struct EffectGate(AtomicU8);
 
 impl EffectGate {
     /// A gate neither committed nor cancelled.
-    pub fn new() -> EffectGate {
+    pub(crate) fn new() -> EffectGate {
         EffectGate::default()
     }
 
     /// Claims the call for its effect: `true` unless a cancel claimed it first.
-    pub fn commit(&self) -> bool {
+    pub(crate) fn commit(&self) -> bool {
         match self
             .0
             .compare_exchange(OPEN, COMMITTED, Ordering::AcqRel, Ordering::Acquire)
@@ -31,7 +31,7 @@ impl EffectGate {
     }
 
     /// Claims the call for a cancel: `true` unless its effect was committed first.
-    pub fn cancel(&self) -> bool {
+    pub(crate) fn cancel(&self) -> bool {
         match self
             .0
             .compare_exchange(OPEN, CANCELLED, Ordering::AcqRel, Ordering::Acquire)

@@ -9,15 +9,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::walk::{Newest, modified, walk_files};
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput, display, plural, resolve};
-use crate::provider::ToolSpec;
+use crate::tool_spec::ToolSpec;
 
 /// Files listed before the rest is summarised.
-pub const MAX_FILES: usize = 200;
+pub(crate) const MAX_FILES: usize = 200;
 /// Output bytes kept free for the note on what was left out.
 const NOTE_ROOM: usize = 100;
 
 /// The model's description of `glob`.
-pub fn spec() -> ToolSpec {
+pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "glob".into(),
         description: "Find files by path pattern, e.g. `**/*.rs` or `src/**/test_*.py` (`*` does \
@@ -36,13 +36,13 @@ pub fn spec() -> ToolSpec {
 
 /// The arguments of `glob`.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     pattern: String,
     path: Option<String>,
 }
 
 /// Lists matching files.
-pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let cwd = ctx.cwd.clone();
     let root = resolve(&cwd, args.path.as_deref().unwrap_or("."));
     let cancel = ctx.cancel.clone();
@@ -81,7 +81,7 @@ fn list(cwd: &Path, found: Newest<()>) -> String {
 
 /// Matching files under `root`, but for what is `hidden`: the newest [`MAX_FILES`] and how
 /// many there are.
-pub fn find(
+pub(crate) fn find(
     root: &Path,
     pattern: &str,
     cancel: &CancellationToken,

@@ -13,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::walk::{Newest, modified, walk_files};
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput, display, plural, resolve};
-use crate::provider::ToolSpec;
 use crate::regular_file;
+use crate::tool_spec::ToolSpec;
 
 /// Output lines shown before the rest is summarised.
-pub const MAX_LINES: usize = 300;
+pub(crate) const MAX_LINES: usize = 300;
 /// Characters of one matching line shown before it is cut.
 const MAX_LINE_CHARS: usize = 500;
 /// The longest line searched; a file with a longer one is skipped.
@@ -26,7 +26,7 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 const NOTE_ROOM: usize = 200;
 
 /// The model's description of `grep`.
-pub fn spec() -> ToolSpec {
+pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "grep".into(),
         description: "Search file contents with a regular expression (Rust regex syntax). \
@@ -61,7 +61,7 @@ enum OutputMode {
 
 /// The arguments of `grep`.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     pattern: String,
     path: Option<String>,
     glob: Option<String>,
@@ -81,7 +81,7 @@ struct FileHits {
 }
 
 /// Searches.
-pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let cwd = ctx.cwd.clone();
     let cancel = ctx.cancel.clone();
     let hidden = ctx.hidden.clone();

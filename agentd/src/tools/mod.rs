@@ -1,23 +1,23 @@
-//! Tools the agent can call (SPEC §5), the pool of executors that runs them, and the batching
-//! of one reply's calls by concurrency safety.
+//! Tools the agent can call (docs/architecture.md#tools), the pool of executors that runs them, and
+//! the batching of one reply's calls by concurrency safety.
 
-pub mod bash;
-pub mod batch;
-pub mod edit;
+pub(crate) mod bash;
+pub(crate) mod batch;
+pub(crate) mod edit;
 mod edit_match;
 mod first_read;
-pub mod gate;
-pub mod glob;
-pub mod grep;
-pub mod near_text;
-pub mod output;
-pub mod pool;
+pub(crate) mod gate;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod near_text;
+pub(crate) mod output;
+pub(crate) mod pool;
 pub mod processes;
-pub mod progress;
-pub mod read;
+pub(crate) mod progress;
+pub(crate) mod read;
 mod replace_file;
-pub mod walk;
-pub mod write;
+pub(crate) mod walk;
+pub(crate) mod write;
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -28,16 +28,16 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::provider::ToolSpec;
+use crate::tool_spec::ToolSpec;
 use gate::EffectGate;
-pub use output::cap;
-pub use pool::{ToolOutput, ToolPool};
-pub use replace_file::{WriteError, write_whole};
+pub(crate) use output::cap;
+pub(crate) use pool::{ToolOutput, ToolPool};
+pub(crate) use replace_file::write_whole;
 
 /// The most bytes a tool result may hold; longer output keeps its head and tail.
-pub const MAX_OUTPUT_BYTES: usize = 30_000;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 30_000;
 /// The most bytes of a `read` result: whole source files are worth more room.
-pub const MAX_READ_BYTES: usize = 100_000;
+pub(crate) const MAX_READ_BYTES: usize = 100_000;
 /// Room beyond a tool's limit for the lines a tool adds around capped output (an exit code, a
 /// heading); more than this means the tool did not cap its output, and it is capped here.
 const OUTPUT_MARGIN: usize = 1024;
@@ -61,7 +61,7 @@ pub enum Tool {
 
 impl Tool {
     /// Every tool, in the order the model is told of them.
-    pub const ALL: [Tool; 6] = [
+    pub(crate) const ALL: [Tool; 6] = [
         Tool::Read,
         Tool::Write,
         Tool::Edit,
@@ -71,12 +71,12 @@ impl Tool {
     ];
 
     /// The tool called `name`, if there is one.
-    pub fn from_name(name: &str) -> Option<Tool> {
+    pub(crate) fn from_name(name: &str) -> Option<Tool> {
         Tool::ALL.into_iter().find(|tool| tool.name() == name)
     }
 
     /// The name the model calls it by.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Tool::Read => "read",
             Tool::Write => "write",
@@ -88,12 +88,12 @@ impl Tool {
     }
 
     /// Whether calls of this tool may run in parallel with each other.
-    pub fn concurrency_safe(self) -> bool {
+    pub(crate) fn concurrency_safe(self) -> bool {
         matches!(self, Tool::Read | Tool::Grep | Tool::Glob)
     }
 
     /// What kind of effect the tool has.
-    pub fn class(self) -> PermissionClass {
+    pub(crate) fn class(self) -> PermissionClass {
         match self {
             Tool::Read | Tool::Grep | Tool::Glob => PermissionClass::Read,
             Tool::Write | Tool::Edit => PermissionClass::Write,
@@ -102,7 +102,7 @@ impl Tool {
     }
 
     /// The most bytes a result of this tool holds.
-    pub fn output_limit(self) -> usize {
+    pub(crate) fn output_limit(self) -> usize {
         match self {
             Tool::Read => MAX_READ_BYTES,
             _ => MAX_OUTPUT_BYTES,
@@ -110,7 +110,7 @@ impl Tool {
     }
 
     /// What the model is told of the tool.
-    pub fn spec(self) -> ToolSpec {
+    pub(crate) fn spec(self) -> ToolSpec {
         match self {
             Tool::Read => read::spec(),
             Tool::Write => write::spec(),
@@ -123,13 +123,13 @@ impl Tool {
 }
 
 /// The specs of every tool.
-pub fn specs() -> Vec<ToolSpec> {
+pub(crate) fn specs() -> Vec<ToolSpec> {
     Tool::ALL.into_iter().map(Tool::spec).collect()
 }
 
 /// The specs of `tools`; `compact` ones (first sentence, no argument descriptions) for a
 /// small model.
-pub fn specs_for(tools: &[Tool], compact: bool) -> Vec<ToolSpec> {
+pub(crate) fn specs_for(tools: &[Tool], compact: bool) -> Vec<ToolSpec> {
     tools
         .iter()
         .map(|tool| {
@@ -141,7 +141,7 @@ pub fn specs_for(tools: &[Tool], compact: bool) -> Vec<ToolSpec> {
 
 /// The error result for a call of a tool that does not exist; `more` are the other tools the
 /// model has (from MCP servers).
-pub fn unknown_tool<'a>(name: &str, more: impl IntoIterator<Item = &'a str>) -> ToolOutput {
+pub(crate) fn unknown_tool<'a>(name: &str, more: impl IntoIterator<Item = &'a str>) -> ToolOutput {
     let mut names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
     names.extend(more);
     ToolOutput::error(format!(
@@ -154,28 +154,28 @@ pub fn unknown_tool<'a>(name: &str, more: impl IntoIterator<Item = &'a str>) -> 
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     /// The session directory; relative paths resolve against it.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// Fires when the run is cancelled.
-    pub cancel: CancellationToken,
+    pub(crate) cancel: CancellationToken,
     /// The default `bash` timeout.
-    pub bash_timeout: Duration,
+    pub(crate) bash_timeout: Duration,
     /// The files the session read, for the stale-file guard.
-    pub files: Arc<crate::stale_files::FileTracker>,
+    pub(crate) files: Arc<crate::stale_files::FileTracker>,
     /// Where the call's effect and a cancel meet: tools commit before they change anything.
-    pub gate: Arc<EffectGate>,
+    pub(crate) gate: Arc<EffectGate>,
     /// Where running commands are recorded, for the next daemon after a crash.
-    pub processes: processes::ProcessRecords,
-    /// The environment commands run with (SPEC §5).
-    pub env: Arc<Vec<(String, String)>>,
+    pub(crate) processes: processes::ProcessRecords,
+    /// The environment commands run with (docs/architecture.md#tools).
+    pub(crate) env: Arc<Vec<(String, String)>>,
     /// The sandbox `bash` runs in (auto mode), if any.
-    pub sandbox: Option<Box<crate::sandbox::Sandbox>>,
+    pub(crate) sandbox: Option<Box<crate::sandbox::Sandbox>>,
     /// What no tool may read, search or list (agentd's own files, credential stores).
-    pub hidden: Arc<crate::sandbox::hidden::HiddenPaths>,
+    pub(crate) hidden: Arc<crate::sandbox::hidden::HiddenPaths>,
     /// The file a `write` or `edit` was allowed to write, resolved when it was checked; it is
     /// written there and nowhere else (`None`: the path is resolved when written).
-    pub target: Option<PathBuf>,
+    pub(crate) target: Option<PathBuf>,
     /// Where `bash` hands its output as it comes, for the views.
-    pub progress: Option<progress::Progress>,
+    pub(crate) progress: Option<progress::Progress>,
 }
 
 impl ToolContext {
@@ -201,7 +201,7 @@ impl ToolContext {
 }
 
 /// Runs one call of `tool` with `args` (a JSON object). Every tool caps its own output as it
-/// goes (with [`output::Capped`]); a result still over the limit is capped here, so no result
+/// goes (with `output::Capped`); a result still over the limit is capped here, so no result
 /// is ever larger.
 pub async fn execute(tool: Tool, args: Value, ctx: ToolContext) -> ToolOutput {
     if let Some(refused) = hidden_target(tool, &args, &ctx) {
@@ -261,7 +261,7 @@ async fn with_args<A: DeserializeOwned, F: Future<Output = ToolOutput>>(
 
 /// Resolves `path` against the session directory, without touching the file system:
 /// `.` and `..` are folded so that the result can be compared with other paths.
-pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
+pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
     let expanded = match path.strip_prefix("~/") {
         Some(rest) => std::env::var_os("HOME")
             .map_or_else(|| PathBuf::from(path), |h| PathBuf::from(h).join(rest)),
@@ -286,7 +286,7 @@ pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
 }
 
 /// `path` as the user should see it: relative to the session directory when inside it.
-pub fn display(cwd: &Path, path: &Path) -> String {
+pub(crate) fn display(cwd: &Path, path: &Path) -> String {
     match path.strip_prefix(cwd) {
         Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
         Ok(rel) => rel.display().to_string(),
@@ -295,7 +295,7 @@ pub fn display(cwd: &Path, path: &Path) -> String {
 }
 
 /// "1 line", "3 lines".
-pub fn plural(n: usize, word: &str) -> String {
+pub(crate) fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {

@@ -16,7 +16,7 @@ const CLOSE_ENOUGH: f32 = 0.3;
 const SHORT_FILE_LINES: usize = 40;
 
 /// The lines `from..to` (0-based, end exclusive) of `lines`, numbered like `read` numbers them.
-pub fn numbered(lines: &[&str], from: usize, to: usize) -> String {
+pub(crate) fn numbered(lines: &[&str], from: usize, to: usize) -> String {
     let to = to.min(lines.len()).min(from + MAX_REGION_LINES);
     let mut out = String::new();
     for (i, line) in lines.iter().enumerate().take(to).skip(from) {
@@ -63,7 +63,7 @@ fn closest(lines: &[&str], old: &[&str]) -> Option<(usize, usize, f32)> {
 
 /// The lines of `text` closest to `old`, numbered with a little context, then how `old`
 /// differs from them; when nothing is close, the start of a short file or a pointer to `read`.
-pub fn closest_region(text: &str, old: &str) -> String {
+pub(crate) fn closest_region(text: &str, old: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let wanted: Vec<&str> = old.trim_matches('\n').lines().collect();
     match closest(&lines, &wanted) {
@@ -96,7 +96,7 @@ pub fn closest_region(text: &str, old: &str) -> String {
 
 /// Where `old` occurs in `text`, numbered with a little context; `None` when it does not
 /// occur as whole lines or a part of one.
-pub fn region_of(text: &str, old: &str) -> Option<String> {
+pub(crate) fn region_of(text: &str, old: &str) -> Option<String> {
     let at = text.find(old)?;
     let first = text.get(..at)?.matches('\n').count();
     let n = old.trim_end_matches('\n').matches('\n').count() + 1;

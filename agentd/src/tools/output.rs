@@ -1,14 +1,14 @@
-//! The one capping helper every tool's output goes through (SPEC §5): output is kept as its
-//! first and last bytes within a limit, with a single note of what was left out between them.
-//! Text is pushed as it arrives, so the memory a tool holds never passes its limit whatever it
-//! is given.
+//! The one capping helper every tool's output goes through (docs/architecture.md#tools): output is
+//! kept as its first and last bytes within a limit, with a single note of what was left out between
+//! them. Text is pushed as it arrives, so the memory a tool holds never passes its limit whatever
+//! it is given.
 
 use std::collections::VecDeque;
 
 /// Output held within a byte limit: the first half of the limit from the start, the second half
 /// from the end, and a count of the bytes that fell between.
 #[derive(Debug)]
-pub struct Capped {
+pub(crate) struct Capped {
     limit: usize,
     head: Vec<u8>,
     tail: VecDeque<u8>,
@@ -17,7 +17,7 @@ pub struct Capped {
 
 impl Capped {
     /// An empty buffer that keeps at most `limit` bytes.
-    pub fn new(limit: usize) -> Capped {
+    pub(crate) fn new(limit: usize) -> Capped {
         Capped {
             limit,
             head: Vec::new(),
@@ -27,7 +27,7 @@ impl Capped {
     }
 
     /// Appends `bytes`.
-    pub fn push(&mut self, mut bytes: &[u8]) {
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
         let room = (self.limit - self.limit / 2).saturating_sub(self.head.len());
         let take = room.min(bytes.len());
         self.head
@@ -47,18 +47,13 @@ impl Capped {
     }
 
     /// Appends `text`.
-    pub fn push_str(&mut self, text: &str) {
+    pub(crate) fn push_str(&mut self, text: &str) {
         self.push(text.as_bytes());
-    }
-
-    /// Whether anything was left out.
-    pub fn was_cut(&self) -> bool {
-        self.omitted > 0
     }
 
     /// The kept text, with one note of what was left out (if anything). A character cut by the
     /// limit is dropped whole, never shown half.
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         let mut head = self.head;
         let mut tail: Vec<u8> = self.tail.into();
         if self.omitted == 0 {
@@ -81,7 +76,7 @@ impl Capped {
 }
 
 /// Caps `text` at `limit` bytes, keeping its head and tail with one note of what was left out.
-pub fn cap(text: &str, limit: usize) -> String {
+pub(crate) fn cap(text: &str, limit: usize) -> String {
     if text.len() <= limit {
         return text.to_string();
     }

@@ -29,7 +29,7 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     /// A successful result.
-    pub fn ok(output: impl Into<String>) -> Self {
+    pub(crate) fn ok(output: impl Into<String>) -> Self {
         ToolOutput {
             output: output.into(),
             is_error: false,
@@ -37,7 +37,7 @@ impl ToolOutput {
     }
 
     /// A failed result.
-    pub fn error(output: impl Into<String>) -> Self {
+    pub(crate) fn error(output: impl Into<String>) -> Self {
         ToolOutput {
             output: output.into(),
             is_error: true,
@@ -46,14 +46,14 @@ impl ToolOutput {
 }
 
 /// A tool call ready to run on an executor.
-pub type ToolJob = Pin<Box<dyn Future<Output = ToolOutput> + Send>>;
+pub(crate) type ToolJob = Pin<Box<dyn Future<Output = ToolOutput> + Send>>;
 
 /// The result text of a call that was running when its run was cancelled.
-pub const INTERRUPTED_RUNNING: &str = "[interrupted: the run was cancelled]";
+pub(crate) const INTERRUPTED_RUNNING: &str = "[interrupted: the run was cancelled]";
 
 /// An actor that runs one tool call at a time.
 #[derive(Clone)]
-pub struct ToolExecutor;
+pub(crate) struct ToolExecutor;
 
 impl Actor for ToolExecutor {
     type Args = ();
@@ -65,7 +65,7 @@ impl Actor for ToolExecutor {
 }
 
 /// Run a job on an executor.
-pub struct Execute {
+pub(crate) struct Execute {
     job: ToolJob,
     cancel: CancellationToken,
     gate: Arc<EffectGate>,
@@ -147,7 +147,7 @@ impl Message<Execute> for ToolExecutor {
 
 /// A handle to the executors; cheap to clone.
 #[derive(Clone)]
-pub struct ToolPool {
+pub(crate) struct ToolPool {
     idle: Arc<Mutex<Vec<ActorRef<ToolExecutor>>>>,
     permits: Arc<Semaphore>,
     all: Arc<Vec<ActorRef<ToolExecutor>>>,
@@ -173,14 +173,14 @@ impl Drop for Lease {
 }
 
 impl ToolPool {
-    /// The default size: twice the cores, at least 4 (SPEC §2).
-    pub fn default_size() -> usize {
+    /// The default size: twice the cores, at least 4 (docs/architecture.md#processes-and-actors).
+    pub(crate) fn default_size() -> usize {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         (cores * 2).max(4)
     }
 
     /// Spawns `size` executors supervised by `supervisor`, which restarts one that fails.
-    pub async fn spawn<S: Actor>(supervisor: &ActorRef<S>, size: usize) -> ToolPool {
+    pub(crate) async fn spawn<S: Actor>(supervisor: &ActorRef<S>, size: usize) -> ToolPool {
         let mut all = Vec::with_capacity(size.max(1));
         for _ in 0..size.max(1) {
             let executor = ToolExecutor::supervise(supervisor, ())
@@ -197,16 +197,11 @@ impl ToolPool {
         }
     }
 
-    /// How many executors the pool has.
-    pub fn size(&self) -> usize {
-        self.all.len()
-    }
-
     /// Runs `job` on the next free executor, waiting for one when all are busy. A cancel ends
     /// the wait at once, and a job whose run was cancelled never starts: `None` then. A job
     /// cancelled while it runs is answered at once (unless `gate` shows its effect was already
     /// under way), and its executor rejoins the pool only when the job is really over.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         job: ToolJob,
         cancel: &CancellationToken,
@@ -247,7 +242,7 @@ impl ToolPool {
     }
 
     /// Stops every executor.
-    pub async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         self.permits.close();
         for executor in self.all.iter() {
             let _ = executor.stop_gracefully().await;

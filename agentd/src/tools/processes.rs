@@ -33,11 +33,11 @@ struct Entry {
 }
 
 /// The variable that carries a process's marker.
-pub const MARKER_VAR: &str = "AGENTD_PROCESS";
+pub(crate) const MARKER_VAR: &str = "AGENTD_PROCESS";
 
 /// A record written before its process starts; [`Pending::started`] completes it.
 #[derive(Debug)]
-pub struct Pending {
+pub(crate) struct Pending {
     dir: Option<PathBuf>,
     path: Option<PathBuf>,
     marker: String,
@@ -47,18 +47,18 @@ pub struct Pending {
 impl Pending {
     /// The variable to start the process with, so that it can be found before its group is
     /// recorded.
-    pub fn env(&self) -> (&'static str, &str) {
+    pub(crate) fn env(&self) -> (&'static str, &str) {
         (MARKER_VAR, &self.marker)
     }
 
     /// The marker the process carries.
-    pub fn marker(&self) -> &str {
+    pub(crate) fn marker(&self) -> &str {
         &self.marker
     }
 
     /// The process started as the leader of group `pgid`: the record says so, and is removed
     /// when the returned guard is dropped.
-    pub fn started(mut self, pgid: i32) -> Recorded {
+    pub(crate) fn started(mut self, pgid: i32) -> Recorded {
         let pending = self.path.take();
         let recorded = match &self.dir {
             Some(dir) => write_entry(dir, pgid, &self.command, &self.marker),
@@ -103,7 +103,7 @@ fn write_entry(dir: &Path, pgid: i32, command: &str, marker: &str) -> Recorded {
 
 /// Removes its record when the command is over.
 #[derive(Debug)]
-pub struct Recorded(Option<PathBuf>);
+pub(crate) struct Recorded(Option<PathBuf>);
 
 impl Drop for Recorded {
     fn drop(&mut self) {
@@ -115,13 +115,13 @@ impl Drop for Recorded {
 
 impl ProcessRecords {
     /// Records under `dir`.
-    pub fn in_dir(dir: PathBuf) -> ProcessRecords {
+    pub(crate) fn in_dir(dir: PathBuf) -> ProcessRecords {
         ProcessRecords { dir: Some(dir) }
     }
 
     /// Records, before it starts, that a process will run `command`: it is to be started with
     /// [`Pending::env`], then [`Pending::started`] told its group.
-    pub fn prepare(&self, command: &str) -> Pending {
+    pub(crate) fn prepare(&self, command: &str) -> Pending {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let marker = format!(
             "{}-{}",
@@ -154,7 +154,7 @@ impl ProcessRecords {
 
     /// Kills the process groups of commands that a previous daemon left running, and clears
     /// their records. Returns how many processes were killed.
-    pub fn reap(&self) -> usize {
+    pub(crate) fn reap(&self) -> usize {
         let Some(dir) = &self.dir else { return 0 };
         let Ok(records) = std::fs::read_dir(dir) else {
             return 0;
@@ -210,7 +210,7 @@ fn stat(pid: u32) -> Option<(u64, i32)> {
 
 /// Process `pid`'s start time in clock ticks since boot: with [`kill_group`], what tells a
 /// group of ours from one that reuses its id.
-pub fn start_time(pid: i32) -> Option<u64> {
+pub(crate) fn start_time(pid: i32) -> Option<u64> {
     stat(u32::try_from(pid).ok()?).map(|(start, _)| start)
 }
 
@@ -227,7 +227,7 @@ fn other_processes() -> impl Iterator<Item = u32> {
 
 /// Kills every process that carries `marker` in its environment (also ones that left their
 /// group), with the rest of the group it leads; returns how many.
-pub fn kill_marked(marker: &str) -> usize {
+pub(crate) fn kill_marked(marker: &str) -> usize {
     let needle = format!("{MARKER_VAR}={marker}");
     let mut killed = 0;
     for pid in other_processes() {
@@ -246,7 +246,7 @@ pub fn kill_marked(marker: &str) -> usize {
 }
 
 /// Kills every process of group `pgid` that started no earlier than `start`; returns how many.
-pub fn kill_group(pgid: i32, start: u64) -> usize {
+pub(crate) fn kill_group(pgid: i32, start: u64) -> usize {
     let mut killed = 0;
     for pid in other_processes() {
         if let Some((started, pgrp)) = stat(pid)

@@ -6,11 +6,11 @@
 use std::sync::{Arc, Mutex};
 
 /// The most bytes of one piece; more output in one interval keeps its end.
-pub const MAX_PIECE: usize = 4096;
+pub(crate) const MAX_PIECE: usize = 4096;
 
 /// Output gathered since the last piece was taken. Clones share it.
 #[derive(Debug, Clone, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     piece: Arc<Mutex<Piece>>,
 }
 
@@ -24,7 +24,7 @@ struct Piece {
 
 impl Progress {
     /// Adds output as it was read.
-    pub fn push(&self, bytes: &[u8]) {
+    pub(crate) fn push(&self, bytes: &[u8]) {
         let mut piece = self.piece.lock().unwrap_or_else(|e| e.into_inner());
         piece.text.push_str(&String::from_utf8_lossy(bytes));
         if piece.text.len() > MAX_PIECE {
@@ -40,7 +40,7 @@ impl Progress {
     /// Hands the output gathered since the last call, and the bytes left out of it, to
     /// `deliver`, if any came and the call has no result yet. The two never cross: a piece is
     /// delivered before [`Progress::close`] returns, or not at all.
-    pub fn deliver(&self, deliver: impl FnOnce(String, u64)) {
+    pub(crate) fn deliver(&self, deliver: impl FnOnce(String, u64)) {
         let mut piece = self.piece.lock().unwrap_or_else(|e| e.into_inner());
         if piece.closed || piece.text.is_empty() {
             return;
@@ -51,7 +51,7 @@ impl Progress {
     }
 
     /// Ends the handing on: the call's result follows.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.piece.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
     }
 

@@ -8,15 +8,15 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Tool, ToolContext, ToolOutput, display, resolve};
-use crate::provider::ToolSpec;
-pub use crate::regular_file::describe;
+pub(crate) use crate::regular_file::describe;
 use crate::regular_file::{self, OpenError};
 use crate::stale_files::{Stamp, StampBuilder, TRACKED_BYTES};
+use crate::tool_spec::ToolSpec;
 
 /// Lines shown when no limit is given.
-pub const DEFAULT_LIMIT: usize = 2000;
+pub(crate) const DEFAULT_LIMIT: usize = 2000;
 /// Characters of one line shown before it is cut.
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
 /// Bytes of one line kept while reading: enough for [`MAX_LINE_CHARS`] characters and a CR.
 const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 1;
 /// Output bytes kept free for the note on paging.
@@ -25,7 +25,7 @@ const NOTE_ROOM: usize = 200;
 const SNIFF_BYTES: usize = 8192;
 
 /// The model's description of `read`.
-pub fn spec() -> ToolSpec {
+pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "read".into(),
         description: "Read a text file. Returns numbered lines (like `cat -n`). Reads up to 2000 \
@@ -46,14 +46,14 @@ pub fn spec() -> ToolSpec {
 
 /// The arguments of `read`.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     path: String,
     offset: Option<usize>,
     limit: Option<usize>,
 }
 
 /// Reads the file.
-pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let path = resolve(&ctx.cwd, &args.path);
     let shown = display(&ctx.cwd, &path);
     let window = Window::new(

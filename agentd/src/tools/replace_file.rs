@@ -15,7 +15,7 @@ use crate::regular_file::open_dir_nofollow;
 
 /// Why a whole-file write did not land.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     /// The file system refused.
     #[error("{}", read::describe(.0))]
     Io(#[from] std::io::Error),
@@ -30,7 +30,11 @@ pub enum WriteError {
 /// directories are made, and the old file's permissions are kept. The rename happens only if
 /// the call commits before a cancel claims it; the stale-file guard learns the new content
 /// just before.
-pub async fn write_whole(ctx: &ToolContext, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+pub(crate) async fn write_whole(
+    ctx: &ToolContext,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), WriteError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let target = match &ctx.target {
         Some(target) => target.clone(),

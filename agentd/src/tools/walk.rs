@@ -15,7 +15,7 @@ use crate::sandbox::hidden::HiddenPaths;
 
 /// A directory walker that honours `.gitignore` (also outside a git repository) and `.ignore`,
 /// shows hidden files, and never enters `.git` or what the agent may not see (`hidden`).
-pub fn walker(root: &Path, hidden: Arc<HiddenPaths>) -> ignore::WalkBuilder {
+pub(crate) fn walker(root: &Path, hidden: Arc<HiddenPaths>) -> ignore::WalkBuilder {
     let mut builder = ignore::WalkBuilder::new(root);
     // Links are not followed below the root, so its real path and the names under it give
     // each entry's real path.
@@ -40,7 +40,7 @@ pub fn walker(root: &Path, hidden: Arc<HiddenPaths>) -> ignore::WalkBuilder {
 /// Calls a visitor for every regular file under `root`, on several threads; `make_visitor`
 /// makes one visitor per thread. Symlinks are not followed, so a link to a device or a FIFO is
 /// never visited. `Err` when `cancel` fired before the walk was over.
-pub fn walk_files<'a, V>(
+pub(crate) fn walk_files<'a, V>(
     root: &Path,
     cancel: &'a CancellationToken,
     hidden: Arc<HiddenPaths>,
@@ -72,7 +72,7 @@ where
 
 /// A walk was stopped by a cancel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interrupted;
+pub(crate) struct Interrupted;
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,7 +81,7 @@ impl std::fmt::Display for Interrupted {
 }
 
 /// The modification time of a walked file; the epoch when unknown.
-pub fn modified(entry: &DirEntry) -> SystemTime {
+pub(crate) fn modified(entry: &DirEntry) -> SystemTime {
     entry
         .metadata()
         .ok()
@@ -92,19 +92,19 @@ pub fn modified(entry: &DirEntry) -> SystemTime {
 /// Files found, newest first (ties by path). Each file weighs the output lines it would show;
 /// only the newest files whose lines fit `limit` are kept, the rest are only counted.
 #[derive(Debug)]
-pub struct Newest<T> {
+pub(crate) struct Newest<T> {
     limit: usize,
     kept: BTreeMap<(Reverse<SystemTime>, PathBuf), (usize, T)>,
     kept_weight: usize,
     /// Files seen.
-    pub files: usize,
+    pub(crate) files: usize,
     /// Lines of every file seen.
-    pub weight: usize,
+    pub(crate) weight: usize,
 }
 
 impl<T> Newest<T> {
     /// An empty collection that keeps `limit` lines' worth of files.
-    pub fn new(limit: usize) -> Newest<T> {
+    pub(crate) fn new(limit: usize) -> Newest<T> {
         Newest {
             limit,
             kept: BTreeMap::new(),
@@ -115,7 +115,7 @@ impl<T> Newest<T> {
     }
 
     /// Adds a file that would show `weight` lines.
-    pub fn insert(&mut self, path: PathBuf, modified: SystemTime, weight: usize, value: T) {
+    pub(crate) fn insert(&mut self, path: PathBuf, modified: SystemTime, weight: usize, value: T) {
         self.files += 1;
         self.weight += weight;
         self.kept_weight += weight;
@@ -132,7 +132,7 @@ impl<T> Newest<T> {
     }
 
     /// The kept files, newest first.
-    pub fn into_kept(self) -> impl Iterator<Item = (PathBuf, T)> {
+    pub(crate) fn into_kept(self) -> impl Iterator<Item = (PathBuf, T)> {
         self.kept
             .into_iter()
             .map(|((_, path), (_, value))| (path, value))

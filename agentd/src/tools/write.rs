@@ -5,11 +5,11 @@ use serde_json::json;
 
 use super::edit::change_diff;
 use super::{ToolContext, ToolOutput, display, plural, resolve, write_whole};
-use crate::provider::ToolSpec;
 use crate::stale_files::TRACKED_BYTES;
+use crate::tool_spec::ToolSpec;
 
 /// The model's description of `write`.
-pub fn spec() -> ToolSpec {
+pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "write".into(),
         description: "Create a file or replace its whole content. Missing parent directories are \
@@ -28,15 +28,15 @@ pub fn spec() -> ToolSpec {
 
 /// The arguments of `write`.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     /// The file to write.
-    pub path: String,
+    pub(crate) path: String,
     /// The complete new content.
-    pub content: String,
+    pub(crate) content: String,
 }
 
 /// Writes the file.
-pub async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let path = resolve(&ctx.cwd, &args.path);
     let shown = display(&ctx.cwd, &path);
     let existed = tokio::fs::try_exists(&path).await.unwrap_or(false);

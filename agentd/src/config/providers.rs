@@ -2,35 +2,15 @@
 //! base URL (the client's environment first, the daemon's second), the model, the context
 //! window, the output limit and whether calls written as text are read.
 
-use crate::config::{
+use super::{
     Config, DEFAULT_MAX_TOKENS, LOCAL_MAX_TOKENS, ProviderKind, ProviderProfile, TextToolCalls,
 };
-use crate::prices::Price;
-use crate::provider::{Provider, ProviderError, anthropic, openai};
-
-/// What a run talks to, chosen once when it starts: the provider and model (or why there is
-/// none), its output limit, the context window the configuration gives, its price and whether
-/// calls written as text are read.
-pub struct Choice {
-    /// The provider and model, or why there is none.
-    pub provider: Result<(Provider, String), ProviderError>,
-    /// The output token limit of one reply.
-    pub max_tokens: u32,
-    /// The context window in tokens, when the configuration gives it; else a local server is
-    /// asked, or the model family's is taken.
-    pub context_window: Option<u64>,
-    /// The model's price, when it is known.
-    pub price: Option<Price>,
-    /// Whether tool calls a model writes as text are read as calls.
-    pub text_tool_calls: bool,
-    /// The harness the profile forces on its models, if it does.
-    pub profile: Option<crate::model_profile::ModelProfile>,
-}
+use crate::provider::{Choice, Names, Provider, ProviderError, anthropic, openai};
 
 impl Config {
     /// Chooses a run's provider: profile `profile` (or the default) with `model` (or the
     /// configured one), keys and base URLs from `env` first.
-    pub fn choose(
+    pub(crate) fn choose(
         &self,
         http: &reqwest::Client,
         profile: Option<&str>,
@@ -55,7 +35,7 @@ impl Config {
 
     /// Builds the provider `name` (or the default) with `model` (or the configured one), taking
     /// keys and base URLs from `env` first and the daemon's environment second.
-    pub fn provider(
+    pub(crate) fn provider(
         &self,
         http: &reqwest::Client,
         name: Option<&str>,
@@ -99,7 +79,7 @@ impl Config {
 
     /// The provider profile and model of a session whose own are `profile` and `model`: its
     /// own, or the configured ones. Needs no key, so a listing can say it.
-    pub fn names(
+    pub(crate) fn names(
         &self,
         profile: Option<&str>,
         model: Option<&str>,
@@ -115,7 +95,7 @@ impl Config {
 
     /// Fills in `info`'s provider and model as its runs resolve them (the configured ones when
     /// the session has none of its own), for a client to show.
-    pub fn name_session(&self, info: &mut protocol::SessionInfo) {
+    pub(crate) fn name_session(&self, info: &mut protocol::SessionInfo) {
         let names = self.names(info.provider.as_deref(), info.model.as_deref(), &[]);
         info.provider = Some(names.provider);
         info.model = names.model;
@@ -168,15 +148,8 @@ impl Config {
             })
     }
 
-    /// The context window of `model` from provider profile `provider`: configured, or the
-    /// default of the model's family.
-    pub fn context_window(&self, provider: Option<&str>, model: &str) -> u64 {
-        self.configured_context_window(provider)
-            .unwrap_or_else(|| crate::compact::default_context_window(model))
-    }
-
     /// The context window the configuration gives for provider profile `provider`, if any.
-    pub fn configured_context_window(&self, provider: Option<&str>) -> Option<u64> {
+    pub(crate) fn configured_context_window(&self, provider: Option<&str>) -> Option<u64> {
         provider
             .or(Some(self.provider.as_str()))
             .and_then(|p| self.providers.get(p))
@@ -186,7 +159,7 @@ impl Config {
 
     /// The output token limit of one reply: configured, else 8192, or 4096 for a local server
     /// (a small model in a loop would otherwise stream for minutes).
-    pub fn max_tokens(&self, local: bool) -> u32 {
+    pub(crate) fn max_tokens(&self, local: bool) -> u32 {
         self.max_tokens.unwrap_or(if local {
             LOCAL_MAX_TOKENS
         } else {
@@ -195,26 +168,17 @@ impl Config {
     }
 
     /// Whether tool calls the model writes as text are read as calls, for provider `provider`.
-    pub fn text_tool_calls(&self, provider: Option<&str>) -> bool {
+    pub(crate) fn text_tool_calls(&self, provider: Option<&str>) -> bool {
         self.profile_of(provider)
             .is_none_or(|p| p.text_tool_calls != TextToolCalls::Off)
     }
 
     /// The configured profile of provider `provider` (or the default one), if there is one.
-    fn profile_of(&self, provider: Option<&str>) -> Option<&crate::config::ProviderProfile> {
+    fn profile_of(&self, provider: Option<&str>) -> Option<&ProviderProfile> {
         provider
             .or(Some(self.provider.as_str()))
             .and_then(|p| self.providers.get(p))
     }
-}
-
-/// The provider profile and model a session's runs use.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Names {
-    /// The provider profile (or kind) name.
-    pub provider: String,
-    /// The model; `None` when a local server is asked which one it serves.
-    pub model: Option<String>,
 }
 
 /// `key` from the client's environment `env`, else the daemon's; empty counts as unset.
