@@ -2,9 +2,52 @@
 //! block at the top parsed with a maintained YAML parser, the rest kept as the body. The files
 //! come from projects, so they are read as untrusted: regular files only, bounded in size.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
+
+/// Why a file with front matter cannot be used; each says what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FrontMatterError {
+    /// The file's path cannot be followed to a file (it is gone, or a link leads nowhere).
+    #[error("cannot read {}: {source}", path.display())]
+    Unresolved {
+        /// The file as found.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file cannot be opened or read, or is not a regular file.
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        /// The file as found.
+        path: PathBuf,
+        /// Why.
+        source: crate::regular_file::OpenError,
+    },
+    /// A link that leads into the kernel's files (`/proc`, `/sys`, `/dev`).
+    #[error("{} leads to {}, which is not a file of yours; it was skipped", path.display(), real.display())]
+    NotYours {
+        /// The file as found.
+        path: PathBuf,
+        /// Where it leads.
+        real: PathBuf,
+    },
+    /// Over [`MAX_FILE_BYTES`].
+    #[error("{} is over {} KiB; it was skipped", path.display(), MAX_FILE_BYTES / 1024)]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The YAML between the `---` lines does not parse into what the file is for.
+    #[error("{}its front matter is not valid: {reason}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    Invalid {
+        /// The file, when the text came from one.
+        path: Option<PathBuf>,
+        /// The parser's first line.
+        reason: String,
+    },
+}
 
 /// The most bytes of such a file that are read.
 pub(crate) const MAX_FILE_BYTES: usize = 64 * 1024;
@@ -19,32 +62,45 @@ pub(crate) struct Document<T> {
 }
 
 /// Reads and parses the file at `path`; an error says what is wrong with it, for the user.
-pub(crate) fn read<T: DeserializeOwned + Default>(path: &Path) -> Result<Document<T>, String> {
+pub(crate) fn read<T: DeserializeOwned + Default>(
+    path: &Path,
+) -> Result<Document<T>, FrontMatterError> {
     // The kernel's files look regular but hold the daemon's secrets (`/proc/self/environ`):
     // a link that leads there is refused.
     let real = path
         .canonicalize()
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|source| FrontMatterError::Unresolved {
+            path: path.to_path_buf(),
+            source,
+        })?;
     if ["/proc", "/sys", "/dev"]
         .iter()
         .any(|p| real.starts_with(p))
     {
-        return Err(format!(
-            "{} leads to {}, which is not a file of yours; it was skipped",
-            path.display(),
-            real.display()
-        ));
+        return Err(FrontMatterError::NotYours {
+            path: path.to_path_buf(),
+            real,
+        });
     }
-    let (bytes, more) = crate::regular_file::read_at_most(&real, MAX_FILE_BYTES)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let (bytes, more) =
+        crate::regular_file::read_at_most(&real, MAX_FILE_BYTES).map_err(|source| {
+            FrontMatterError::Unreadable {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
     if more {
-        return Err(format!(
-            "{} is over {} KiB; it was skipped",
-            path.display(),
-            MAX_FILE_BYTES / 1024
-        ));
+        return Err(FrontMatterError::TooLarge {
+            path: path.to_path_buf(),
+        });
     }
-    parse(&String::from_utf8_lossy(&bytes)).map_err(|e| format!("{}: {e}", path.display()))
+    parse(&String::from_utf8_lossy(&bytes)).map_err(|e| match e {
+        FrontMatterError::Invalid { reason, .. } => FrontMatterError::Invalid {
+            path: Some(path.to_path_buf()),
+            reason,
+        },
+        other => other,
+    })
 }
 
 /// The directories one kind of these files (`agents`, `skills`, `commands`) is read from, in
@@ -96,7 +152,9 @@ pub(crate) fn valid_name(name: &str) -> bool {
 }
 
 /// Splits `text` and parses its front matter.
-pub(crate) fn parse<T: DeserializeOwned + Default>(text: &str) -> Result<Document<T>, String> {
+pub(crate) fn parse<T: DeserializeOwned + Default>(
+    text: &str,
+) -> Result<Document<T>, FrontMatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some((yaml, body)) = split(text) else {
         return Ok(Document {
@@ -107,10 +165,9 @@ pub(crate) fn parse<T: DeserializeOwned + Default>(text: &str) -> Result<Documen
     let head = if yaml.trim().is_empty() {
         T::default()
     } else {
-        serde_saphyr::from_str(yaml).map_err(|e| {
-            let first = e.to_string();
-            let first = first.lines().next().unwrap_or_default().to_string();
-            format!("its front matter is not valid: {first}")
+        serde_saphyr::from_str(yaml).map_err(|e| FrontMatterError::Invalid {
+            path: None,
+            reason: e.to_string().lines().next().unwrap_or_default().to_string(),
         })?
     };
     Ok(Document {

@@ -78,6 +78,20 @@ impl StampBuilder {
     }
 }
 
+/// Why a change to a file is refused until the agent reads it (again).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Stale {
+    /// The agent never read the file in this session.
+    #[error("{shown} was not read in this session, so what would change is not known")]
+    NotRead {
+        /// The file as the model names it.
+        shown: String,
+    },
+    /// The file changed on disk since the agent last read it.
+    #[error("the file changed on disk since you last read it (someone else edited it)")]
+    Changed,
+}
+
 /// The files one session has read.
 pub(crate) struct FileTracker {
     files: Mutex<HashMap<PathBuf, Stamp>>,
@@ -126,22 +140,22 @@ impl FileTracker {
 
     /// Refuses a change to a file the agent has not read (`shown` is how it names the file),
     /// or whose content changed since it last read it.
-    pub(crate) fn check_read(&self, path: &Path, shown: &str) -> Result<(), String> {
+    pub(crate) fn check_read(&self, path: &Path, shown: &str) -> Result<(), Stale> {
         let known = self
             .files
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .contains_key(path);
         if !known {
-            return Err(format!(
-                "{shown} was not read in this session, so what would change is not known"
-            ));
+            return Err(Stale::NotRead {
+                shown: shown.to_string(),
+            });
         }
         self.check_unchanged(path)
     }
 
     /// Refuses a write to a tracked file whose content changed since the agent last read it.
-    pub(crate) fn check_unchanged(&self, path: &Path) -> Result<(), String> {
+    pub(crate) fn check_unchanged(&self, path: &Path) -> Result<(), Stale> {
         let known = self
             .files
             .lock()
@@ -149,10 +163,7 @@ impl FileTracker {
             .get(path)
             .copied();
         match known {
-            Some(stamp) if Stamp::of_file(path) != Some(stamp) => Err(
-                "the file changed on disk since you last read it (someone else edited it)"
-                    .to_string(),
-            ),
+            Some(stamp) if Stamp::of_file(path) != Some(stamp) => Err(Stale::Changed),
             _ => Ok(()),
         }
     }
@@ -327,12 +338,7 @@ mod tests {
         std::fs::write(&path, "three").unwrap();
         assert!(tracker.changed_outside(&path));
         assert!(!tracker.changed_outside(&path), "reported once");
-        assert!(
-            tracker
-                .check_unchanged(&path)
-                .unwrap_err()
-                .contains("changed on disk")
-        );
+        assert_eq!(tracker.check_unchanged(&path), Err(Stale::Changed));
     }
 
     #[tokio::test]

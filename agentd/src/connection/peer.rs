@@ -113,24 +113,23 @@ mod linux {
 
     /// Whether the peer process `pid` of socket `fd` is in this process's user namespace;
     /// an error when it cannot be told for sure.
-    pub(crate) fn same_user_namespace(fd: RawFd, pid: libc::pid_t) -> Result<bool, String> {
-        let ours = std::fs::read_link("/proc/self/ns/user")
-            .map_err(|e| format!("cannot read this daemon's user namespace: {e}"))?;
+    pub(crate) fn same_user_namespace(fd: RawFd, pid: libc::pid_t) -> Result<bool, Undecided> {
+        let ours = std::fs::read_link("/proc/self/ns/user").map_err(Undecided::OwnNamespace)?;
         let theirs = match peer_pidfd(fd) {
             Some(pidfd) => {
-                let pid = pid_of(&pidfd).ok_or("the process has ended")?;
+                let pid = pid_of(&pidfd).ok_or(Undecided::Ended)?;
                 let ns = namespace_of(pid)?;
                 // Still the same process after the read: its id was not reused meanwhile.
                 if pid_of(&pidfd) != Some(pid) {
-                    return Err("the process ended while it was looked at".into());
+                    return Err(Undecided::EndedWhileLooked);
                 }
                 ns
             }
             None => {
-                let before = start_time(pid).ok_or("the process has ended")?;
+                let before = start_time(pid).ok_or(Undecided::Ended)?;
                 let ns = namespace_of(pid)?;
                 if start_time(pid) != Some(before) {
-                    return Err("the process ended while it was looked at".into());
+                    return Err(Undecided::EndedWhileLooked);
                 }
                 ns
             }
@@ -138,9 +137,26 @@ mod linux {
         Ok(theirs == ours)
     }
 
-    fn namespace_of(pid: libc::pid_t) -> Result<std::path::PathBuf, String> {
-        std::fs::read_link(format!("/proc/{pid}/ns/user"))
-            .map_err(|e| format!("cannot read its user namespace: {e}"))
+    /// Why it cannot be told whether a peer shares the daemon's user namespace (so it is
+    /// refused).
+    #[derive(Debug, thiserror::Error)]
+    pub(crate) enum Undecided {
+        /// The daemon's own namespace cannot be read.
+        #[error("cannot read this daemon's user namespace: {0}")]
+        OwnNamespace(std::io::Error),
+        /// The peer's namespace cannot be read.
+        #[error("cannot read its user namespace: {0}")]
+        TheirNamespace(std::io::Error),
+        /// The peer process is gone.
+        #[error("the process has ended")]
+        Ended,
+        /// The peer process ended (its id may be reused) while it was looked at.
+        #[error("the process ended while it was looked at")]
+        EndedWhileLooked,
+    }
+
+    fn namespace_of(pid: libc::pid_t) -> Result<std::path::PathBuf, Undecided> {
+        std::fs::read_link(format!("/proc/{pid}/ns/user")).map_err(Undecided::TheirNamespace)
     }
 
     fn peer_pidfd(fd: RawFd) -> Option<OwnedFd> {

@@ -168,17 +168,16 @@ impl Actor for SessionActor {
             let mut replayer = recovery::Replayer::default();
             let read = crate::store::read_log(&actor.durable.log_path(), |record| {
                 replayer.apply(&mut actor, record)
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
             actor.durable.adopt(read)?;
             replayer.finish(&mut actor, restarted);
             // What loading wrote (a closed run, a gap) is synced before anyone hears of it.
             actor.durable.flush_now();
-            Ok::<_, String>(actor)
+            Ok::<_, crate::store::StoreError>(actor)
         })
         .await
         .map_err(|e| failed(e.to_string()))?
-        .map_err(failed)?;
+        .map_err(|e| failed(e.to_string()))?;
         if let Some(resume) = actor.runs.take_resume() {
             actor.resume_run(resume, me);
         }

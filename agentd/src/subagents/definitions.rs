@@ -106,7 +106,7 @@ pub(crate) fn discover(dirs: &[PathBuf]) -> (Vec<AgentDef>, Vec<String>) {
 
 /// Reads one definition.
 fn read(path: &Path) -> Result<AgentDef, String> {
-    let doc = crate::front_matter::read::<Head>(path)?;
+    let doc = crate::front_matter::read::<Head>(path).map_err(|e| e.to_string())?;
     let head = doc.head;
     let stem = path
         .file_stem()

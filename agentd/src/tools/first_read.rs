@@ -12,7 +12,7 @@ pub(crate) async fn refusal(
     tool: &str,
     path: &Path,
     shown: &str,
-    why: &str,
+    why: &crate::stale_files::Stale,
     ctx: &ToolContext,
 ) -> ToolOutput {
     let next = match tool {

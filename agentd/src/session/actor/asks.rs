@@ -99,12 +99,14 @@ impl Asks {
     }
 
     /// Decides a pending request by `answer` (the first answer wins): the run that asked hears
-    /// it. The rule an "allow always" makes, to store, is returned (and applies from now on).
+    /// it. The rule an "allow always" makes is handed to `store` before the run hears the
+    /// answer (and applies from now on).
     pub(super) fn decide(
         &mut self,
         answer: &Answer,
         scope: Scope<'_>,
-    ) -> Result<Option<AlwaysRule>, ErrorInfo> {
+        store: impl FnOnce(AlwaysRule),
+    ) -> Result<(), ErrorInfo> {
         let Some(pending) = self.pending.remove(&answer.request) else {
             return Err(match self.decided.get(&answer.request) {
                 Some(by) => ErrorInfo::new(
@@ -123,7 +125,6 @@ impl Asks {
                 ),
             });
         };
-        let mut made = None;
         if answer.decision == Decision::AllowAlways {
             let protected = permission::ProtectedPaths::default();
             let call = permission::Call {
@@ -140,13 +141,13 @@ impl Asks {
             };
             if let Some(rule) = permission::rule_for(call) {
                 self.always.push(rule.clone());
-                made = Some(rule);
+                store(rule);
             }
         }
         let _ = pending.answer.send(answer.decision);
         self.decided
             .insert(answer.request, answer.by_client.clone());
-        Ok(made)
+        Ok(())
     }
 
     /// Decides `call` (the call `check` describes) by the session's `mode`, the run's grants
@@ -289,7 +290,9 @@ mod tests {
             plan_file: Path::new("/work/plan.md"),
             created_ms: 0,
         };
-        let refused = asks.decide(&late, scope).expect_err("already decided");
+        let refused = asks
+            .decide(&late, scope, |_| {})
+            .expect_err("already decided");
         assert_eq!(refused.code, ErrorCode::AlreadyDecided);
         assert!(refused.message.ends_with("decided by the daemon restart"));
     }

@@ -267,8 +267,8 @@ impl Durable {
     }
 
     /// Takes what reading the log found (where to append, the offsets of `seq`s).
-    pub(super) fn adopt(&mut self, read: LogRead) -> Result<(), String> {
-        self.store.adopt(read).map_err(|e| e.to_string())
+    pub(super) fn adopt(&mut self, read: LogRead) -> Result<(), crate::store::StoreError> {
+        self.store.adopt(read)
     }
 
     /// Puts an event read from the log back into the log's window.

@@ -45,9 +45,10 @@ impl SessionActor {
             plan_file: self.workspace.plan_file(),
             created_ms: self.shown.created_ms(),
         };
-        if let Some(rule) = self.asks.decide(&msg, scope)? {
-            self.durable.record(&Record::Rule { rule });
-        }
+        let durable = &mut self.durable;
+        self.asks.decide(&msg, scope, |rule| {
+            durable.record(&Record::Rule { rule });
+        })?;
         self.emit(protocol::Event::PermissionResolved {
             session: None,
             request: msg.request,
