@@ -436,3 +436,54 @@ fn the_protocol_crate_holds_wire_types_only() {
         "protocol turns features on by default: its default build holds wire types only"
     );
 }
+
+/// GitHub's anchor of a markdown heading: lower case, spaces to hyphens, punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn every_pointer_to_the_design_names_one_of_its_sections() {
+    let design = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let anchors: BTreeSet<String> = design
+        .lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(|l| anchor(l.trim_start_matches('#')))
+        .collect();
+    let mut files: Vec<PathBuf> = SOURCES
+        .iter()
+        .flat_map(|src| modules(&root().join(src)).into_values().collect::<Vec<_>>())
+        .collect();
+    files.push(root().join("README.md"));
+    let mut broken = Vec::new();
+    let mut seen = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (at, _) in text.match_indices("docs/architecture.md#") {
+            let rest = text
+                .get(at + "docs/architecture.md#".len()..)
+                .unwrap_or_default();
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            seen += 1;
+            if !anchors.contains(&name) {
+                broken.push(format!("{}: #{name}", file.display()));
+            }
+        }
+    }
+    assert!(seen > 0, "the code points to its design somewhere");
+    assert!(
+        broken.is_empty(),
+        "pointers to sections docs/architecture.md does not have:\n{}",
+        broken.join("\n")
+    );
+    assert!(anchors.contains("the-agent-loop"), "{anchors:?}");
+}
