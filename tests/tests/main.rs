@@ -44,6 +44,7 @@ mod mentions;
 mod model_guidance;
 mod models;
 mod oversize;
+mod permission_answers;
 mod planned_stop;
 mod providers;
 mod qwen_replay;

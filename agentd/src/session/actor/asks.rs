@@ -83,6 +83,14 @@ impl Asks {
         self.pending.contains_key(&request)
     }
 
+    /// Whether this session ever gave number `request` to a request of its own (open or
+    /// decided).
+    pub(super) fn issued(&self, request: PermissionRequestId) -> bool {
+        (1..=self.requests).contains(&request.0)
+            || self.pending.contains_key(&request)
+            || self.decided.contains_key(&request)
+    }
+
     /// Whether no request waits for an answer.
     pub(super) fn none_open(&self) -> bool {
         self.pending.is_empty()

@@ -171,21 +171,21 @@ impl Family {
     }
 
     /// The session that asked `request`, when it is a descendant's pending request shown here
-    /// and this session has no pending request of that number (`own_open`: its own comes
-    /// first); `None` for this session's own. A number pending in more than one descendant is
-    /// refused: the answer must go to the session that asked.
+    /// and this session never gave that number to a request of its own (`own`: its own comes
+    /// first, even once decided); `None` for this session's own. A number pending in more than
+    /// one descendant is refused: the answer must go to the session that asked.
     pub(super) fn asker_of(
         &self,
         request: PermissionRequestId,
-        own_open: bool,
+        own: bool,
     ) -> Result<Option<ActorRef<SessionActor>>, ErrorInfo> {
         let askers: Vec<_> = self
             .asks
             .iter()
             .filter(|((_, r), _)| *r == request)
             .collect();
-        // A request of this session's own, pending, is the one its number names here.
-        if own_open {
+        // A request of this session's own, pending or decided, is the one its number names.
+        if own {
             return Ok(None);
         }
         match askers.as_slice() {

@@ -58,8 +58,10 @@ impl Message<ToSession> for SessionActor {
                     mode: self.shown.mode(),
                 }));
             }
+            // A run's hook answers the run's own request only, never a subagent's that
+            // happens to carry the same number.
             ToSession::Answer { answer, reply } => {
-                let _ = reply.send(self.answer(answer).await);
+                let _ = reply.send(self.resolve(answer));
             }
             // Messages about other sessions go there directly (see `door`); one that came
             // this way takes the same way.

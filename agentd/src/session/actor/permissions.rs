@@ -22,10 +22,11 @@ impl Message<Answer> for SessionActor {
 
 impl SessionActor {
     /// Answers a pending permission request: this session's own, or a subagent's shown in its
-    /// stream (the subagent decides it).
+    /// stream (the subagent decides it). A number this session ever gave is its own (a second
+    /// answer to it is refused as already decided), never a subagent's that has the same number.
     pub(super) async fn answer(&mut self, msg: Answer) -> Result<(), ErrorInfo> {
-        let own_open = self.asks.is_open(msg.request);
-        if let Some(asker) = self.family.asker_of(msg.request, own_open)? {
+        let own = self.asks.issued(msg.request);
+        if let Some(asker) = self.family.asker_of(msg.request, own)? {
             return match asker.ask(msg).await {
                 Ok(()) => Ok(()),
                 Err(SendError::HandlerError(err)) => Err(err),
@@ -39,7 +40,7 @@ impl SessionActor {
     }
 
     /// Decides a pending permission request of this session; the first answer wins.
-    fn resolve(&mut self, msg: Answer) -> Result<(), ErrorInfo> {
+    pub(super) fn resolve(&mut self, msg: Answer) -> Result<(), ErrorInfo> {
         let scope = Scope {
             cwd: self.workspace.cwd(),
             plan_file: self.workspace.plan_file(),
