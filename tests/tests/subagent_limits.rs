@@ -3,7 +3,7 @@
 //! unloads idle sessions meanwhile, deleting a parent with many children never stalls the daemon,
 //! and a child's request numbered like its parent's can still be answered through the parent.
 
-use protocol::{Decision, Event, Request};
+use protocol::{Decision, ErrorCode, Event, Request};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::{
@@ -129,7 +129,7 @@ async fn deleting_a_parent_with_many_waiting_children_does_not_stall_the_daemon(
 }
 
 #[tokio::test]
-async fn a_childs_request_numbered_like_the_parents_is_still_answered_through_the_parent() {
+async fn a_childs_request_numbered_like_the_parents_is_answered_in_the_childs_session() {
     let mut env = TestEnv::builder()
         .model(vec![
             anthropic::reply()
@@ -162,18 +162,46 @@ async fn a_childs_request_numbered_like_the_parents_is_still_answered_through_th
         }
     }
     assert_eq!(asks[0].1, asks[1].1, "both are request 1 of their session");
-    // Through the parent, its own pending request comes first; then the number names the
-    // child's, which is still answered through the parent (it reaches the child).
-    for _ in 0..2 {
-        env.client
-            .request(Request::Answer {
-                session: env.session.clone(),
-                request: asks[0].1,
-                decision: Decision::Allow,
-            })
-            .await
-            .expect("answered");
-    }
+    // Through the parent the number names the parent's own request, pending or decided: a
+    // second answer is refused and names the child, never taken for the child's request.
+    let child = asks
+        .iter()
+        .find_map(|(session, _)| session.clone())
+        .expect("the child's request is shown in the parent's stream");
+    env.client
+        .request(Request::Answer {
+            session: env.session.clone(),
+            request: asks[0].1,
+            decision: Decision::Allow,
+        })
+        .await
+        .expect("answered");
+    let again = env
+        .client
+        .request(Request::Answer {
+            session: env.session.clone(),
+            request: asks[0].1,
+            decision: Decision::Allow,
+        })
+        .await
+        .expect_err("the parent's request 1 is decided");
+    assert_eq!(again.code(), Some(ErrorCode::AlreadyDecided), "{again}");
+    assert!(
+        again
+            .to_string()
+            .contains(&format!("agentctl approve {child} ")),
+        "{again}"
+    );
+    assert!(!env.project().join("child-ran").exists());
+    // In the child's own session it is answered.
+    env.client
+        .request(Request::Answer {
+            session: child,
+            request: asks[0].1,
+            decision: Decision::Allow,
+        })
+        .await
+        .expect("answered in the child's session");
     // Both are resolved, the parent's and (shown in the parent's stream) the child's.
     let (mut own, mut childs, mut finished) = (false, false, false);
     while !(own && childs && finished) {

@@ -170,6 +170,18 @@ impl Family {
             .collect()
     }
 
+    /// The descendants with a pending request numbered `request` shown here.
+    pub(super) fn askers_numbered(&self, request: PermissionRequestId) -> Vec<SessionId> {
+        let mut askers: Vec<SessionId> = self
+            .asks
+            .keys()
+            .filter(|(_, r)| *r == request)
+            .map(|(s, _)| s.clone())
+            .collect();
+        askers.sort_by(|a, b| a.0.cmp(&b.0));
+        askers
+    }
+
     /// The session that asked `request`, when it is a descendant's pending request shown here
     /// and this session never gave that number to a request of its own (`own`: its own comes
     /// first, even once decided); `None` for this session's own. A number pending in more than

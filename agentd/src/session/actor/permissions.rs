@@ -26,6 +26,19 @@ impl SessionActor {
     /// answer to it is refused as already decided), never a subagent's that has the same number.
     pub(super) async fn answer(&mut self, msg: Answer) -> Result<(), ErrorInfo> {
         let own = self.asks.issued(msg.request);
+        if own && !self.asks.is_open(msg.request) {
+            // Decided already; a subagent's request of the same number is not this one, and
+            // is answered in the subagent's own session.
+            if let Some(child) = self.family.askers_numbered(msg.request).first() {
+                return Err(ErrorInfo::new(
+                    ErrorCode::AlreadyDecided,
+                    format!(
+                        "permission request {request} of this session was already decided; subagent {child} has its own request {request} waiting: answer it in that session (`agentctl approve {child} {request}`)",
+                        request = msg.request
+                    ),
+                ));
+            }
+        }
         if let Some(asker) = self.family.asker_of(msg.request, own)? {
             return match asker.ask(msg).await {
                 Ok(()) => Ok(()),
