@@ -154,6 +154,23 @@ pub fn run_options(server: &model_server::ModelServer) -> protocol::RunOptions {
     }
 }
 
+/// Answers permission request `request` of `session` with `decision`; the daemon's reply or
+/// refusal, for the test to judge.
+pub async fn answer(
+    client: &Client,
+    session: &SessionId,
+    request: protocol::PermissionRequestId,
+    decision: protocol::Decision,
+) -> Result<Reply, agentctl::client::ClientError> {
+    client
+        .request(Request::Answer {
+            session: session.clone(),
+            request,
+            decision,
+        })
+        .await
+}
+
 /// Sends `text` to an idle session and returns the run it started.
 pub async fn start_run(
     client: &Client,

@@ -191,4 +191,14 @@ impl TestEnv {
         start_run(&self.client, &self.session, text, options).await;
         until_finished(&mut self.incoming).await
     }
+
+    /// Cancels the session's run (the daemon accepts it).
+    pub async fn cancel(&self) {
+        self.client
+            .request(protocol::Request::Cancel {
+                session: self.session.clone(),
+            })
+            .await
+            .expect("cancel accepted");
+    }
 }

@@ -1,7 +1,7 @@
 //! The agent loop's branches (docs/architecture.md#the-agent-loop), driven through the protocol
 //! client against the real daemon and a scripted Anthropic server.
 
-use protocol::{Event, ModelStopReason, Request, StopReason};
+use protocol::{Event, ModelStopReason, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, anthropic};
 use tests::{TestEnv, finished, next_event, stop_and_error, tool_results, until_finished};
@@ -151,12 +151,7 @@ async fn cancel_during_a_model_stream_saves_no_partial_reply() {
             break;
         }
     }
-    env.client
-        .request(Request::Cancel {
-            session: env.session.clone(),
-        })
-        .await
-        .unwrap();
+    env.cancel().await;
     let events = until_finished(&mut env.incoming).await;
     assert!(matches!(
         finished(&events),
@@ -200,12 +195,7 @@ async fn cancel_during_a_tool_batch_fills_the_calls_that_never_ran() {
         .await;
     env.start_run("work").await;
     let pgid = tests::read_fifo(&fifo).await;
-    env.client
-        .request(Request::Cancel {
-            session: env.session.clone(),
-        })
-        .await
-        .unwrap();
+    env.cancel().await;
     let events = until_finished(&mut env.incoming).await;
     let results = tool_results(&events);
     assert!(

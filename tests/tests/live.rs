@@ -188,12 +188,7 @@ async fn cancel_returns_queued_messages_and_loses_nothing() {
     env.server.wait_for_requests(1).await;
     send(&env.client, &env.session, "s1", Delivery::Steer).await;
     send(&env.client, &env.session, "f1", Delivery::FollowUp).await;
-    env.client
-        .request(Request::Cancel {
-            session: env.session.clone(),
-        })
-        .await
-        .unwrap();
+    env.cancel().await;
     let events = until_finished(&mut env.incoming).await;
     let Event::RunFinished {
         stop_reason,

@@ -3,27 +3,11 @@
 //! person allowing it, or a client that must be refused served, and asserts the safe outcome.
 
 use agentctl::client::{Client, ClientError, Incoming};
-use protocol::{Decision, ErrorCode, Event, PermissionRequestId, Request, SessionId};
+use protocol::{Decision, ErrorCode, Event, PermissionRequestId, SessionId};
 use serde_json::json;
 use tests::model_server::anthropic;
-use tests::{TestEnv, next_event, subscribe, until_finished};
+use tests::{TestEnv, TestEnvBuilder, answer, next_event, subscribe, until_finished};
 use tokio::sync::mpsc::UnboundedReceiver;
-
-/// Answers request `request` of `session` with `decision` from `client`.
-async fn answer(
-    client: &Client,
-    session: &SessionId,
-    request: PermissionRequestId,
-    decision: Decision,
-) -> Result<protocol::Reply, ClientError> {
-    client
-        .request(Request::Answer {
-            session: session.clone(),
-            request,
-            decision,
-        })
-        .await
-}
 
 /// Waits for the `PermissionRequested` of the session itself (`None`) and of a child (`Some`),
 /// in whatever order they come: (own request, (child, child's request)).
@@ -60,20 +44,32 @@ async fn own_resolved(incoming: &mut UnboundedReceiver<Incoming>, request: Permi
     }
 }
 
-/// A parent that starts a child in the background whose `bash` call asks, then asks for a
-/// `bash` call of its own: both requests are open at once, and (each session numbering its
-/// own) carry the same number. A second answer to the parent's request, once the first
-/// decided it, must be refused: it must not become the answer to the child's request, which
-/// nobody allowed.
-#[tokio::test]
-async fn a_second_answer_to_a_decided_request_does_not_answer_a_childs_request() {
-    let mut env = TestEnv::builder()
+/// A parent and its background child, each with a permission request open under the same
+/// number (each session numbers its own), the child's stream followed.
+struct Asking {
+    env: TestEnv,
+    /// The parent's own request.
+    own: PermissionRequestId,
+    /// The child.
+    child: SessionId,
+    /// The child's request.
+    childs: PermissionRequestId,
+    /// The child's events, to see its run end.
+    child_events: UnboundedReceiver<Incoming>,
+    /// The client those events come on, kept open.
+    _watcher: Client,
+}
+
+/// Starts a parent (set up by `builder`) that starts a background child whose
+/// `touch child_ran` asks, then asks for `parent_command` itself; returns once both ask.
+async fn parent_and_child_asking(builder: TestEnvBuilder, parent_command: &str) -> Asking {
+    let mut env = builder
         .model(vec![
             anthropic::tool(
                 "task",
                 json!({"description": "rm", "prompt": "CHILD-RM: do it", "background": true}),
             ),
-            anthropic::tool("bash", json!({"command": "touch parent_ran"})),
+            anthropic::tool("bash", json!({"command": parent_command})),
             anthropic::text("parent done"),
             anthropic::text("noted"),
         ])
@@ -90,10 +86,34 @@ async fn a_second_answer_to_a_decided_request_does_not_answer_a_childs_request()
         .await;
     let (own, (child, childs)) = own_and_childs_requests(&mut env.incoming).await;
     assert_eq!(own, childs, "the two sessions number their requests alike");
-    // Watch the child to see its run end.
     let mut watcher = env.daemon.client().await;
     subscribe(&watcher, &child, 0).await;
-    let mut child_events = watcher.take_incoming().expect("incoming");
+    let child_events = watcher.take_incoming().expect("incoming");
+    Asking {
+        env,
+        own,
+        child,
+        childs,
+        child_events,
+        _watcher: watcher,
+    }
+}
+
+/// A parent that starts a child in the background whose `bash` call asks, then asks for a
+/// `bash` call of its own: both requests are open at once, and (each session numbering its
+/// own) carry the same number. A second answer to the parent's request, once the first
+/// decided it, must be refused: it must not become the answer to the child's request, which
+/// nobody allowed.
+#[tokio::test]
+async fn a_second_answer_to_a_decided_request_does_not_answer_a_childs_request() {
+    let Asking {
+        mut env,
+        own,
+        child,
+        childs,
+        mut child_events,
+        _watcher,
+    } = parent_and_child_asking(TestEnv::builder(), "touch parent_ran").await;
     // The first person allows the parent's `touch parent_ran`.
     answer(&env.client, &env.session, own, Decision::Allow)
         .await
@@ -195,12 +215,7 @@ async fn an_answer_after_a_cancel_is_refused_and_runs_nothing() {
     env.start_run_with("go", tests::asking_options(&env.server))
         .await;
     let request = next_request(&mut env.incoming).await.expect("it asks");
-    env.client
-        .request(Request::Cancel {
-            session: env.session.clone(),
-        })
-        .await
-        .expect("cancelled");
+    env.cancel().await;
     until_finished(&mut env.incoming).await;
     let late = answer(&env.client, &env.session, request, Decision::AllowAlways).await;
     assert!(
@@ -310,33 +325,18 @@ async fn a_hooks_late_allow_does_not_answer_a_childs_request() {
     let hooks = tempfile::tempdir().expect("a hooks directory");
     let gate = hooks.path().join("gate");
     tests::make_fifo(&gate);
-    let mut env = TestEnv::builder()
-        .config(&slow_allowing_hook(hooks.path(), &gate))
-        .model(vec![
-            anthropic::tool(
-                "task",
-                json!({"description": "rm", "prompt": "HOOK-CHILD: do it", "background": true}),
-            ),
-            anthropic::tool("bash", json!({"command": "touch parent_ok"})),
-            anthropic::text("parent done"),
-            anthropic::text("noted"),
-        ])
-        .route(
-            "HOOK-CHILD",
-            vec![
-                anthropic::tool("bash", json!({"command": "touch child_ran"})),
-                anthropic::text("child done"),
-            ],
-        )
-        .start()
-        .await;
-    env.start_run_with("go", tests::asking_options(&env.server))
-        .await;
-    let (own, (child, childs)) = own_and_childs_requests(&mut env.incoming).await;
-    assert_eq!(own, childs, "the two sessions number their requests alike");
-    let mut watcher = env.daemon.client().await;
-    subscribe(&watcher, &child, 0).await;
-    let mut child_events = watcher.take_incoming().expect("incoming");
+    let Asking {
+        mut env,
+        own,
+        child,
+        childs,
+        mut child_events,
+        _watcher,
+    } = parent_and_child_asking(
+        TestEnv::builder().config(&slow_allowing_hook(hooks.path(), &gate)),
+        "touch parent_ok",
+    )
+    .await;
     // The person denies the parent's call while its hook still thinks.
     answer(&env.client, &env.session, own, Decision::Deny)
         .await

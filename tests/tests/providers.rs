@@ -2,7 +2,7 @@
 //! overflow and compaction, and prompt caching.
 
 use agentctl::client::Incoming;
-use protocol::{Event, Request, RunOptions, StopReason};
+use protocol::{Event, RunOptions, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic, openai};
 use tests::{
@@ -379,12 +379,7 @@ async fn cancel_interrupts_a_backoff_wait() {
             break;
         }
     }
-    env.client
-        .request(Request::Cancel {
-            session: env.session.clone(),
-        })
-        .await
-        .unwrap();
+    env.cancel().await;
     // Well before the minute is up: the wait was interrupted.
     let events = until_finished(&mut env.incoming).await;
     assert!(matches!(

@@ -555,12 +555,7 @@ async fn answer(
         unreachable!("events_until ends with the request")
     };
     assert!(summary.contains(says), "{summary}");
-    client
-        .request(Request::Answer {
-            session: session.clone(),
-            request,
-            decision,
-        })
+    tests::answer(client, session, request, decision)
         .await
         .unwrap();
     events

@@ -168,21 +168,10 @@ async fn a_childs_request_numbered_like_the_parents_is_answered_in_the_childs_se
         .iter()
         .find_map(|(session, _)| session.clone())
         .expect("the child's request is shown in the parent's stream");
-    env.client
-        .request(Request::Answer {
-            session: env.session.clone(),
-            request: asks[0].1,
-            decision: Decision::Allow,
-        })
+    tests::answer(&env.client, &env.session, asks[0].1, Decision::Allow)
         .await
         .expect("answered");
-    let again = env
-        .client
-        .request(Request::Answer {
-            session: env.session.clone(),
-            request: asks[0].1,
-            decision: Decision::Allow,
-        })
+    let again = tests::answer(&env.client, &env.session, asks[0].1, Decision::Allow)
         .await
         .expect_err("the parent's request 1 is decided");
     assert_eq!(again.code(), Some(ErrorCode::AlreadyDecided), "{again}");
@@ -194,12 +183,7 @@ async fn a_childs_request_numbered_like_the_parents_is_answered_in_the_childs_se
     );
     assert!(!env.project().join("child-ran").exists());
     // In the child's own session it is answered.
-    env.client
-        .request(Request::Answer {
-            session: child,
-            request: asks[0].1,
-            decision: Decision::Allow,
-        })
+    tests::answer(&env.client, &child, asks[0].1, Decision::Allow)
         .await
         .expect("answered in the child's session");
     // Both are resolved, the parent's and (shown in the parent's stream) the child's.

@@ -352,12 +352,7 @@ async fn cancelling_the_parent_kills_the_childs_running_command() {
         .await;
     env.start_run("go").await;
     let pgid = tests::read_fifo(&started).await;
-    env.client
-        .request(Request::Cancel {
-            session: env.session.clone(),
-        })
-        .await
-        .unwrap();
+    env.cancel().await;
     let events = until_finished(&mut env.incoming).await;
     assert_eq!(tests::stop_and_error(&events).0, StopReason::Aborted);
     // SAFETY: kill with signal 0 only checks that the group exists.
