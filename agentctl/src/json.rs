@@ -10,8 +10,8 @@ use std::fmt::{self, Display};
 
 use agentctl::client::{Flow, View};
 use protocol::{
-    Decision, Delivery, Event, HealthKind, Mode, ModelStopReason, PermissionRequestId,
-    QueuedMessage, ResumeReason, RunId, SessionEvent, SessionId, StopReason, TokenUsage,
+    Decision, Delivery, Event, HealthKind, Mode, ModelStopReason, PermissionRequestId, PlanItem,
+    QueuedMessage, ResumeReason, RunId, SessionEvent, SessionId, ShellEnd, StopReason, TokenUsage,
     ToolCallInfo,
 };
 use serde::{Serialize, Serializer};
@@ -271,6 +271,39 @@ enum EventDef {
         #[serde(rename = "cost_usd", serialize_with = "usd")]
         cost_micros: Option<u64>,
     },
+    PlanUpdated {
+        #[serde(serialize_with = "plan_items")]
+        items: Vec<PlanItem>,
+    },
+    ShellStarted {
+        shell: u32,
+        command: String,
+    },
+    ShellEnded {
+        shell: u32,
+        #[serde(serialize_with = "shell_end")]
+        end: ShellEnd,
+    },
+}
+
+/// A plan's steps, each with its text and status by name.
+fn plan_items<S: Serializer>(items: &[PlanItem], serializer: S) -> Result<S::Ok, S::Error> {
+    let items: Vec<Value> = items
+        .iter()
+        .map(|item| serde_json::json!({"text": item.text, "status": item.status.as_str()}))
+        .collect();
+    items.serialize(serializer)
+}
+
+/// How a shell ended: `how` (`exited`, `signalled`, `killed`, `lost`) and its code or signal.
+fn shell_end<S: Serializer>(end: &ShellEnd, serializer: S) -> Result<S::Ok, S::Error> {
+    let value = match end {
+        ShellEnd::Exited { code } => serde_json::json!({"how": "exited", "code": code}),
+        ShellEnd::Signalled { signal } => serde_json::json!({"how": "signalled", "signal": signal}),
+        ShellEnd::Killed => serde_json::json!({"how": "killed"}),
+        ShellEnd::Lost => serde_json::json!({"how": "lost"}),
+    };
+    value.serialize(serializer)
 }
 
 /// A value of a field-less protocol enum by the name users see (`follow_up`, `accept-edits`).

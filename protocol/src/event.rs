@@ -286,6 +286,25 @@ pub enum Event {
         /// How long it ran.
         duration_ms: u64,
     },
+    /// The model replaced its plan (the `todo` tool); the whole plan is given.
+    PlanUpdated {
+        /// The steps, in order.
+        items: Vec<crate::PlanItem>,
+    },
+    /// A command started in the background (`bash` with `"background": true`).
+    ShellStarted {
+        /// The shell's number in the session, from 1.
+        shell: u32,
+        /// The command line.
+        command: String,
+    },
+    /// A background shell ended.
+    ShellEnded {
+        /// The shell's number.
+        shell: u32,
+        /// How it ended.
+        end: crate::ShellEnd,
+    },
 }
 
 impl Event {
@@ -321,6 +340,9 @@ impl Event {
             Event::SubagentActivity { .. } => "subagent_activity",
             Event::SubagentFinished { .. } => "subagent_finished",
             Event::HookRan { .. } => "hook_ran",
+            Event::PlanUpdated { .. } => "plan_updated",
+            Event::ShellStarted { .. } => "shell_started",
+            Event::ShellEnded { .. } => "shell_ended",
         }
     }
 }

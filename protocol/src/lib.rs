@@ -23,6 +23,7 @@ pub mod status;
 pub mod summary;
 pub mod text;
 pub mod usage;
+pub mod work;
 
 pub use changes::{ChangeKind, FileChange, RewindReport, RunDiff};
 pub use event::{Event, SessionEvent};
@@ -37,6 +38,7 @@ pub use summary::{
     Activity, Group, PendingSummary, RunEnd, RunSummary, SessionSummary, summary_text,
 };
 pub use usage::{ModelUsage, UsageReport, UsageTotals};
+pub use work::{PlanCount, PlanItem, PlanStatus, ShellEnd, ShellInfo};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 15;
+pub const PROTOCOL_VERSION: u32 = 16;

@@ -135,6 +135,8 @@ pub enum Reply {
     },
     /// A session's tokens and cost per model.
     Usage(crate::usage::UsageReport),
+    /// A session's background shells, in the order they started.
+    Shells(Vec<crate::ShellInfo>),
     /// The daemon is stopping (`Shutdown`): it exits once the tool calls still running have
     /// finished, or after `grace_ms`.
     Stopping {

@@ -216,6 +216,19 @@ pub enum Request {
         /// The session.
         session: SessionId,
     },
+    /// The session's background shells, running and ended; replies `Shells`.
+    Shells {
+        /// The session.
+        session: SessionId,
+    },
+    /// End a background shell of the session and its process group; replies `Done` after a
+    /// `ShellEnded` event.
+    KillShell {
+        /// The session.
+        session: SessionId,
+        /// The shell's number.
+        shell: u32,
+    },
 }
 
 /// The settings of a new session.

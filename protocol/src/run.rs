@@ -91,6 +91,8 @@ pub enum PermissionClass {
     Command,
     /// Calls a tool of an MCP server.
     Mcp,
+    /// Reaches the network from the daemon (`fetch`, `web_search`).
+    Network,
 }
 
 named_enum!(PermissionClass, "permission class", {
@@ -98,6 +100,7 @@ named_enum!(PermissionClass, "permission class", {
     Write => "write",
     Command => "command",
     Mcp => "mcp",
+    Network => "network",
 });
 
 /// Token counts of one reply or of a whole run.

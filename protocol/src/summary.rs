@@ -22,6 +22,10 @@ pub struct SessionSummary {
     pub run: Option<RunSummary>,
     /// Permission requests waiting for an answer, oldest first; those of its subagents too.
     pub pending: Vec<PendingSummary>,
+    /// How far the model's plan got, when it keeps one.
+    pub plan: Option<crate::PlanCount>,
+    /// Background shells still running.
+    pub shells: u32,
 }
 
 /// What a session's run is doing.
@@ -117,6 +121,8 @@ impl SessionSummary {
             activity: Activity::Idle,
             run,
             pending: Vec::new(),
+            plan: None,
+            shells: 0,
         }
     }
 

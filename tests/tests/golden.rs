@@ -156,6 +156,11 @@ fn requests() -> Vec<Request> {
             model: "claude-haiku-4-5".into(),
         },
         Request::Usage { session: session() },
+        Request::Shells { session: session() },
+        Request::KillShell {
+            session: session(),
+            shell: 2,
+        },
     ]
 }
 
@@ -298,6 +303,42 @@ fn events() -> Vec<Event> {
             duration_ms: 12,
             decision: Some("block".into()),
         },
+        Event::PlanUpdated {
+            items: vec![
+                protocol::PlanItem {
+                    text: "read the failing test".into(),
+                    status: protocol::PlanStatus::Done,
+                },
+                protocol::PlanItem {
+                    text: "fix the parser".into(),
+                    status: protocol::PlanStatus::InProgress,
+                },
+                protocol::PlanItem {
+                    text: "run the suite".into(),
+                    status: protocol::PlanStatus::Pending,
+                },
+            ],
+        },
+        Event::ShellStarted {
+            shell: 1,
+            command: "npm run dev".into(),
+        },
+        Event::ShellEnded {
+            shell: 1,
+            end: protocol::ShellEnd::Exited { code: 0 },
+        },
+        Event::ShellEnded {
+            shell: 2,
+            end: protocol::ShellEnd::Signalled { signal: 9 },
+        },
+        Event::ShellEnded {
+            shell: 3,
+            end: protocol::ShellEnd::Killed,
+        },
+        Event::ShellEnded {
+            shell: 4,
+            end: protocol::ShellEnd::Lost,
+        },
     ]
 }
 
@@ -423,6 +464,14 @@ fn replies() -> Vec<Reply> {
                 subagents: usage(),
             },
         }),
+        Reply::Shells(vec![protocol::ShellInfo {
+            shell: 1,
+            command: "python3 -m http.server 8000".into(),
+            started_ms: 1_700_000_000_100,
+            end: None,
+            tail: "Serving HTTP on 0.0.0.0 port 8000".into(),
+            bytes: 34,
+        }]),
     ]
 }
 
@@ -467,6 +516,8 @@ fn request_name(request: &Request) -> &'static str {
         Request::ListModels { .. } => "ListModels",
         Request::SetModel { .. } => "SetModel",
         Request::Usage { .. } => "Usage",
+        Request::Shells { .. } => "Shells",
+        Request::KillShell { .. } => "KillShell",
     }
 }
 
@@ -488,6 +539,7 @@ fn reply_name(reply: &Reply) -> &'static str {
         Reply::Stopping { .. } => "Stopping",
         Reply::Models { .. } => "Models",
         Reply::Usage(_) => "Usage",
+        Reply::Shells(_) => "Shells",
     }
 }
 
@@ -646,6 +698,8 @@ fn summary() -> protocol::SessionSummary {
             summary: "write src/lib.rs".into(),
             since_ms: 1_700_000_000_800,
         }],
+        plan: Some(protocol::PlanCount { done: 3, total: 7 }),
+        shells: 2,
     }
 }
 
@@ -665,9 +719,9 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 26);
-    assert_eq!(replies.len(), 16);
-    assert_eq!(events.len(), 29);
+    assert_eq!(requests.len(), 28);
+    assert_eq!(replies.len(), 17);
+    assert_eq!(events.len(), 32);
 }
 
 #[test]

@@ -207,6 +207,14 @@ impl HumanView {
                 self.line(&style.red(&text));
             }
             Event::SessionDeleted => self.line(&style.dim("• the session was deleted")),
+            Event::PlanUpdated { .. } => {}
+            Event::ShellStarted { shell, command } => self.line(&style.dim(&format!(
+                "• shell {shell} started in the background: {}",
+                one_line(command)
+            ))),
+            Event::ShellEnded { shell, end } => {
+                self.line(&style.dim(&format!("• shell {shell} {end}")))
+            }
             Event::RunResumed { run, reason } => {
                 let why = match reason {
                     ResumeReason::Crash => "the daemon stopped",

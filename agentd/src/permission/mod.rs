@@ -439,7 +439,7 @@ pub(crate) fn rule_for(call: Call<'_>) -> Option<AlwaysRule> {
             }
             CallTool::Builtin(_) => None,
         },
-        PermissionClass::Read => None,
+        PermissionClass::Read | PermissionClass::Network => None,
     }
 }
 
@@ -479,6 +479,9 @@ pub(crate) fn unattended_denial(class: PermissionClass) -> String {
         PermissionClass::Command => "denied: run with --allow bash to permit commands".to_string(),
         PermissionClass::Mcp => {
             "denied: run with --allow mcp to permit MCP tool calls, or list the tool in the server's `allow`".to_string()
+        }
+        PermissionClass::Network => {
+            "denied: run with --allow network to permit web access, or allow the host with a rule such as `fetch:docs.rs` in config.toml".to_string()
         }
         _ => "denied: run with --allow write to permit file changes".to_string(),
     }

@@ -15,6 +15,10 @@ pub(crate) struct SummaryTracker {
     pending: Vec<PendingSummary>,
     /// Tool calls going: (id, activity), the newest last.
     tools: Vec<(String, Activity)>,
+    /// How far the model's plan got.
+    plan: Option<protocol::PlanCount>,
+    /// Background shells running, by number.
+    shells: std::collections::BTreeSet<u32>,
 }
 
 impl SummaryTracker {
@@ -63,6 +67,13 @@ impl SummaryTracker {
                     .last()
                     .map_or(Activity::Thinking, |(_, a)| a.clone());
                 self.set(next, time_ms);
+            }
+            Event::PlanUpdated { items } => self.plan = protocol::PlanCount::of(items),
+            Event::ShellStarted { shell, .. } => {
+                self.shells.insert(*shell);
+            }
+            Event::ShellEnded { shell, .. } => {
+                self.shells.remove(shell);
             }
             Event::Retrying { attempt, .. } => {
                 self.set(Activity::Retrying { attempt: *attempt }, time_ms)
@@ -131,6 +142,8 @@ impl SummaryTracker {
             activity: self.activity.clone().unwrap_or(Activity::Idle),
             run: self.run.clone(),
             pending: self.pending.clone(),
+            plan: self.plan,
+            shells: u32::try_from(self.shells.len()).unwrap_or(u32::MAX),
             info,
         }
     }

@@ -2,13 +2,16 @@
 //! the batching of one reply's calls by concurrency safety.
 
 pub(crate) mod bash;
+pub(crate) mod bash_output;
 pub(crate) mod batch;
 pub(crate) mod edit;
 mod edit_match;
+pub(crate) mod fetch;
 mod first_read;
 pub(crate) mod gate;
 pub(crate) mod glob;
 pub(crate) mod grep;
+pub(crate) mod kill_shell;
 pub(crate) mod near_text;
 pub(crate) mod output;
 pub(crate) mod pool;
@@ -16,7 +19,9 @@ pub mod processes;
 pub(crate) mod progress;
 pub(crate) mod read;
 mod replace_file;
+pub(crate) mod todo;
 pub(crate) mod walk;
+pub(crate) mod web_search;
 pub(crate) mod write;
 
 use std::path::{Component, Path, PathBuf};
@@ -57,17 +62,32 @@ pub enum Tool {
     Grep,
     /// Find files by name.
     Glob,
+    /// Get a web page as text.
+    Fetch,
+    /// Search the web (offered only when a search provider is configured).
+    WebSearch,
+    /// Replace the model's plan.
+    Todo,
+    /// Read what a background shell printed since the last look.
+    BashOutput,
+    /// End a background shell.
+    KillShell,
 }
 
 impl Tool {
     /// Every tool, in the order the model is told of them.
-    pub(crate) const ALL: [Tool; 6] = [
+    pub(crate) const ALL: [Tool; 11] = [
         Tool::Read,
         Tool::Write,
         Tool::Edit,
         Tool::Bash,
+        Tool::BashOutput,
+        Tool::KillShell,
         Tool::Grep,
         Tool::Glob,
+        Tool::Fetch,
+        Tool::WebSearch,
+        Tool::Todo,
     ];
 
     /// The tool called `name`, if there is one.
@@ -84,20 +104,34 @@ impl Tool {
             Tool::Bash => "bash",
             Tool::Grep => "grep",
             Tool::Glob => "glob",
+            Tool::Fetch => "fetch",
+            Tool::WebSearch => "web_search",
+            Tool::Todo => "todo",
+            Tool::BashOutput => "bash_output",
+            Tool::KillShell => "kill_shell",
         }
     }
 
     /// Whether calls of this tool may run in parallel with each other.
     pub(crate) fn concurrency_safe(self) -> bool {
-        matches!(self, Tool::Read | Tool::Grep | Tool::Glob)
+        matches!(
+            self,
+            Tool::Read | Tool::Grep | Tool::Glob | Tool::Fetch | Tool::WebSearch | Tool::BashOutput
+        )
     }
 
     /// What kind of effect the tool has.
     pub(crate) fn class(self) -> PermissionClass {
         match self {
-            Tool::Read | Tool::Grep | Tool::Glob => PermissionClass::Read,
+            Tool::Read
+            | Tool::Grep
+            | Tool::Glob
+            | Tool::Todo
+            | Tool::BashOutput
+            | Tool::KillShell => PermissionClass::Read,
             Tool::Write | Tool::Edit => PermissionClass::Write,
             Tool::Bash => PermissionClass::Command,
+            Tool::Fetch | Tool::WebSearch => PermissionClass::Network,
         }
     }
 
@@ -118,6 +152,11 @@ impl Tool {
             Tool::Bash => bash::spec(),
             Tool::Grep => grep::spec(),
             Tool::Glob => glob::spec(),
+            Tool::Fetch => fetch::spec(),
+            Tool::WebSearch => web_search::spec(),
+            Tool::Todo => todo::spec(),
+            Tool::BashOutput => bash_output::spec(),
+            Tool::KillShell => kill_shell::spec(),
         }
     }
 }
@@ -214,6 +253,11 @@ pub async fn execute(tool: Tool, args: Value, ctx: ToolContext) -> ToolOutput {
         Tool::Bash => with_args(tool, args, |a| bash::run(a, ctx)).await,
         Tool::Grep => with_args(tool, args, |a| grep::run(a, ctx)).await,
         Tool::Glob => with_args(tool, args, |a| glob::run(a, ctx)).await,
+        Tool::Fetch => with_args(tool, args, |a| fetch::run(a, ctx)).await,
+        Tool::WebSearch => with_args(tool, args, |a| web_search::run(a, ctx)).await,
+        Tool::Todo => with_args(tool, args, |a| todo::run(a, ctx)).await,
+        Tool::BashOutput => with_args(tool, args, |a| bash_output::run(a, ctx)).await,
+        Tool::KillShell => with_args(tool, args, |a| kill_shell::run(a, ctx)).await,
     };
     if output.output.len() > tool.output_limit() + OUTPUT_MARGIN {
         tracing::warn!(

@@ -47,6 +47,10 @@ impl Connection {
             Request::ListModels { session, env } => self.list_models(session, env).await,
             Request::SetModel { session, model } => self.set_model(session, model).await,
             Request::Usage { session } => self.usage(session).await,
+            Request::Shells { .. } | Request::KillShell { .. } => Err(ErrorInfo::new(
+                ErrorCode::InvalidRequest,
+                "background shells are not available yet",
+            )),
             Request::SetResume { session, resume } => self.set_resume(session, resume).await,
             Request::Send {
                 session,

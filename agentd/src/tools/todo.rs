@@ -1,0 +1,25 @@
+//! `todo`: not built yet.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ToolContext, ToolOutput};
+use crate::tool_spec::ToolSpec;
+
+/// The model's description of `todo`.
+pub(crate) fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "todo".into(),
+        description: "Not available yet.".into(),
+        input_schema: json!({"type": "object", "properties": {}}),
+    }
+}
+
+/// The arguments of `todo`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Args {}
+
+/// Runs the call.
+pub(crate) async fn run(_args: Args, _ctx: ToolContext) -> ToolOutput {
+    ToolOutput::error("todo is not available yet")
+}
