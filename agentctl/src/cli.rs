@@ -76,9 +76,9 @@ pub enum Command {
         prompt: Option<String>,
         #[command(flatten)]
         flags: SessionFlags,
-        /// Allow without asking: `write` (file changes), `bash` (commands) or `mcp` (tools of
-        /// MCP servers). Repeatable.
-        #[arg(long, value_name = "write|bash|mcp")]
+        /// Allow without asking: `write` (file changes), `bash` (commands), `mcp` (tools of
+        /// MCP servers) or `network` (`fetch` and `web_search` from the daemon). Repeatable.
+        #[arg(long, value_name = "write|bash|mcp|network")]
         allow: Vec<AllowKind>,
         /// Allow everything without asking.
         #[arg(long, short = 'y')]
@@ -348,6 +348,21 @@ pub enum Command {
         #[command(subcommand)]
         action: ListAction,
     },
+    /// List a session's background shells (commands its agent started with `bash` and
+    /// `"background": true`): number, state, command and last lines; `--kill N` ends one and
+    /// its processes.
+    ///
+    /// Example: `agentctl shells 3f2a --kill 2`
+    Shells {
+        #[command(flatten)]
+        session: SessionArg,
+        /// End shell N (its whole process group) first.
+        #[arg(long, value_name = "N")]
+        kill: Option<u32>,
+        /// Print a JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete a session and its history.
     ///
     /// Example: `agentctl rm 3f2a --force`
@@ -388,6 +403,8 @@ pub enum AllowKind {
     Bash,
     /// Tools of MCP servers.
     Mcp,
+    /// Web access from the daemon (fetch, web_search).
+    Network,
 }
 
 #[derive(Subcommand)]

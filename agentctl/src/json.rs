@@ -297,13 +297,18 @@ fn plan_items<S: Serializer>(items: &[PlanItem], serializer: S) -> Result<S::Ok,
 
 /// How a shell ended: `how` (`exited`, `signalled`, `killed`, `lost`) and its code or signal.
 fn shell_end<S: Serializer>(end: &ShellEnd, serializer: S) -> Result<S::Ok, S::Error> {
-    let value = match end {
+    shell_end_value(end).serialize(serializer)
+}
+
+/// How a shell ended as JSON (`{"how": "exited", "code": 0}`), the same in events and in
+/// `agentctl shells --json`.
+pub fn shell_end_value(end: &ShellEnd) -> serde_json::Value {
+    match end {
         ShellEnd::Exited { code } => serde_json::json!({"how": "exited", "code": code}),
         ShellEnd::Signalled { signal } => serde_json::json!({"how": "signalled", "signal": signal}),
         ShellEnd::Killed => serde_json::json!({"how": "killed"}),
         ShellEnd::Lost => serde_json::json!({"how": "lost"}),
-    };
-    value.serialize(serializer)
+    }
 }
 
 /// A value of a field-less protocol enum by the name users see (`follow_up`, `accept-edits`).

@@ -314,3 +314,32 @@ fn every_kind_of_event_prints_the_line_scripts_read() {
         assert_eq!(JsonEvent(&event).to_string(), line);
     }
 }
+
+#[test]
+fn a_plan_prints_its_steps_with_their_status_names() {
+    let event = SessionEvent {
+        session: SessionId("s1".into()),
+        seq: 7,
+        time_ms: 9,
+        event: Event::PlanUpdated {
+            items: vec![
+                PlanItem {
+                    text: "read the code".into(),
+                    status: protocol::PlanStatus::Done,
+                },
+                PlanItem {
+                    text: "fix \"it\"".into(),
+                    status: protocol::PlanStatus::InProgress,
+                },
+                PlanItem {
+                    text: "test".into(),
+                    status: protocol::PlanStatus::Pending,
+                },
+            ],
+        },
+    };
+    assert_eq!(
+        JsonEvent(&event).to_string(),
+        r#"{"items":[{"text":"read the code","status":"done"},{"text":"fix \"it\"","status":"in_progress"},{"text":"test","status":"pending"}],"type":"plan_updated","seq":7,"session":"s1","time_ms":9}"#
+    );
+}

@@ -106,6 +106,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     AllowKind::Write => PermissionClass::Write,
                     AllowKind::Bash => PermissionClass::Command,
                     AllowKind::Mcp => PermissionClass::Mcp,
+                    AllowKind::Network => PermissionClass::Network,
                 })
                 .collect();
             if yes {
@@ -113,6 +114,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     PermissionClass::Write,
                     PermissionClass::Command,
                     PermissionClass::Mcp,
+                    PermissionClass::Network,
                 ];
             }
             let args = commands::run::RunArgs {
@@ -247,6 +249,14 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Rm { session, force } => {
             let id = commands::here::chosen(&paths, &session).await?;
             commands::sessions::remove(&paths, id, force).await
+        }
+        Command::Shells {
+            session,
+            kill,
+            json,
+        } => {
+            let id = commands::here::chosen(&paths, &session).await?;
+            commands::shells::shells(&paths, id, kill, json).await
         }
         Command::Cost { session, json } => {
             let id = commands::here::chosen(&paths, &session).await?;

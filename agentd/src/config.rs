@@ -26,6 +26,7 @@ use crate::shell_env::ShellEnv;
 
 mod providers;
 mod state;
+mod web_search;
 mod writable_path;
 
 pub use state::{BROKEN_FILE_NOTE, ConfigState, Standing, watch};
@@ -152,6 +153,12 @@ pub struct Config {
     pub(crate) hooks: crate::hooks::HookTable,
     /// The daemon's own settings (how long a planned stop waits for running tool calls).
     pub(crate) daemon: crate::stop::DaemonConfig,
+    /// How `fetch` and `web_search` behave (docs/architecture.md#web-access).
+    pub(crate) web: crate::web::WebConfig,
+    /// The search service of `web_search`; without it the tool is not offered.
+    pub(crate) web_search: Option<crate::web::SearchConfig>,
+    /// Settings of the built-in tools (background shells running at once).
+    pub(crate) tools: crate::tools::config::ToolsConfig,
 }
 
 /// The `[mcp_servers]` entries, checked one by one.
@@ -227,6 +234,9 @@ impl Default for Config {
             hooks: crate::hooks::HookTable::default(),
             prices: BTreeMap::new(),
             daemon: crate::stop::DaemonConfig::default(),
+            web: crate::web::WebConfig::default(),
+            web_search: None,
+            tools: crate::tools::config::ToolsConfig::default(),
         }
     }
 }
@@ -296,7 +306,16 @@ impl Config {
     }
 
     fn check(&self, path: &Path) -> Result<(), ConfigError> {
-        if let Err(message) = self.permissions.validate().and(self.shell_env.validate()) {
+        let search = self
+            .web_search
+            .as_ref()
+            .map_or(Ok(()), crate::web::SearchConfig::validate);
+        if let Err(message) = self
+            .permissions
+            .validate()
+            .and(self.shell_env.validate())
+            .and(search)
+        {
             return Err(ConfigError {
                 file: path.display().to_string(),
                 line: None,

@@ -34,6 +34,7 @@ pub(crate) mod summaries;
 pub(crate) mod supervisor;
 pub(crate) mod tool_spec;
 pub mod tools;
+pub(crate) mod web;
 pub(crate) mod worktree;
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -25,6 +25,8 @@ project's style.
 - Tool calls that do not depend on each other may be made together in one reply; reads, greps \
 and globs then run in parallel.
 - If a tool fails, read the error and adjust instead of repeating the same call.
+- For a task of three steps or more, keep a plan with todo: set it before you start, update \
+it as each step finishes, and keep exactly one step in progress. The user watches it.
 - Finish with a short plain answer to the user's request, in a few sentences.";
 
 /// The role for small models: few rules, each a step to take, and one task done right.
@@ -223,5 +225,19 @@ mod tests {
         assert!(prompt.contains("branch feature/x"), "{prompt}");
         assert!(prompt.contains("Plan mode is active") && prompt.contains("/p/plan.md"));
         assert!(prompt.find("root rules").unwrap() < prompt.find("app rules").unwrap());
+    }
+
+    #[test]
+    fn the_prompt_asks_for_a_plan_with_todo_where_todo_is_offered() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = system_prompt(dir.path(), Mode::Default, Path::new("/p.md"), false);
+        assert!(
+            full.contains("three steps or more, keep a plan with todo")
+                && full.contains("exactly one step in progress"),
+            "{full}"
+        );
+        // The small profile is not offered `todo`.
+        let small = system_prompt(dir.path(), Mode::Default, Path::new("/p.md"), true);
+        assert!(!small.contains("todo"), "{small}");
     }
 }

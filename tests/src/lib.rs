@@ -15,7 +15,9 @@ pub mod pty;
 pub mod restart;
 pub mod sandboxed;
 mod session;
+pub mod shells;
 mod test_env;
+pub mod web_server;
 pub mod wire;
 
 pub use fixture::*;

@@ -299,9 +299,11 @@ async fn unknown_tools_get_an_error_and_three_in_a_row_stop_the_run() {
     let events = env.run("go").await;
     let results = tool_results(&events);
     assert_eq!(results.len(), 3);
+    // The tools the model was offered: `web_search` is not configured here.
     assert_eq!(
         results[0].2,
-        "unknown tool `fly`; the available tools are: read, write, edit, bash, grep, glob"
+        "unknown tool `fly`; the available tools are: read, write, edit, bash, bash_output, \
+         kill_shell, grep, glob, fetch, todo, task"
     );
     let (stop_reason, error) = stop_and_error(&events);
     assert_eq!(stop_reason, StopReason::Health);
@@ -526,6 +528,18 @@ async fn the_system_prompt_carries_the_environment_and_project_instructions() {
         .collect();
     assert_eq!(
         tools,
-        ["read", "write", "edit", "bash", "grep", "glob", "task"]
+        [
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "bash_output",
+            "kill_shell",
+            "grep",
+            "glob",
+            "fetch",
+            "todo",
+            "task"
+        ]
     );
 }

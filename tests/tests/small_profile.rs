@@ -8,6 +8,21 @@ use serde_json::json;
 use tests::model_server::{ModelServer, anthropic, openai};
 use tests::{Daemon, Home, TestEnv, run_options, session_in, start_run, until_finished};
 
+/// The tools the full profile offers, in order.
+const FULL_TOOLS: [&str; 11] = [
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "bash_output",
+    "kill_shell",
+    "grep",
+    "glob",
+    "fetch",
+    "todo",
+    "task",
+];
+
 /// The names of the tools an OpenAI-format request offers, and its system prompt.
 fn offered(body: &serde_json::Value) -> (Vec<String>, String) {
     let names = body["tools"]
@@ -84,10 +99,7 @@ async fn a_model_known_to_be_small_gets_the_small_profile_whatever_its_window() 
     let body = first_request(&daemon, &big, "openai").await;
     assert!(body.get("parallel_tool_calls").is_none(), "{body}");
     let (tools, system) = offered(&body);
-    assert_eq!(
-        tools,
-        ["read", "write", "edit", "bash", "grep", "glob", "task"]
-    );
+    assert_eq!(tools, FULL_TOOLS);
     assert!(!system.contains("Example:"));
 }
 
@@ -103,10 +115,7 @@ async fn a_provider_profile_forces_either_profile() {
     );
     let daemon = Daemon::start_in(Home::with_config(&config));
     let (tools, _) = offered(&first_request(&daemon, &server, "full").await);
-    assert_eq!(
-        tools,
-        ["read", "write", "edit", "bash", "grep", "glob", "task"]
-    );
+    assert_eq!(tools, FULL_TOOLS);
     let (tools, _) = offered(&first_request(&daemon, &big, "tiny").await);
     assert_eq!(tools, ["read", "write", "bash"]);
 }

@@ -336,6 +336,7 @@ impl Bridge {
                     out.push(updates::progress(&call, &text));
                 }
             }
+            Event::PlanUpdated { items } => out.push(updates::plan(&items)),
             Event::ModeChanged { mode } => {
                 let current = updates::modes(mode).current_mode_id;
                 out.push(SessionUpdate::CurrentModeUpdate(

@@ -1,15 +1,16 @@
 //! How the daemon's events read in an editor: tool calls as ACP `tool_call`s (kind, title,
 //! locations, raw input), their results as `tool_call_update`s (text, and a diff for edits and
-//! writes), stop reasons and modes in ACP's terms.
+//! writes), the model's plan as a `plan` update, stop reasons and modes in ACP's terms.
 
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Diff, SessionMode, SessionModeId, SessionModeState, SessionUpdate,
-    StopReason as AcpStop, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionMode, SessionModeId, SessionModeState, SessionUpdate, StopReason as AcpStop, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind,
 };
-use protocol::{Mode, StopReason, ToolCallInfo};
+use protocol::{Mode, PlanItem, PlanStatus, StopReason, ToolCallInfo};
 use serde_json::Value;
 
 /// The modes an editor may switch to (`bypass` is only for the command line).
@@ -65,14 +66,33 @@ pub fn progress(call_id: &str, text: &str) -> SessionUpdate {
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.to_string(), fields))
 }
 
+/// The model's plan as ACP's `plan` update: the whole plan, which replaces the one the editor
+/// shows (docs/architecture.md#the-plan). The model gives its steps no priority: each is
+/// `medium`.
+pub fn plan(items: &[PlanItem]) -> SessionUpdate {
+    let entries = items
+        .iter()
+        .map(|item| {
+            let status = match item.status {
+                PlanStatus::Pending => PlanEntryStatus::Pending,
+                PlanStatus::InProgress => PlanEntryStatus::InProgress,
+                PlanStatus::Done => PlanEntryStatus::Completed,
+            };
+            PlanEntry::new(item.text.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    SessionUpdate::Plan(Plan::new(entries))
+}
+
 /// The kind of a tool, as editors group them.
 fn kind(tool: &str) -> ToolKind {
     match tool {
         "read" => ToolKind::Read,
         "write" | "edit" => ToolKind::Edit,
         "bash" => ToolKind::Execute,
-        "grep" | "glob" => ToolKind::Search,
-        "task" => ToolKind::Think,
+        "grep" | "glob" | "web_search" => ToolKind::Search,
+        "fetch" => ToolKind::Fetch,
+        "task" | "todo" => ToolKind::Think,
         _ => ToolKind::Other,
     }
 }
@@ -212,6 +232,29 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(bash["kind"], "execute");
+    }
+
+    #[test]
+    fn a_plan_is_sent_whole_with_acp_statuses() {
+        let item = |text: &str, status| PlanItem {
+            text: text.into(),
+            status,
+        };
+        let update = plan(&[
+            item("read", PlanStatus::Done),
+            item("fix", PlanStatus::InProgress),
+            item("test", PlanStatus::Pending),
+        ]);
+        let json = serde_json::to_value(&update).unwrap();
+        assert_eq!(json["sessionUpdate"], "plan");
+        assert_eq!(
+            json["entries"],
+            serde_json::json!([
+                {"content": "read", "priority": "medium", "status": "completed"},
+                {"content": "fix", "priority": "medium", "status": "in_progress"},
+                {"content": "test", "priority": "medium", "status": "pending"},
+            ])
+        );
     }
 
     #[test]

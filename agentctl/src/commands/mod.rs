@@ -16,6 +16,7 @@ mod run_follow;
 mod run_keys;
 pub mod service;
 pub mod sessions;
+pub mod shells;
 pub mod show;
 pub mod usage;
 pub mod watch;

@@ -77,6 +77,9 @@ fn line(summary: &SessionSummary) -> String {
         describe::name(summary),
         describe::what(summary, now)
     );
+    if let Some(plan) = describe::plan(summary) {
+        line.push_str(&format!(" · {plan}"));
+    }
     if !progress.is_empty() {
         line.push_str(&format!(" · {progress}"));
     }
@@ -130,5 +133,6 @@ pub fn summary_json(s: &SessionSummary) -> Value {
         "activity_since_ms": s.activity_since_ms,
         "run": run,
         "pending": pending,
+        "plan": s.plan.map(|p| json!({"done": p.done, "total": p.total})),
     })
 }

@@ -86,7 +86,10 @@ impl HumanView {
                 is_error,
                 output,
                 duration_ms,
-            } => self.tool_result(id, name, *is_error, output, *duration_ms),
+            } => {
+                self.tool_result(id, name, *is_error, output, *duration_ms);
+                self.release_plan();
+            }
             Event::PermissionRequested {
                 session,
                 request,
@@ -198,6 +201,7 @@ impl HumanView {
                 kept,
             } => self.rewound(*run, restored.len(), removed.len(), kept.len()),
             Event::RunFinished { .. } => {
+                self.release_plan();
                 self.asks.clear();
                 self.run_finished(&event.event);
                 self.tick();
@@ -207,7 +211,7 @@ impl HumanView {
                 self.line(&style.red(&text));
             }
             Event::SessionDeleted => self.line(&style.dim("• the session was deleted")),
-            Event::PlanUpdated { .. } => {}
+            Event::PlanUpdated { items } => self.plan_updated(items),
             Event::ShellStarted { shell, command } => self.line(&style.dim(&format!(
                 "• shell {shell} started in the background: {}",
                 one_line(command)

@@ -14,6 +14,7 @@ pub use tools::{tool_label, tool_summary};
 
 mod children;
 mod events;
+mod plan;
 mod tools;
 
 /// Where the human view writes.
@@ -65,6 +66,10 @@ pub struct HumanView {
     pub ask_here: bool,
     /// Permission requests waiting now.
     asks: Vec<(Option<protocol::SessionId>, protocol::PermissionRequestId)>,
+    /// The model's plan.
+    plan: plan::Plan,
+    /// A plan its `todo` call set, shown once the call's result is (the call's line first).
+    held_plan: Option<Vec<protocol::PlanItem>>,
 }
 
 impl HumanView {
@@ -101,6 +106,8 @@ impl HumanView {
             answer,
             ask_here: false,
             asks: Vec::new(),
+            plan: plan::Plan::default(),
+            held_plan: None,
         }
     }
 
@@ -258,7 +265,8 @@ impl HumanView {
         };
         let style = self.style;
         let width = crate::tool_progress::terminal_size().map_or(80, |(cols, _)| cols as usize);
-        let mut rows = Vec::new();
+        // The plan first: it stays while calls come and go under it.
+        let mut rows = self.plan.rows(style, width);
         if self.open_call.is_some()
             && let Some(running) = &self.running
         {
@@ -280,8 +288,45 @@ impl HumanView {
     /// Takes the region away (the view ends): what it showed stays, the cursor comes back.
     pub fn close(&mut self) {
         if let Output::Screen(live) = &self.output {
-            Live::lock(live).close();
+            let mut live = Live::lock(live);
+            // A plan with steps left stays on screen.
+            for line in self.plan.close(self.style) {
+                live.line(line);
+            }
+            live.close();
         }
+    }
+
+    /// The plan changed: on a terminal the region shows it (and the finished plan goes up
+    /// once); a stream prints it. While the `todo` call that set it waits for its result, the
+    /// plan waits too, so that it reads after the call's line.
+    fn plan_updated(&mut self, items: &[protocol::PlanItem]) {
+        let open_todo = self.open_call.as_ref().is_some_and(|open| {
+            self.calls
+                .iter()
+                .any(|(id, _, name, _)| id == open && name == "todo")
+        });
+        if open_todo {
+            self.held_plan = Some(items.to_vec());
+            return;
+        }
+        self.show_plan(items);
+    }
+
+    /// Shows the plan a `todo` call set, once its result is shown.
+    fn release_plan(&mut self) {
+        if let Some(items) = self.held_plan.take() {
+            self.show_plan(&items);
+        }
+    }
+
+    /// Shows `items` as the plan now.
+    fn show_plan(&mut self, items: &[protocol::PlanItem]) {
+        let screen = matches!(self.output, Output::Screen(_));
+        for line in self.plan.update(items, screen, self.style) {
+            self.line(&line);
+        }
+        self.tick();
     }
 
     /// Shows lines of the client's own as they are (already styled).

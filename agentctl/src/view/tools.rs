@@ -25,12 +25,23 @@ pub fn tool_summary(name: &str, args: &str) -> String {
         "bash" => {
             let command = field("command");
             let first = command.lines().next().unwrap_or_default().to_string();
-            if command.lines().count() > 1 {
+            let line = if command.lines().count() > 1 {
                 format!("{first} …")
             } else {
                 first
+            };
+            // A background shell reads as a shell's `&`.
+            if value["background"] == Value::Bool(true) {
+                format!("{line} &")
+            } else {
+                line
             }
         }
+        "bash_output" | "kill_shell" => match &value["id"] {
+            Value::Number(n) => format!("shell {n}"),
+            Value::String(s) => format!("shell {s}"),
+            _ => String::new(),
+        },
         "grep" => {
             let path = field("path");
             if path.is_empty() {
@@ -40,6 +51,20 @@ pub fn tool_summary(name: &str, args: &str) -> String {
             }
         }
         "glob" => field("pattern"),
+        "fetch" => field("url"),
+        "web_search" => field("query"),
+        // The plan itself is shown as its own block.
+        "todo" => match value["items"].as_array() {
+            Some(items) if items.is_empty() => "clear the plan".to_string(),
+            Some(items) => {
+                let done = items
+                    .iter()
+                    .filter(|i| matches!(i["status"].as_str(), Some("done" | "completed")))
+                    .count();
+                format!("{done}/{} done", items.len())
+            }
+            None => String::new(),
+        },
         _ => args.to_string(),
     };
     let name = tool_label(name);
@@ -57,5 +82,24 @@ pub(super) fn duration(ms: u64) -> String {
         format!("{ms}ms")
     } else {
         format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tool_summary;
+
+    #[test]
+    fn background_shells_read_as_a_shell_would_show_them() {
+        let started = r#"{"command": "npm run dev", "background": true}"#;
+        assert_eq!(tool_summary("bash", started), "bash npm run dev &");
+        assert_eq!(
+            tool_summary("bash_output", r#"{"id": 2}"#),
+            "bash_output shell 2"
+        );
+        assert_eq!(
+            tool_summary("kill_shell", r#"{"id": "2"}"#),
+            "kill_shell shell 2"
+        );
     }
 }

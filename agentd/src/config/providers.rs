@@ -182,7 +182,7 @@ impl Config {
 }
 
 /// `key` from the client's environment `env`, else the daemon's; empty counts as unset.
-fn lookup(env: &[(String, String)], key: &str) -> Option<String> {
+pub(super) fn lookup(env: &[(String, String)], key: &str) -> Option<String> {
     env.iter()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.clone())

@@ -5,9 +5,11 @@
 mod code_args;
 pub(crate) mod command_rule;
 pub(crate) mod lookup;
+pub(crate) mod network;
 pub(crate) mod opaque;
 pub(crate) mod programs;
 mod python_module;
+mod question;
 mod real_path;
 pub(crate) mod rules;
 pub(crate) mod shell;
@@ -26,6 +28,7 @@ use crate::tools::{Tool, display, resolve};
 use command_rule::{DenyCheck, written};
 pub(crate) use lookup::changes_lookup;
 use programs::Programs;
+pub(crate) use question::{summary, unattended_denial};
 pub(crate) use real_path::real_path;
 pub(crate) use rules::PermissionRules;
 use rules::Subject;
@@ -54,6 +57,8 @@ pub enum AlwaysRule {
     CommandPrefix(String),
     /// One tool of an MCP server, as `server/tool`.
     McpTool(String),
+    /// `fetch` and `web_search` calls to one host.
+    Host(String),
 }
 
 /// The tool a call is for: a built-in one, or a tool of an MCP server.
@@ -162,6 +167,8 @@ pub(crate) struct Call<'a> {
     /// to the tool as it is, so that what is checked is what is written; `None` resolves
     /// `args.path` here.
     pub(crate) target: Option<&'a Path>,
+    /// The host of the configured search service (what a `web_search` call reaches).
+    pub(crate) search_host: Option<&'a str>,
 }
 
 impl<'a> Call<'a> {
@@ -225,6 +232,10 @@ pub(crate) fn check(
     let subject = match (call.tool, &parsed, call.target()) {
         (CallTool::Mcp { server, tool, .. }, _, _) => Subject::Mcp(format!("{server}/{tool}")),
         (CallTool::Builtin(Tool::Bash), Some(parsed), _) => Subject::Command(parsed),
+        (CallTool::Builtin(Tool::Fetch | Tool::WebSearch), _, _) => match network::host(&call) {
+            Ok(host) => Subject::Host(host),
+            Err(why) => return Verdict::Deny(why),
+        },
         (_, _, Some(target)) => Subject::Path(display(&real_path(call.cwd), &target)),
         _ => Subject::Nothing,
     };
@@ -241,6 +252,9 @@ pub(crate) fn check(
         }
         DenyCheck::Unknown(why) => return cannot_check(&why),
         DenyCheck::Clear => {}
+    }
+    if let Some(why) = network::refused_early(&call, rules) {
+        return Verdict::Deny(why);
     }
     // What the deny rules cannot follow: code a command may have written, and changes to what
     // names run for the commands after it (or made by an earlier call).
@@ -344,6 +358,7 @@ pub(crate) fn check(
                     .iter()
                     .any(|rule| rule.allows_path(name))
         }
+        Subject::Host(host) => network::allowed(host, call.tool, always, rules),
         Subject::Nothing => false,
     };
     if allowed {
@@ -375,7 +390,7 @@ fn command_allowed(
                             .strip_prefix(prefix.as_str())
                             .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
                 }
-                AlwaysRule::Path(_) | AlwaysRule::McpTool(_) => false,
+                AlwaysRule::Path(_) | AlwaysRule::McpTool(_) | AlwaysRule::Host(_) => false,
             })
     };
     let may_write = |target: &Word| match redirect_path(target, call.cwd) {
@@ -439,51 +454,8 @@ pub(crate) fn rule_for(call: Call<'_>) -> Option<AlwaysRule> {
             }
             CallTool::Builtin(_) => None,
         },
-        PermissionClass::Read | PermissionClass::Network => None,
-    }
-}
-
-/// One line saying what the call would do, for a permission question.
-pub(crate) fn summary(call: Call<'_>) -> String {
-    let path = || {
-        call.args["path"]
-            .as_str()
-            .map(|p| display(call.cwd, &resolve(call.cwd, p)))
-            .unwrap_or_else(|| "?".to_string())
-    };
-    let CallTool::Builtin(tool) = call.tool else {
-        let CallTool::Mcp { server, tool, .. } = call.tool else {
-            unreachable!("a call is built-in or of an MCP server")
-        };
-        let args = call.args.to_string();
-        let shown: String = args.chars().take(200).collect();
-        let more = if shown.len() < args.len() { "…" } else { "" };
-        return format!("call {server}/{tool} (MCP) with {shown}{more}");
-    };
-    match tool {
-        Tool::Write => {
-            let lines = call.args["content"]
-                .as_str()
-                .map_or(0, |c| c.lines().count());
-            format!("write {} ({} lines)", path(), lines)
-        }
-        Tool::Edit => format!("edit {}", path()),
-        Tool::Bash => format!("run `{}`", call.command().unwrap_or("?")),
-        other => format!("{} {}", other.name(), path()),
-    }
-}
-
-/// The result the model gets when a run without a terminal has no grant for the call.
-pub(crate) fn unattended_denial(class: PermissionClass) -> String {
-    match class {
-        PermissionClass::Command => "denied: run with --allow bash to permit commands".to_string(),
-        PermissionClass::Mcp => {
-            "denied: run with --allow mcp to permit MCP tool calls, or list the tool in the server's `allow`".to_string()
-        }
-        PermissionClass::Network => {
-            "denied: run with --allow network to permit web access, or allow the host with a rule such as `fetch:docs.rs` in config.toml".to_string()
-        }
-        _ => "denied: run with --allow write to permit file changes".to_string(),
+        PermissionClass::Network => network::rule_for(&call),
+        PermissionClass::Read => None,
     }
 }
 

@@ -1,8 +1,10 @@
 //! Allow and deny rules from the configuration, as `tool:pattern`
 //! (docs/architecture.md#permissions-and-modes): `bash:cargo test*`, `write:src/**`, `*:*.lock`,
-//! `mcp:github/list_*`. A `bash` rule is matched against each simple command of the command line
-//! ([`super::command_rule`]); a rule of another tool is a glob over the path the call would touch,
-//! resolved (symlinks followed) and shown relative to the session directory when inside it.
+//! `mcp:github/list_*`, `fetch:*.github.com`. A `bash` rule is matched against each simple
+//! command of the command line ([`super::command_rule`]); a `fetch` or `web_search` rule is a
+//! glob over the host the call reaches (`permission/network.rs`); a rule of another tool is a
+//! glob over the path the call would touch, resolved (symlinks followed) and shown relative to
+//! the session directory when inside it.
 
 use globset::{Glob, GlobMatcher};
 
@@ -75,6 +77,8 @@ pub(crate) enum Subject<'a> {
     Path(String),
     /// An MCP tool, as `server/tool`.
     Mcp(String),
+    /// The host a network call reaches.
+    Host(String),
     /// Nothing the rules look at.
     Nothing,
 }
@@ -98,6 +102,16 @@ impl PermissionRules {
         !compile(&self.deny, tool).is_empty()
     }
 
+    /// Whether an allow rule of `tool` names `host` itself: it matches, and its pattern has a
+    /// letter or digit of its own (`fetch:*` lets every host run without asking; it does not
+    /// let any reach a private address).
+    pub(crate) fn names_host(&self, tool: CallTool<'_>, host: &str) -> bool {
+        compile(&self.allow, tool).iter().any(|rule| {
+            let pattern = rule.text.split_once(':').map_or("", |(_, p)| p);
+            rule.path.is_match(host) && pattern.chars().any(char::is_alphanumeric)
+        })
+    }
+
     /// Whether a deny rule refuses a call of `tool` on `subject`.
     pub(crate) fn deny_check(&self, tool: CallTool<'_>, subject: &Subject<'_>) -> DenyCheck {
         let rules = compile(&self.deny, tool);
@@ -105,7 +119,7 @@ impl PermissionRules {
             return DenyCheck::Clear;
         }
         match subject {
-            Subject::Path(path) | Subject::Mcp(path) => rules
+            Subject::Path(path) | Subject::Mcp(path) | Subject::Host(path) => rules
                 .iter()
                 .find(|rule| rule.path.is_match(path))
                 .map_or(DenyCheck::Clear, |rule| {

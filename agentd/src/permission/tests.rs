@@ -38,6 +38,7 @@ fn verdict(
             since: test_start(),
             lookup_changed_before: false,
             target: None,
+            search_host: None,
         },
         mode,
         grants,
@@ -151,6 +152,7 @@ fn an_always_rule_for_a_command_prefix_does_not_cover_chained_commands() {
         since: test_start(),
         lookup_changed_before: false,
         target: None,
+        search_host: None,
     };
     let rule = rule_for(call).unwrap();
     assert_eq!(rule, AlwaysRule::CommandPrefix("cargo test".into()));
@@ -212,6 +214,7 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
                 since: test_start(),
                 lookup_changed_before: false,
                 target: None,
+                search_host: None,
             },
             mode,
             grants,
@@ -253,6 +256,7 @@ fn mcp_calls_ask_unless_allowed_by_list_rule_grant_or_bypass() {
         since: test_start(),
         lookup_changed_before: false,
         target: None,
+        search_host: None,
     };
     assert_eq!(
         rule_for(call),
@@ -281,6 +285,7 @@ fn config_rules_deny_before_anything_and_allow_without_asking() {
                 since: test_start(),
                 lookup_changed_before: false,
                 target: None,
+                search_host: None,
             },
             mode,
             &[],
@@ -355,6 +360,7 @@ fn path_rules_match_the_resolved_path() {
                 since: test_start(),
                 lookup_changed_before: false,
                 target: None,
+                search_host: None,
             },
             Mode::Default,
             &[],
@@ -384,6 +390,7 @@ fn auto_mode_runs_sandboxed_commands_and_inside_edits_and_asks_for_the_rest() {
                 since: test_start(),
                 lookup_changed_before: false,
                 target: None,
+                search_host: None,
             },
             Mode::Auto,
             &[],

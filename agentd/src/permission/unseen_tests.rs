@@ -72,6 +72,7 @@ impl Scratch {
             since: self.since,
             lookup_changed_before: changed_before,
             target: None,
+            search_host: None,
         }
     }
 

@@ -152,7 +152,7 @@ pub(crate) fn blocked(output: &str) -> bool {
 }
 
 /// The note a failed sandboxed command's result gets when [`blocked`].
-pub(crate) const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, /tmp (private to this command, emptied after it) and [sandbox] writable, writes to .git, to PATH directories and to tools' configuration, the network, and hides agentd's own files and credential stores; if it needs them, call bash again with \"sandbox\": false (the user will be asked)]";
+pub(crate) const BLOCKED_NOTE: &str = "[sandbox: this command ran in auto mode's sandbox, which blocks writes outside the session directory, /tmp (private to this command, emptied after it) and [sandbox] writable, writes to .git, to PATH directories and to tools' configuration, the network, and hides agentd's own files and credential stores; if it needs them, call bash again with \"sandbox\": false (the user will be asked); to read a web page, use fetch]";
 
 /// What one call may reach: the sandbox its command runs in (a `bash` call in auto mode), and
 /// the paths it may not look at.
@@ -164,4 +164,7 @@ pub(crate) struct Confinement {
     pub(crate) hidden: std::sync::Arc<hidden::HiddenPaths>,
     /// The file a `write` or `edit` call was allowed to write, resolved when it was checked.
     pub(crate) target: Option<std::path::PathBuf>,
+    /// The rules a `fetch` or `web_search` call carries for the hosts it meets after its
+    /// permission was decided (redirects; docs/architecture.md#web-access).
+    pub(crate) reach: Option<std::sync::Arc<dyn crate::web::Reach>>,
 }

@@ -48,6 +48,7 @@ mod run_start;
 mod screening;
 mod sending;
 mod settings;
+mod shells;
 mod shown;
 mod transcript;
 mod window;
@@ -62,6 +63,7 @@ pub(crate) use lifecycle::{Cancel, Close, TryUnload};
 pub(crate) use models::{GetUsage, ListModels, SetModel};
 pub(crate) use sending::SendMessage;
 pub(crate) use settings::{SetMode, SetResume};
+pub(crate) use shells::{KillShell, ListShells};
 
 /// With this variable set, the message [`FAULT_MESSAGE`] makes the session actor panic; the
 /// tests use it to check that a failed actor is restarted from its log.
@@ -103,6 +105,8 @@ pub struct SessionActor {
     family: family::Family,
     /// Its directory, the files it read, its checkpoints and environment.
     workspace: workspace::Workspace,
+    /// Its background shells, which outlive its runs.
+    shells: shells::SessionShells,
     /// Messages screened by hooks are stored in the order they came: one at a time.
     screening: Arc<tokio::sync::Mutex<()>>,
     /// The session holds nothing and asked to be deleted.
@@ -154,6 +158,7 @@ impl Actor for SessionActor {
             runs: run_slot::RunSlot::default(),
             family,
             workspace: workspace::Workspace::new(cwd, plan_file, files, watch_owner, checkpoints),
+            shells: shells::SessionShells::new(&me),
             env: args.env,
             screening: Arc::default(),
             discarding: false,
@@ -207,6 +212,8 @@ impl Actor for SessionActor {
             self.durable.record(&Record::Stopped { run });
         }
         self.history.cancel_compaction();
+        // No shell outlives its session's actor; the next load says they were lost.
+        self.shells.end_all().await;
         self.durable.flush_now();
         self.workspace.forget_watches(&self.env.files);
         // Its `session`-scope MCP servers go with it.
@@ -281,6 +288,7 @@ impl SessionActor {
     fn save_meta_with(&mut self, change: impl FnOnce(&mut Meta)) {
         let info = self.info();
         let last_run = self.shown.finished_run();
+        let plan = protocol::PlanCount::of(self.shown.plan());
         let mode = self.durability_mode();
         self.durable.save_meta(mode, |meta| {
             change(meta);
@@ -289,6 +297,7 @@ impl SessionActor {
             meta.turns = info.turns;
             meta.last_activity_ms = info.last_activity_ms;
             meta.last_run = last_run;
+            meta.plan = plan;
         });
     }
 

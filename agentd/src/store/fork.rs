@@ -97,6 +97,10 @@ struct Open {
     asks: Vec<PermissionRequestId>,
     queued: bool,
     last_seq: u64,
+    /// How far the plan got at the cut, for the copy's board.
+    plan: Option<protocol::PlanCount>,
+    /// Background shells started and not ended at the cut: they run for the original only.
+    shells: std::collections::BTreeSet<u32>,
 }
 
 impl Open {
@@ -123,12 +127,19 @@ impl Open {
             Event::QueueChanged { steer, follow_up } => {
                 self.queued = !steer.is_empty() || !follow_up.is_empty()
             }
+            Event::PlanUpdated { items } => self.plan = protocol::PlanCount::of(items),
+            Event::ShellStarted { shell, .. } => {
+                self.shells.insert(*shell);
+            }
+            Event::ShellEnded { shell, .. } => {
+                self.shells.remove(shell);
+            }
             _ => {}
         }
     }
 
     /// The events that close what is open, numbered after the copy's last.
-    fn closing(self, from: &str) -> Vec<Record> {
+    fn closing(mut self, from: &str) -> Vec<Record> {
         let mut events = Vec::new();
         for request in self.asks {
             events.push(Event::PermissionResolved {
@@ -136,6 +147,12 @@ impl Open {
                 request,
                 decision: Decision::Deny,
                 by_client: BY_FORK.to_string(),
+            });
+        }
+        for shell in std::mem::take(&mut self.shells) {
+            events.push(Event::ShellEnded {
+                shell,
+                end: protocol::ShellEnd::Lost,
             });
         }
         if self.queued {
@@ -224,6 +241,7 @@ pub(crate) fn fork(
         write(&mut out, &record);
     })
     .map_err(|e| e.to_string())?;
+    meta.plan = open.plan;
     for record in open.closing(from_id) {
         write(&mut out, &record);
     }

@@ -143,6 +143,10 @@ pub struct Meta {
     /// (docs/architecture.md#the-board).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<protocol::RunSummary>,
+    /// How far the model's plan got, for the board of a session that is not loaded
+    /// (docs/architecture.md#the-plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<protocol::PlanCount>,
 }
 
 impl Meta {
@@ -169,7 +173,9 @@ impl Meta {
 
     /// The summary of a session that is not loaded.
     pub(crate) fn summary(&self) -> protocol::SessionSummary {
-        protocol::SessionSummary::idle(self.info(), self.last_run.clone())
+        let mut summary = protocol::SessionSummary::idle(self.info(), self.last_run.clone());
+        summary.plan = self.plan;
+        summary
     }
 
     /// The meta of a new session `id` in `cwd`, in the default mode, with everything else
@@ -191,6 +197,7 @@ impl Meta {
             resume_interrupted: None,
             child: None,
             last_run: None,
+            plan: None,
         }
     }
 
@@ -212,6 +219,7 @@ impl Meta {
             resume_interrupted: None,
             child: None,
             last_run: None,
+            plan: None,
         }
     }
 }

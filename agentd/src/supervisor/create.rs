@@ -170,7 +170,13 @@ impl Message<Adopt> for Supervisor {
 
     async fn handle(&mut self, msg: Adopt, _: &mut Context<Self, Self::Reply>) {
         if let Some(entry) = self.sessions.get_mut(&msg.0.id) {
-            entry.info.update(|info| *info = msg.0);
+            // A fork's plan is counted once its log is copied.
+            let summary = protocol::SessionSummary {
+                info: msg.0,
+                plan: msg.1.plan,
+                ..entry.info.summary()
+            };
+            entry.info.publish(summary);
             entry.meta = msg.1;
         }
     }
@@ -224,6 +230,8 @@ impl Message<Fork> for Supervisor {
             // A fork of a subagent is a session of its own.
             child: None,
             last_run: None,
+            // As far as the plan got up to the fork's cut: the copy's log says.
+            plan: None,
             ..source.clone()
         };
         self.sessions.insert(

@@ -103,6 +103,7 @@ impl Actor for Supervisor {
             files: crate::stale_files::FileWatcher::start(),
             processes: crate::tools::processes::ProcessRecords::in_dir(args.paths.commands_dir()),
             mcp: args.mcp,
+            web: crate::web::Web::default(),
             running,
             directory: Arc::new(directory::SupervisorDirectory(me.downgrade())),
             stop: args.stop,

@@ -1,22 +1,18 @@
 //! `bash`: run a command with `bash -c` in the session directory, in its own process group, with
 //! a timeout and capped output. Cancel, timeout and the command's end all kill the whole group.
 
-use std::os::fd::OwnedFd;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::json;
-use tokio::io::AsyncReadExt;
 
+use super::command;
 use super::output::Capped;
 use super::{MAX_OUTPUT_BYTES, ToolContext, ToolOutput};
 use crate::tool_spec::ToolSpec;
 
 /// The longest timeout a call may ask for.
 pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long output may keep arriving after the group was killed (from a process that left it).
-const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// The model's description of `bash`.
 pub(crate) fn spec() -> ToolSpec {
@@ -29,13 +25,19 @@ pub(crate) fn spec() -> ToolSpec {
                       commands run in a sandbox that blocks writes outside the working directory \
                       and /tmp (private to each command and emptied after it), and the network, \
                       and bounds processes, memory and /tmp: for a command that needs more, set \
-                      \"sandbox\": false, and the user is asked first."
+                      \"sandbox\": false, and the user is asked first. For a command that keeps \
+                      running (a dev server, a watcher, a long build) set \"background\": true: \
+                      it starts as a background shell and the call returns at once with its id; \
+                      read what it prints with bash_output and end it with kill_shell. A \
+                      background shell has no timeout unless timeout_ms is given, outlives the \
+                      run, and ends when the session is deleted or the daemon stops."
             .into(),
         input_schema: json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The command line."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000, max 600000)."},
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000, max 600000; a background shell has none unless given)."},
+                "background": {"type": "boolean", "description": "true to start the command as a background shell and return at once (dev servers, watchers, long builds)."},
                 "sandbox": {"type": "boolean", "description": "false to run outside auto mode's sandbox (network, writes elsewhere); the user is asked."}
             },
             "required": ["command"]
@@ -52,58 +54,43 @@ pub(crate) struct Args {
     /// `false` asks to run outside the sandbox; the permission check has decided already.
     #[serde(default, rename = "sandbox")]
     _sandbox: Option<bool>,
+    /// `true` starts the command as a background shell of the session.
+    #[serde(default)]
+    background: Option<bool>,
 }
 
+/// How a foreground command's call ended.
 enum Ending {
     Exited(std::process::ExitStatus),
     TimedOut(Duration),
     Cancelled,
 }
 
-/// Runs the command.
+/// Runs the command; with `"background": true` starts it as a background shell of the
+/// session and returns at once.
 pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
+    if args.background == Some(true) {
+        let timeout = args.timeout_ms.map(Duration::from_millis);
+        return super::shells::start(args.command, timeout, ctx).await;
+    }
     let timeout = args
         .timeout_ms
         .map_or(ctx.bash_timeout, Duration::from_millis)
         .min(MAX_TIMEOUT);
     // The `.git` entries of a sandboxed call's directories are found just before it runs.
-    let confined = match &ctx.sandbox {
-        Some(sandbox) => {
-            let sandbox = sandbox.clone();
-            match tokio::task::spawn_blocking(move || sandbox.prepare()).await {
-                Ok(Ok(prepared)) => Some(prepared),
-                Ok(Err(why)) => {
-                    return ToolOutput::error(format!("the command was not run: {why}"));
-                }
-                Err(_) => {
-                    return ToolOutput::error(
-                        "the command was not run: the sandbox could not be prepared",
-                    );
-                }
-            }
-        }
-        None => None,
+    let (policy, guard) = match command::confine(&ctx).await {
+        Ok(confined) => confined.unzip(),
+        Err(why) => return ToolOutput::error(why),
     };
-    let (policy, guard) = confined.unzip();
     let ran = run_command(&args.command, &ctx, policy.as_ref(), timeout).await;
     // Whatever protected name the command created is looked at once all its processes are gone.
-    let notes = match guard {
-        Some(guard) => tokio::task::spawn_blocking(move || guard.after())
-            .await
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let notes = command::after(guard).await;
     let mut result = match ran {
         Ok((ending, output)) => {
             let mut result = report(ending, output);
             if let Some(policy) = policy.as_ref().filter(|_| result.is_error) {
-                let notes = [
-                    ctx.hidden.note(&args.command, &result.output),
-                    policy.limits.note(&result.output),
-                    crate::sandbox::blocked(&result.output)
-                        .then(|| crate::sandbox::BLOCKED_NOTE.to_string()),
-                ];
-                for note in notes.into_iter().flatten() {
+                let notes = command::failure_notes(&ctx, policy, &args.command, &result.output);
+                for note in notes {
                     result.output.push('\n');
                     result.output.push_str(&note);
                 }
@@ -129,68 +116,23 @@ async fn run_command(
     if !ctx.gate.commit() {
         return Ok((Ending::Cancelled, String::new()));
     }
-    let (reader, writer) = std::io::pipe()?;
-    // Recorded before it starts: a daemon killed right after the start still leaves a trace.
-    let pending = ctx.processes.prepare(command);
-    let mut child = {
-        let mut cmd = match (sandbox, crate::sandbox::helper()) {
-            // Confined by the daemon's own binary, which then becomes bash.
-            (Some(policy), Some(helper)) => {
-                let mut cmd = tokio::process::Command::new(helper);
-                cmd.args(policy.helper_args()).arg("bash");
-                cmd
-            }
-            (Some(_), None) => {
-                return Err(std::io::Error::other(
-                    "the sandbox is not set up; the command was not run",
-                ));
-            }
-            (None, _) => tokio::process::Command::new("bash"),
-        };
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(&ctx.cwd)
-            .stdin(Stdio::null())
-            .stdout(writer.try_clone()?)
-            .stderr(writer)
-            .env_clear()
-            .env("PAGER", "cat")
-            .env("GIT_PAGER", "cat")
-            .envs(ctx.env.iter().map(|(k, v)| (k, v)))
-            .env(pending.env().0, pending.env().1)
-            .process_group(0)
-            .kill_on_drop(true);
-        if sandbox.is_some() {
-            cmd.env("TMPDIR", crate::sandbox::policy::TMP_MOUNT);
-        }
-        // The command (and its copies of the pipe's write end) is dropped here, so the reader
-        // sees the end of output once the group is gone.
-        cmd.spawn()?
-    };
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-    let group = ProcessGroup {
-        pgid,
-        // A sandboxed command's processes all end with its PID namespace: no scan is needed.
-        marker: sandbox.is_none().then(|| pending.marker().to_string()),
-        killed: std::cell::Cell::new(false),
-    };
-    // Dropped after the group is killed (in reverse order of declaration).
-    let _recorded = pgid.map(|pgid| pending.started(pgid));
-    let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    // Dropped in order: the leader, the group (killed), then its record.
+    let command::Started {
+        mut child,
+        group,
+        recorded: _recorded,
+        output: receiver,
+    } = command::start(command, ctx, sandbox)?;
     let progress = ctx.progress.clone();
     let mut collect = tokio::spawn(async move {
         let mut output = Capped::new(MAX_OUTPUT_BYTES);
-        let mut buf = vec![0u8; 16 * 1024];
-        while let Ok(n) = receiver.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            let piece = buf.get(..n).unwrap_or_default();
+        command::pump(receiver, |piece| {
             output.push(piece);
             if let Some(progress) = &progress {
                 progress.push(piece);
             }
-        }
+        })
+        .await;
         output
     });
 
@@ -204,7 +146,7 @@ async fn run_command(
     if !matches!(ending, Ending::Exited(_)) {
         let _ = child.wait().await;
     }
-    let output = match tokio::time::timeout(DRAIN_GRACE, &mut collect).await {
+    let output = match tokio::time::timeout(command::DRAIN_GRACE, &mut collect).await {
         Ok(Ok(output)) => output.finish(),
         _ => {
             collect.abort();
@@ -228,7 +170,7 @@ fn report(ending: Ending, output: String) -> ToolOutput {
         output.to_string()
     };
     match ending {
-        Ending::Exited(status) => match (status.code(), signal_of(&status)) {
+        Ending::Exited(status) => match (status.code(), command::signal_of(&status)) {
             (Some(0), _) => ToolOutput::ok(format!("{body}\n[exit code: 0]")),
             (Some(code), _) => ToolOutput::error(format!("{body}\n[exit code: {code}]")),
             (None, Some(signal)) => {
@@ -243,43 +185,6 @@ fn report(ending: Ending, output: String) -> ToolOutput {
         Ending::Cancelled => ToolOutput::error(format!(
             "{body}\n[interrupted: the run was cancelled and the command was killed]"
         )),
-    }
-}
-
-fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
-    std::os::unix::process::ExitStatusExt::signal(status)
-}
-
-/// A process group, killed with SIGKILL when the call ends for any reason.
-struct ProcessGroup {
-    pgid: Option<i32>,
-    /// What the command's processes carry, also the ones that left the group (`setsid`); none
-    /// for a sandboxed command, whose PID namespace ends them all.
-    marker: Option<String>,
-    killed: std::cell::Cell<bool>,
-}
-
-impl ProcessGroup {
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            // SAFETY: killpg has no memory-safety preconditions; a group that is gone is ESRCH.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-        if !self.killed.replace(true)
-            && let Some(marker) = &self.marker
-        {
-            super::processes::kill_marked(marker);
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if !self.killed.get() {
-            self.kill();
-        }
     }
 }
 

@@ -4,6 +4,8 @@
 pub(crate) mod bash;
 pub(crate) mod bash_output;
 pub(crate) mod batch;
+pub(crate) mod command;
+pub(crate) mod config;
 pub(crate) mod edit;
 mod edit_match;
 pub(crate) mod fetch;
@@ -19,6 +21,7 @@ pub mod processes;
 pub(crate) mod progress;
 pub(crate) mod read;
 mod replace_file;
+pub(crate) mod shells;
 pub(crate) mod todo;
 pub(crate) mod walk;
 pub(crate) mod web_search;
@@ -178,11 +181,13 @@ pub(crate) fn specs_for(tools: &[Tool], compact: bool) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// The error result for a call of a tool that does not exist; `more` are the other tools the
-/// model has (from MCP servers).
-pub(crate) fn unknown_tool<'a>(name: &str, more: impl IntoIterator<Item = &'a str>) -> ToolOutput {
-    let mut names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
-    names.extend(more);
+/// The error result for a call of a tool that does not exist; `offered` are the tools the
+/// model has (the built-in ones its profile offers, `task`, its MCP servers').
+pub(crate) fn unknown_tool<'a>(
+    name: &str,
+    offered: impl IntoIterator<Item = &'a str>,
+) -> ToolOutput {
+    let names: Vec<&str> = offered.into_iter().collect();
     ToolOutput::error(format!(
         "unknown tool `{name}`; the available tools are: {}",
         names.join(", ")
@@ -215,6 +220,11 @@ pub struct ToolContext {
     pub(crate) target: Option<PathBuf>,
     /// Where `bash` hands its output as it comes, for the views.
     pub(crate) progress: Option<progress::Progress>,
+    /// The session's background shells (docs/architecture.md#background-shells).
+    pub(crate) shells: shells::Shells,
+    /// What `fetch` and `web_search` use: the daemon's cache and clients, the call's rules
+    /// for the hosts it meets, the run's search service.
+    pub(crate) web: crate::web::WebCall,
 }
 
 impl ToolContext {
@@ -235,6 +245,8 @@ impl ToolContext {
             hidden: Arc::default(),
             target: None,
             progress: None,
+            shells: shells::Shells::detached(),
+            web: crate::web::WebCall::standalone(),
         }
     }
 }

@@ -69,6 +69,18 @@ pub fn what(summary: &SessionSummary, now_ms: u64) -> String {
     }
 }
 
+/// How far the model's plan got ("plan 3/7"), when it keeps one.
+pub fn plan(summary: &SessionSummary) -> Option<String> {
+    summary
+        .plan
+        .map(|plan| format!("plan {}/{}", plan.done, plan.total))
+}
+
+/// Its background shells running ("2 shells"), when it has any.
+pub fn shells(summary: &SessionSummary) -> Option<String> {
+    (summary.shells > 0).then(|| format::count(summary.shells, "shell"))
+}
+
 /// The session's model, compactly ("sonnet-4-5" for `claude-sonnet-4-5-20250929`), if known.
 pub fn model(summary: &SessionSummary) -> Option<String> {
     summary.info.model.as_deref().map(short_model)

@@ -108,7 +108,14 @@ fn session_line(
     let lead = format!("{marker}{indent}{id} ");
     let name_width = (width / 4).clamp(8, 28);
     let name = pad(&cut(&describe::name(summary), name_width), name_width);
-    let what = describe::what(summary, now_ms);
+    let mut what = describe::what(summary, now_ms);
+    // The plan's count stays with what the session does, where a narrow board still shows it.
+    if let Some(plan) = describe::plan(summary) {
+        what.push_str(&format!(" · {plan}"));
+    }
+    if let Some(shells) = describe::shells(summary) {
+        what.push_str(&format!(" · {shells}"));
+    }
     let progress = describe::progress(summary, now_ms);
     let used = lead.width() + name_width + 1;
     let left = width.saturating_sub(used);

@@ -131,3 +131,19 @@ fn only_requests_that_come_after_the_board_opened_ring() {
     // Too soon after it showed up to be answered by a key.
     assert!(matches!(board.answerable(), Some(Err(_))));
 }
+
+#[test]
+fn a_row_counts_the_steps_of_the_plan_done() {
+    let mut s = summary("p", None, Group::Done, 1);
+    assert_eq!(super::describe::plan(&s), None);
+    s.plan = Some(protocol::PlanCount { done: 3, total: 7 });
+    assert_eq!(super::describe::plan(&s).as_deref(), Some("plan 3/7"));
+}
+
+#[test]
+fn a_row_counts_the_running_background_shells() {
+    let mut s = summary("p", None, Group::Done, 1);
+    assert_eq!(super::describe::shells(&s), None);
+    s.shells = 2;
+    assert_eq!(super::describe::shells(&s).as_deref(), Some("2 shells"));
+}

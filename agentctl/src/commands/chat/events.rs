@@ -70,6 +70,12 @@ impl Chat {
                 }
                 Event::ModeChanged { mode } => status.mode = *mode,
                 Event::ModelChanged { model } => status.model = Some(model.clone()),
+                Event::ShellStarted { shell, .. } => {
+                    status.shells.insert(*shell);
+                }
+                Event::ShellEnded { shell, .. } => {
+                    status.shells.remove(shell);
+                }
                 Event::RunFinished { usage, .. } => {
                     status.state = Some(SessionState::Idle);
                     status.tokens = *usage;

@@ -28,6 +28,8 @@ pub(super) struct Status {
     pub(super) cost: Option<u64>,
     /// What its subagents cost (added to `cost`).
     pub(super) children_cost: u64,
+    /// Its background shells running, by number.
+    pub(super) shells: std::collections::BTreeSet<u32>,
 }
 
 impl Status {
@@ -66,6 +68,9 @@ impl Status {
         if self.steer + self.follow_up > 0 {
             parts.push(format!("queued {}/{}", self.steer, self.follow_up));
         }
+        if !self.shells.is_empty() {
+            parts.push(crate::format::count(self.shells.len() as u64, "shell"));
+        }
         parts.push(format!(
             "in {} / out {} tok",
             thousands(self.tokens.total_input()),
@@ -79,5 +84,22 @@ impl Status {
             parts.push(self.mode.to_string());
         }
         format!("[{}] ", parts.join(" · "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status;
+
+    #[test]
+    fn running_background_shells_are_counted() {
+        let mut status = Status::default();
+        assert!(!status.line().contains("shell"));
+        status.shells.extend([1, 3]);
+        assert!(
+            status.line().contains(" · 2 shells · "),
+            "{}",
+            status.line()
+        );
     }
 }

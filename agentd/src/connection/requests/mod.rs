@@ -1,6 +1,6 @@
 //! Requests of a connection, one file per group: the registry of sessions ([`registry`]),
 //! following a session's events ([`follow`]), its runs ([`runs`]), what runs changed
-//! ([`changes`]) and its model ([`models`]).
+//! ([`changes`]), its model ([`models`]) and its background shells ([`shells`]).
 
 use kameo::prelude::*;
 use protocol::{ErrorCode, ErrorInfo, Reply, Request, SessionId};
@@ -15,6 +15,7 @@ mod follow;
 mod models;
 mod registry;
 mod runs;
+mod shells;
 mod summaries;
 
 impl Connection {
@@ -47,10 +48,8 @@ impl Connection {
             Request::ListModels { session, env } => self.list_models(session, env).await,
             Request::SetModel { session, model } => self.set_model(session, model).await,
             Request::Usage { session } => self.usage(session).await,
-            Request::Shells { .. } | Request::KillShell { .. } => Err(ErrorInfo::new(
-                ErrorCode::InvalidRequest,
-                "background shells are not available yet",
-            )),
+            Request::Shells { session } => self.shells(session).await,
+            Request::KillShell { session, shell } => self.kill_shell(session, shell).await,
             Request::SetResume { session, resume } => self.set_resume(session, resume).await,
             Request::Send {
                 session,

@@ -18,6 +18,9 @@ struct PendingAsk {
     answer: oneshot::Sender<Decision>,
     tool: ToolRef,
     args: Value,
+    /// The search service's host when it was asked (what "allow always" on `web_search`
+    /// remembers).
+    search_host: Option<String>,
 }
 
 /// The session's permission requests, answers and rules.
@@ -96,6 +99,11 @@ impl Asks {
         self.pending.is_empty()
     }
 
+    /// The rules "allow always" made.
+    pub(super) fn always(&self) -> &[AlwaysRule] {
+        &self.always
+    }
+
     /// Whether a call let run (or asked about) changed which program a name runs.
     pub(super) fn lookup_changed(&self) -> bool {
         self.lookup_changed
@@ -146,6 +154,7 @@ impl Asks {
                 since: permission::unchanged_since(scope.created_ms),
                 lookup_changed_before: self.lookup_changed,
                 target: None,
+                search_host: pending.search_host.as_deref(),
             };
             if let Some(rule) = permission::rule_for(call) {
                 self.always.push(rule.clone());
@@ -210,6 +219,7 @@ impl Asks {
                         answer,
                         tool: check.tool.clone(),
                         args: check.args.clone(),
+                        search_host: call.search_host.map(str::to_string),
                     },
                 );
                 let asked = Event::PermissionRequested {

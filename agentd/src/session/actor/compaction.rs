@@ -20,6 +20,8 @@ impl SessionActor {
         let keep_last = self.history.kept_after(cut, generation)?;
         let before_tokens = self.history.tokens();
         let summary = self.family.with_running_children(summary);
+        // The model keeps its plan when the calls that set it are summarised away.
+        let summary = crate::tools::todo::with_plan(summary, self.shown.plan());
         self.durable.record(&Record::Compaction {
             summary: summary.clone(),
             keep_last,

@@ -282,7 +282,7 @@ impl Family {
 /// One line saying what a call does, for its parent's view.
 fn activity_of(call: &protocol::ToolCallInfo) -> String {
     let args: serde_json::Value = serde_json::from_str(&call.args).unwrap_or_default();
-    let detail = ["command", "path", "pattern", "description"]
+    let detail = ["command", "path", "pattern", "url", "query", "description"]
         .iter()
         .find_map(|key| args[*key].as_str())
         .unwrap_or_default();

@@ -95,6 +95,7 @@ impl SessionActor {
         if self.deliver_steering() {
             self.emit_queues();
         }
+        self.tell_lost_shells();
         Ok(self.turn_input(compact_prompt))
     }
 

@@ -7,8 +7,8 @@ use protocol::{ErrorCode, ErrorInfo, Event};
 use super::SessionActor;
 
 /// Unload the session if it is idle: no run, no subscriber, no pending question, no
-/// compaction. Answers whether it did; an idle session stops (nothing is lost: it loads again
-/// from its log on next use).
+/// compaction, no background shell running. Answers whether it did; an idle session stops
+/// (nothing is lost: it loads again from its log on next use).
 pub(crate) struct TryUnload;
 
 impl Message<TryUnload> for SessionActor {
@@ -18,7 +18,8 @@ impl Message<TryUnload> for SessionActor {
         let idle = !self.runs.is_running()
             && self.durable.followers() == 0
             && self.asks.none_open()
-            && !self.history.compacting();
+            && !self.history.compacting()
+            && self.shells.running() == 0;
         if idle {
             tracing::debug!(session = %self.shown.id(), "unloading an idle session");
             ctx.stop();
@@ -68,6 +69,13 @@ impl Message<Close> for SessionActor {
                 ));
             }
             self.runs.cancel();
+        }
+        // Its shells end with it.
+        for shell in self.shells.end_all().await {
+            self.emit(Event::ShellEnded {
+                shell,
+                end: protocol::ShellEnd::Lost,
+            });
         }
         self.emit(Event::SessionDeleted);
         self.durable.flush_now();

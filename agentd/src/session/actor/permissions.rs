@@ -116,6 +116,7 @@ impl SessionActor {
         });
         let target = target.flatten();
         let mode = self.shown.mode();
+        let search_host = config.web_search.as_ref().and_then(|s| s.host());
         let call = permission::Call {
             tool: check.tool.as_call(),
             args: &check.args,
@@ -127,6 +128,7 @@ impl SessionActor {
             since: permission::unchanged_since(self.shown.created_ms()),
             lookup_changed_before: self.asks.lookup_changed(),
             target: target.as_deref(),
+            search_host: search_host.as_deref(),
         };
         let hidden = self.workspace.hidden_paths(&config, &env, mode, paths);
         let sandbox = (call.sandbox && check.tool == bash && !call.unsandboxed()).then(|| {
@@ -137,6 +139,22 @@ impl SessionActor {
             )
         });
         let options = self.runs.active(run)?;
+        // A network call carries its rules to the hosts it meets later (redirects).
+        let reach = match check.tool {
+            permission::ToolRef::Builtin(tool)
+                if tool.class() == protocol::PermissionClass::Network =>
+            {
+                let rules = permission::network::NetworkRules {
+                    tool,
+                    mode,
+                    grants: options.grants.clone(),
+                    always: self.asks.always().to_vec(),
+                    rules: config.permissions.clone(),
+                };
+                Some(std::sync::Arc::new(rules) as std::sync::Arc<dyn crate::web::Reach>)
+            }
+            _ => None,
+        };
         let (authorization, asked) =
             self.asks
                 .check(call, &check, mode, options, &config.permissions);
@@ -151,6 +169,7 @@ impl SessionActor {
                 sandbox,
                 hidden: std::sync::Arc::new(hidden),
                 target,
+                reach,
             },
         })
     }

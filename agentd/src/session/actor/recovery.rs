@@ -207,6 +207,7 @@ impl Replayer {
                     }
                     _ => {}
                 }
+                actor.shells.replay(&event, time_ms);
                 actor.shown.fold(&event, time_ms);
                 actor.durable.restore(seq, time_ms, event);
             }
@@ -219,6 +220,7 @@ impl Replayer {
         if self.titled {
             actor.save_meta();
         }
+        actor.lose_orphan_shells();
         actor.close_interrupted(self, restarted);
     }
 }

@@ -130,6 +130,15 @@ impl SessionActor {
         let (profile, model) = self.run_names(&options);
         let choice = config.choose(&self.env.http, profile, model, &options.env);
         let children = self.task_setup(&options, &config);
+        // A configured search service whose key is missing is not offered; the user is told.
+        let search = match config.search_engine(&options.env) {
+            Some(Ok(engine)) => Some(Arc::new(engine)),
+            Some(Err(message)) => {
+                self.emit(Event::Error { message });
+                None
+            }
+            None => None,
+        };
         self.workspace.read_skills(&self.env.paths.config_dir);
         let child = self.durable.meta().child.as_ref();
         let nesting = Nesting {
@@ -151,6 +160,9 @@ impl SessionActor {
                 .checkpoints
                 .enabled
                 .then(|| self.workspace.checkpoints()),
+            shells: self.shells.for_run(config.tools.background_shells()),
+            web: self.env.web.clone(),
+            search,
         };
         let door = ActorDoor::new(me.clone(), self.env.directory.clone());
         let setup = RunSetup {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use protocol::{
-    Mode, RunSummary, SessionId, SessionInfo, SessionState, SessionSummary, UsageReport,
+    Mode, PlanItem, RunSummary, SessionId, SessionInfo, SessionState, SessionSummary, UsageReport,
 };
 
 use crate::prices::Price;
@@ -23,6 +23,8 @@ pub(super) struct Shown {
     board: SummaryTracker,
     /// The tokens of its runs, by model, folded from its events.
     usage: UsageTracker,
+    /// The model's plan as its last `PlanUpdated` set it (docs/architecture.md#the-plan).
+    plan: Vec<PlanItem>,
 }
 
 /// What the log and the queues add to the listing: the last `seq`, the last event's time, and
@@ -45,6 +47,7 @@ impl Shown {
             listing,
             board: SummaryTracker::default(),
             usage: UsageTracker::default(),
+            plan: Vec::new(),
         }
     }
 
@@ -98,6 +101,14 @@ impl Shown {
     pub(super) fn fold(&mut self, event: &protocol::Event, time_ms: u64) {
         self.board.apply(event, time_ms);
         self.usage.apply(event);
+        if let protocol::Event::PlanUpdated { items } = event {
+            self.plan.clone_from(items);
+        }
+    }
+
+    /// The model's plan as it stands.
+    pub(super) fn plan(&self) -> &[PlanItem] {
+        &self.plan
     }
 
     /// Sets the session's state; whether it changed.

@@ -126,6 +126,11 @@ impl Run {
         // server's tool not marked read-only.
         let mut acted = false;
         let output = match self.prepare(call, &mut hooked, &mut running).await? {
+            // The plan is the session's: the loop sets it, no executor is needed.
+            Prepared::Run(Target::Builtin(Tool::Todo), args, _) => {
+                began = Some(Instant::now());
+                self.update_plan(args)
+            }
             Prepared::Run(target, args, confinement) => {
                 let began_at = Arc::new(std::sync::OnceLock::new());
                 let gate = Arc::new(EffectGate::new());
@@ -150,6 +155,15 @@ impl Run {
                             hidden: confinement.hidden,
                             target: confinement.target,
                             progress,
+                            shells: self.setup.place.shells.clone(),
+                            web: crate::web::WebCall {
+                                web: self.setup.place.web.clone(),
+                                reach: confinement
+                                    .reach
+                                    .unwrap_or_else(|| Arc::new(crate::web::NoRules)),
+                                search: self.setup.place.search.clone(),
+                                timeout: self.setup.config.web.timeout(),
+                            },
                         };
                         Box::pin(tools::execute(tool, args, ctx))
                     }
@@ -267,8 +281,8 @@ impl Run {
                     Some(Ok(tool)) => Target::Mcp(Box::new(tool)),
                     Some(Err(output)) => return Ok(Prepared::Refused(output)),
                     None => {
-                        let more = self.harness.toolset.tools.iter().map(|t| t.name.as_str());
-                        return Ok(Prepared::Refused(tools::unknown_tool(&call.name, more)));
+                        let offered = self.harness.specs.iter().map(|s| &*s.name);
+                        return Ok(Prepared::Refused(tools::unknown_tool(&call.name, offered)));
                     }
                 },
             },

@@ -91,7 +91,9 @@ impl Run {
     /// Before a batch of calls: if one of `names` may change files, records the start
     /// checkpoint (once per run).
     pub(super) async fn checkpoint_before<'a>(&self, mut names: impl Iterator<Item = &'a str>) {
-        if !names.any(|name| !self.concurrency_safe(name)) {
+        // The plan changes no file.
+        let todo = crate::tools::Tool::Todo.name();
+        if !names.any(|name| !self.concurrency_safe(name) && name != todo) {
             return;
         }
         let checkpoints = &self.checkpoints;

@@ -21,6 +21,7 @@ mod lenient_json;
 mod model_turn;
 mod named_files;
 mod nudge;
+mod plan_call;
 pub(crate) mod port;
 mod repeats;
 mod repetition;
@@ -158,8 +159,7 @@ pub(crate) async fn run(setup: RunSetup) -> RunOutcome {
         },
         checkpoints,
     };
-    run.harness.specs =
-        Arc::new(run.offered(tools::specs_for(tools_step::builtins(profile), small)));
+    run.harness.specs = Arc::new(run.offered(tools::specs_for(&run.builtin_tools(), small)));
     if run.setup.start.resumed.is_some() {
         run.checkpoints.resume().await;
     }

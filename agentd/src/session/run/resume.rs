@@ -37,7 +37,10 @@ impl Run {
                 rejoined.push((call, child, *background));
                 continue;
             }
-            if !started.contains(&call.id) || self.concurrency_safe(&call.name) {
+            // Setting the plan again sets the same plan: `todo` runs again like a read.
+            let again_safe = self.concurrency_safe(&call.name)
+                || crate::tools::Tool::from_name(&call.name) == Some(crate::tools::Tool::Todo);
+            if !started.contains(&call.id) || again_safe {
                 again.push(call.clone());
             } else {
                 let result = ToolResult {

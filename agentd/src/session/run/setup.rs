@@ -66,6 +66,12 @@ pub(crate) struct Workplace {
     pub(crate) mcp: McpHub,
     /// Where the run's checkpoints go; `None` when they are off.
     pub(crate) checkpoints: Option<Arc<Checkpoints>>,
+    /// The session's background shells, with the limit the run's configuration sets.
+    pub(crate) shells: crate::tools::shells::Shells,
+    /// The daemon's web cache and clients (docs/architecture.md#web-access).
+    pub(crate) web: crate::web::Web,
+    /// The run's search service: configured, and its key found (`web_search` is offered).
+    pub(crate) search: Option<Arc<crate::web::SearchEngine>>,
 }
 
 impl Workplace {

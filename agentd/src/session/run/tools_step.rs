@@ -79,7 +79,7 @@ impl Run {
         if self.harness.toolset.tools.is_empty() && !had_mcp {
             return;
         }
-        let mut specs = tools::specs_for(builtins(self.harness.profile), self.harness.small);
+        let mut specs = tools::specs_for(&self.builtin_tools(), self.harness.small);
         specs.extend(self.harness.toolset.tools.iter().map(|t| {
             if self.harness.small {
                 t.spec.compact()
@@ -88,6 +88,18 @@ impl Run {
             }
         }));
         self.harness.specs = Arc::new(self.offered(specs));
+    }
+
+    /// The built-in tools this run offers: its profile's, and `web_search` after `fetch` when
+    /// a search service is configured.
+    pub(super) fn builtin_tools(&self) -> Vec<Tool> {
+        let mut tools = builtins(self.harness.profile).to_vec();
+        if self.setup.place.search.is_some()
+            && let Some(at) = tools.iter().position(|t| *t == Tool::Fetch)
+        {
+            tools.insert(at + 1, Tool::WebSearch);
+        }
+        tools
     }
 
     /// Whether a call of `name` may run in parallel with its neighbours: a built-in reading
@@ -109,8 +121,12 @@ pub(super) fn builtins(profile: ModelProfile) -> &'static [Tool] {
             Tool::Write,
             Tool::Edit,
             Tool::Bash,
+            Tool::BashOutput,
+            Tool::KillShell,
             Tool::Grep,
             Tool::Glob,
+            Tool::Fetch,
+            Tool::Todo,
         ],
     }
 }
