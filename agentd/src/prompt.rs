@@ -22,6 +22,9 @@ file contents.
 - Make focused changes with edit (exact, unique old_string) or write for new files. Keep the \
 project's style.
 - Check your work by running the project's build or tests with bash when it makes sense.
+- Start servers, watchers and other long commands with bash's background option, then read \
+their output with bash_output and end them with kill_shell when done.
+- Read web pages and documentation with fetch, not curl.
 - Tool calls that do not depend on each other may be made together in one reply; reads, greps \
 and globs then run in parallel.
 - If a tool fails, read the error and adjust instead of repeating the same call.

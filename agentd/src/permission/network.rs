@@ -235,6 +235,15 @@ mod tests {
             matches!(&denied, Verdict::Deny(why) if why.contains("fetch:*.internal")),
             "{denied:?}"
         );
+        // A final dot names the same host: it is judged as the host without it.
+        for url in [
+            "http://wiki.corp.internal./",
+            "http://WIKI.corp.internal../x",
+        ] {
+            let denied = fetch_verdict(url, Mode::Bypass, &[PermissionClass::Network], &rules);
+            assert!(matches!(&denied, Verdict::Deny(_)), "{url}: {denied:?}");
+        }
+        assert_eq!(at("https://docs.rs./htmd"), Verdict::Allow);
     }
 
     #[test]

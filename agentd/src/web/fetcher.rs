@@ -54,6 +54,17 @@ pub(crate) fn parse(text: &str) -> Result<Url, String> {
         ));
     }
     url.set_fragment(None);
+    // `host.` is the same host as `host`: rules and the address guard see one spelling.
+    if let Some(url::Host::Domain(name)) = url.host()
+        && name.ends_with('.')
+    {
+        let name = name.trim_end_matches('.').to_string();
+        if name.is_empty() || url.set_host(Some(&name)).is_err() {
+            return Err(format!(
+                "`{text}` has no host name; give a full http or https URL"
+            ));
+        }
+    }
     Ok(url)
 }
 

@@ -63,6 +63,8 @@ fn special_v6(ip: Ipv6Addr) -> Option<&'static str> {
         "the unspecified address (::)"
     } else if ip.is_loopback() {
         "the loopback address (::1)"
+    } else if segments[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        "an IPv4-translated address (::ffff:0:0/96)"
     } else if segments[..6] == [0; 6] {
         "an IPv4-compatible address (::/96)"
     } else if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
@@ -162,6 +164,8 @@ mod tests {
             ("::", "unspecified"),
             ("::1", "loopback"),
             ("::7f00:1", "IPv4-compatible"),
+            ("::ffff:0:7f00:1", "IPv4-translated"),
+            ("::ffff:0:808:808", "IPv4-translated"),
             ("fd00:ec2::254", "metadata"),
             ("fc00::1", "unique local"),
             ("fdff:ffff::1", "unique local"),

@@ -27,14 +27,35 @@ pub(crate) struct Converted {
     pub(crate) note: Option<String>,
 }
 
+/// Conversions running at once in the daemon. A thread outlives the call that gave up waiting
+/// for it (a timeout): the others wait here, so no page makes the work grow without bound.
+static CONVERSIONS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// Elements that hold no others, or whose end a parser infers: they do not deepen the nesting.
+const FLAT: [&str; 35] = [
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+    "wbr", "param", "keygen", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup",
+    "thead", "tbody", "tfoot", "colgroup", "caption", "rb", "rt", "rtc", "rp", "html", "head",
+];
+
 /// Converts `html` on a thread of its own; the result, or why there is none.
 pub(crate) async fn to_markdown(html: String) -> Result<Converted, String> {
+    // A page nested too deep is known before the parser, whose work on it grows faster than
+    // its size, ever sees it.
+    if nesting(&html) > MAX_DEPTH {
+        return Ok(too_deep(html));
+    }
+    let permit = CONVERSIONS
+        .acquire()
+        .await
+        .map_err(|_| "the HTML conversion is not available".to_string())?;
     let (done, result) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("html-to-markdown".to_string())
         .stack_size(STACK_BYTES)
         .spawn(move || {
             let _ = done.send(convert(&html));
+            drop(permit);
         })
         .map_err(|e| format!("cannot start the HTML conversion: {e}"))?;
     result
@@ -63,12 +84,7 @@ pub(crate) fn convert(html: &str) -> Converted {
         }
     };
     if depth(&tree) > MAX_DEPTH {
-        return Converted {
-            text: html.to_string(),
-            note: Some(format!(
-                "the page nests elements more than {MAX_DEPTH} deep; shown as HTML"
-            )),
-        };
+        return too_deep(html.to_string());
     }
     let text = converter.tree_to_markdown(&tree);
     if text.trim().is_empty() && !html.trim().is_empty() {
@@ -78,6 +94,57 @@ pub(crate) fn convert(html: &str) -> Converted {
         });
     }
     Converted { text, note }
+}
+
+/// A page nested deeper than [`MAX_DEPTH`], handed back as its HTML.
+fn too_deep(html: String) -> Converted {
+    Converted {
+        text: html,
+        note: Some(format!(
+            "the page nests elements more than {MAX_DEPTH} deep; shown as HTML"
+        )),
+    }
+}
+
+/// How deep `html` nests its elements, as its tags say (a quick estimate from open and end
+/// tags, leaving out elements that hold nothing or whose end is inferred); it stops counting
+/// past [`MAX_DEPTH`].
+fn nesting(html: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for (at, _) in html.match_indices('<') {
+        let rest = html.get(at + 1..).unwrap_or_default();
+        let (closing, rest) = match rest.strip_prefix('/') {
+            Some(rest) => (true, rest),
+            None => (false, rest),
+        };
+        let name_len = rest
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+            .unwrap_or(rest.len());
+        let name = rest.get(..name_len).unwrap_or_default();
+        if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+            continue;
+        }
+        let self_closing = rest
+            .get(name_len..)
+            .and_then(|tail| {
+                tail.find('>')
+                    .map(|end| tail.get(..end).unwrap_or_default())
+            })
+            .is_some_and(|tag| tag.ends_with('/'));
+        if self_closing || FLAT.iter().any(|flat| flat.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        depth += 1;
+        deepest = deepest.max(depth);
+        if deepest > MAX_DEPTH {
+            break;
+        }
+    }
+    deepest
 }
 
 /// `html` up to its [`MAX_TAGS`]th tag, and whether it was cut.
@@ -142,6 +209,26 @@ mod tests {
         let html = "<div>".repeat(MAX_DEPTH - 10) + "deep text";
         let converted = to_markdown(html).await.unwrap();
         assert_eq!(converted.text, "deep text");
+    }
+
+    #[tokio::test]
+    async fn a_page_nested_too_deep_never_reaches_the_parser() {
+        // Parsing this takes the parser many seconds; the estimate refuses it at once.
+        let html = "<html><body>".to_string() + &"<div>".repeat(90_000);
+        let started = std::time::Instant::now();
+        let converted = to_markdown(html).await.unwrap();
+        assert!(converted.note.unwrap().contains("deep"));
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn the_nesting_estimate_counts_what_deepens_a_page() {
+        assert_eq!(nesting("<div><span>a</span><b>b</b></div>"), 2);
+        // Void elements, inferred ends, self-closing tags and comments add nothing.
+        let flat = "<ul>".to_string() + &"<li><p>x<br><img src=a/><x-y/><!-- c -->".repeat(5000);
+        assert_eq!(nesting(&flat), 1);
+        assert_eq!(nesting(&"<div>".repeat(MAX_DEPTH + 5)), MAX_DEPTH + 1);
+        assert_eq!(nesting("a < b and 1<2 </>"), 0);
     }
 
     #[test]

@@ -93,7 +93,7 @@ fn body_lines(board: &Board, ui: &mut Ui, area: Rect, now_ms: u64) -> Vec<Line<'
         .collect()
 }
 
-fn session_line(
+pub(super) fn session_line(
     summary: &protocol::SessionSummary,
     depth: usize,
     selected: bool,
@@ -108,20 +108,22 @@ fn session_line(
     let lead = format!("{marker}{indent}{id} ");
     let name_width = (width / 4).clamp(8, 28);
     let name = pad(&cut(&describe::name(summary), name_width), name_width);
-    let mut what = describe::what(summary, now_ms);
-    // The plan's count stays with what the session does, where a narrow board still shows it.
-    if let Some(plan) = describe::plan(summary) {
-        what.push_str(&format!(" · {plan}"));
-    }
-    if let Some(shells) = describe::shells(summary) {
-        what.push_str(&format!(" · {shells}"));
+    let what = describe::what(summary, now_ms);
+    // The plan's count and the running shells stay whole after what the session does, where a
+    // narrow board still shows them; what it does is cut first.
+    let mut extras = String::new();
+    for extra in [describe::plan(summary), describe::shells(summary)]
+        .into_iter()
+        .flatten()
+    {
+        extras.push_str(&format!(" · {extra}"));
     }
     let progress = describe::progress(summary, now_ms);
     let used = lead.width() + name_width + 1;
     let left = width.saturating_sub(used);
     // The progress column goes first when there is no room for both; the model leads it
     // where what the session does still shows whole.
-    let mut column = if !progress.is_empty() && left >= 30 + progress.width() + 2 {
+    let mut column = if !progress.is_empty() && left >= 30 + extras.width() + progress.width() + 2 {
         progress
     } else {
         String::new()
@@ -132,15 +134,30 @@ fn session_line(
         } else {
             format!("{model} · {column}")
         };
-        if what.width() + with_model.width() + 2 <= left {
+        if what.width() + extras.width() + with_model.width() + 2 <= left {
             column = with_model;
         }
     }
-    let (what, progress) = if column.is_empty() {
-        (cut(&what, left), String::new())
+    let room = if column.is_empty() {
+        left
     } else {
-        let room = left - column.width() - 2;
-        (pad(&cut(&what, room), room), format!("  {column}"))
+        left - column.width() - 2
+    };
+    let what = if what.width() + extras.width() <= room {
+        format!("{what}{extras}")
+    } else {
+        cut(
+            &format!(
+                "{}{extras}",
+                cut(&what, room.saturating_sub(extras.width()))
+            ),
+            room,
+        )
+    };
+    let (what, progress) = if column.is_empty() {
+        (what, String::new())
+    } else {
+        (pad(&what, room), format!("  {column}"))
     };
     let group = summary.group();
     let row_style = if selected {

@@ -147,3 +147,35 @@ fn a_row_counts_the_running_background_shells() {
     s.shells = 2;
     assert_eq!(super::describe::shells(&s).as_deref(), Some("2 shells"));
 }
+
+#[test]
+fn a_narrow_row_keeps_the_plan_and_the_shells_whole() {
+    let mut s = summary("4014c02e", None, Group::Done, 1);
+    s.info.title = Some("start a server and fetch it".into());
+    s.info.model = Some("fake".into());
+    if let Some(run) = &mut s.run {
+        run.turn = 7;
+        run.usage.output = 105;
+    }
+    s.plan = Some(protocol::PlanCount { done: 2, total: 3 });
+    s.shells = 1;
+    let ui = super::ui::Ui {
+        prompt: super::ui::Prompt::None,
+        message: None,
+        offset: 0,
+        color: false,
+    };
+    for width in [60, 80, 120] {
+        let line = super::render::session_line(&s, 0, true, width, &ui, 12_001);
+        let text: String = line
+            .spans
+            .iter()
+            .map(|span| span.content.as_ref())
+            .collect();
+        assert!(text.contains("· plan 2/3 · 1 shell"), "{width}: {text}");
+        assert!(
+            unicode_width::UnicodeWidthStr::width(text.as_str()) <= width,
+            "{text}"
+        );
+    }
+}
