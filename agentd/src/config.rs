@@ -1,7 +1,7 @@
 //! `config.toml`: defaults for runs (provider, model, limits) and provider profiles.
 //!
 //! ```toml
-//! provider = "anthropic"          # a profile name below, or "anthropic" / "openai"
+//! provider = "anthropic"          # a profile name below, or "anthropic" / "openai" / "responses"
 //! model = "claude-sonnet-4-5"
 //! max_turns = 100                 # for `agentctl run`; interactive clients run unlimited
 //!
@@ -42,6 +42,8 @@ pub(crate) enum ProviderKind {
     Anthropic,
     /// OpenAI's Chat Completions API (also local servers).
     Openai,
+    /// OpenAI's Responses API (docs/architecture.md#providers).
+    Responses,
 }
 
 /// A named provider profile.
@@ -63,6 +65,10 @@ pub(crate) struct ProviderProfile {
     pub(crate) text_tool_calls: TextToolCalls,
     /// The harness its models get, when not chosen by their window and name.
     pub(crate) profile: Option<crate::model_profile::ModelProfile>,
+    /// How hard a reasoning model thinks (`low`, `medium`, `high`; the Responses API only).
+    pub(crate) reasoning_effort: Option<String>,
+    /// Whether the Responses API keeps the replies on its side (`false` unless set).
+    pub(crate) store: Option<bool>,
 }
 
 /// `text_tool_calls` of a provider profile.
@@ -329,14 +335,14 @@ impl Config {
                 message: "default_mode cannot be `bypass`; ask for it on the command line with --mode bypass".to_string(),
             });
         }
-        let known = matches!(self.provider.as_str(), "anthropic" | "openai")
+        let known = matches!(self.provider.as_str(), "anthropic" | "openai" | "responses")
             || self.providers.contains_key(&self.provider);
         if !known {
             return Err(ConfigError {
                 file: path.display().to_string(),
                 line: None,
                 message: format!(
-                    "provider `{}` is neither `anthropic`, `openai` nor a [providers.{}] profile",
+                    "provider `{}` is neither `anthropic`, `openai`, `responses` nor a [providers.{}] profile",
                     self.provider, self.provider
                 ),
             });

@@ -68,6 +68,12 @@ pub enum Block {
     },
     /// A tool call.
     ToolCall(ToolCall),
+    /// An item of one provider's own wire format that must go back to it exactly as received
+    /// (a Responses reasoning item with its encrypted content); other providers skip it.
+    ProviderItem {
+        /// The item as the provider sent it.
+        item: serde_json::Value,
+    },
 }
 
 /// A tool call as the model made it.
@@ -91,6 +97,15 @@ impl ToolCall {
         serde_json::from_str(&self.args)
     }
 
+    /// The arguments as the text of a JSON object, `{}` when they are not one (cut off by the
+    /// output limit): APIs that parse the calls of the history would refuse the whole request.
+    pub fn args_object_text(&self) -> String {
+        match self.args_json() {
+            Ok(value) if value.is_object() => value.to_string(),
+            _ => "{}".to_string(),
+        }
+    }
+
     /// The wire form of the call.
     pub fn info(&self) -> ToolCallInfo {
         ToolCallInfo {
@@ -112,6 +127,17 @@ pub struct ToolResult {
     pub output: String,
     /// Whether the call failed, was refused or did not run.
     pub is_error: bool,
+}
+
+impl ToolResult {
+    /// What the model receives, or `(no output)` for nothing: some APIs refuse empty content.
+    pub fn output_or_placeholder(&self) -> &str {
+        if self.output.is_empty() {
+            "(no output)"
+        } else {
+            &self.output
+        }
+    }
 }
 
 impl AssistantReply {

@@ -1,7 +1,9 @@
 //! Harness overhead of `agentctl run` for the two-turn task (read a file, then answer) against
 //! a scripted server that answers at once: whole-process wall time and CPU of `agentctl`, the
 //! daemon's CPU per run (from /proc), warm (the daemon running) and cold (each run starts the
-//! daemon), against the floor: one `curl` process making the same two streamed requests.
+//! daemon), against the floor: one `curl` process making the same two streamed requests. The
+//! warm runs are measured over Anthropic's Messages API and over OpenAI's Responses API
+//! (`--provider responses`).
 //!
 //! Run with `cargo build --release && cargo bench -p tests --bench run`.
 
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::json;
-use tests::model_server::{ModelServer, Scripted, anthropic};
+use tests::model_server::{ModelServer, Scripted, anthropic, responses};
 use tests::{Daemon, Home, children_cpu, process_cpu};
 
 const RUNS: usize = 200;
@@ -22,6 +24,66 @@ fn script() -> Vec<Scripted> {
             .build(),
         anthropic::text("Start it with `npm run dev`."),
     ]
+}
+
+/// The same task in the Responses API's format.
+fn responses_script() -> Vec<Scripted> {
+    vec![
+        responses::reply()
+            .text("Let me read it.")
+            .tool("call_1", "read", json!({"path": "README.md"}))
+            .build(),
+        responses::text("Start it with `npm run dev`."),
+    ]
+}
+
+/// What a provider's warm runs cost: each run's wall time, and the mean CPU of `agentctl` and
+/// of the daemon per run.
+struct Warm {
+    walls: Vec<Duration>,
+    agentctl_cpu: Duration,
+    daemon_cpu: Duration,
+}
+
+/// `RUNS` runs of `agentctl ARGS` (with `env`) on the running `daemon`, each answered by
+/// `script`, after ten to warm up.
+async fn warm_runs(
+    daemon: &Daemon,
+    server: &ModelServer,
+    project: &std::path::Path,
+    script: fn() -> Vec<Scripted>,
+    args: &[&str],
+    env: &[(String, String)],
+) -> Warm {
+    let run = || {
+        let mut command = daemon.home.agentctl_with(server, project, args);
+        command.envs(env.iter().map(|(k, v)| (k, v)));
+        command
+    };
+    for _ in 0..10 {
+        server.push(script());
+        let out = run().output().await.unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut walls = Vec::with_capacity(RUNS);
+    let cpu_before = children_cpu();
+    let daemon_before = process_cpu(daemon.pid());
+    for _ in 0..RUNS {
+        server.push(script());
+        let start = Instant::now();
+        let out = run().output().await.unwrap();
+        walls.push(start.elapsed());
+        assert!(out.status.success());
+    }
+    Warm {
+        walls,
+        agentctl_cpu: (children_cpu() - cpu_before) / RUNS as u32,
+        daemon_cpu: (process_cpu(daemon.pid()) - daemon_before) / RUNS as u32,
+    }
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -73,35 +135,28 @@ async fn main() {
     let server = ModelServer::start(vec![]).await;
     let daemon = Daemon::start_in(Home::new());
 
-    // Warm up.
-    for _ in 0..10 {
-        server.push(script());
-        let out = daemon
-            .home
-            .agentctl_with(&server, project.path(), &["run", "go"])
-            .output()
-            .await
-            .unwrap();
-        assert!(out.status.success());
-    }
-
-    let mut walls = Vec::with_capacity(RUNS);
-    let cpu_before = children_cpu();
-    let daemon_before = process_cpu(daemon.pid());
-    for _ in 0..RUNS {
-        server.push(script());
-        let start = Instant::now();
-        let out = daemon
-            .home
-            .agentctl_with(&server, project.path(), &["run", "go"])
-            .output()
-            .await
-            .unwrap();
-        walls.push(start.elapsed());
-        assert!(out.status.success());
-    }
-    let agentctl_cpu = (children_cpu() - cpu_before) / RUNS as u32;
-    let daemon_cpu = (process_cpu(daemon.pid()) - daemon_before) / RUNS as u32;
+    let Warm {
+        walls,
+        agentctl_cpu,
+        daemon_cpu,
+    } = warm_runs(
+        &daemon,
+        &server,
+        project.path(),
+        script,
+        &["run", "go"],
+        &[],
+    )
+    .await;
+    let over_responses = warm_runs(
+        &daemon,
+        &server,
+        project.path(),
+        responses_script,
+        &["run", "--provider", "responses", "--model", "gpt-5", "go"],
+        &[("OPENAI_BASE_URL".into(), format!("{}/v1", server.url()))],
+    )
+    .await;
 
     // Baseline: the same two streamed replies fetched with a bare HTTP client.
     let http = reqwest::Client::new();
@@ -169,6 +224,12 @@ async fn main() {
     println!(
         "  cold (daemon started by the run), client + daemon CPU {cold:?} per run = {:.2}x one curl",
         cold.as_secs_f64() / curl_cpu.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "  --provider responses: wall time median {:?}, agentctl CPU {:?}, daemon CPU {:?} per run",
+        median(over_responses.walls),
+        over_responses.agentctl_cpu,
+        over_responses.daemon_cpu
     );
     println!("baseline:");
     println!(

@@ -296,3 +296,22 @@ pub async fn session_mid_reply(
     events_until(&mut incoming, |e| matches!(e, Event::TextDelta { .. })).await;
     (client, session, incoming, server, gate)
 }
+
+/// The reasoning the run showed, its thinking deltas joined.
+pub fn thinking(events: &[SessionEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ThinkingDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The tokens of the run's first model turn.
+pub fn first_turn_usage(events: &[SessionEvent]) -> Option<protocol::TokenUsage> {
+    events.iter().find_map(|e| match &e.event {
+        Event::Usage { turn, .. } => Some(*turn),
+        _ => None,
+    })
+}

@@ -52,6 +52,7 @@ mod planned_stop;
 mod providers;
 mod qwen_replay;
 mod reconnect;
+mod responses;
 mod resume;
 mod rules;
 mod run;

@@ -6,8 +6,8 @@ use protocol::{Event, RunOptions, StopReason};
 use serde_json::json;
 use tests::model_server::{Gate, ModelServer, Scripted, anthropic, openai};
 use tests::{
-    Daemon, Home, TestEnv, finished, next_event, run_options, session_in, start_run,
-    stop_and_error, tool_results, until_finished,
+    Daemon, Home, TestEnv, finished, first_turn_usage, next_event, run_options, session_in,
+    start_run, stop_and_error, thinking, tool_results, until_finished,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -68,21 +68,10 @@ async fn a_full_run_over_the_openai_compatible_format() {
             ..
         }
     ));
-    let thinking: String = events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::ThinkingDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(thinking, "The readme will say.");
+    assert_eq!(thinking(&events), "The readme will say.");
     assert_eq!(tool_results(&events)[0].2, "     1\trun `make dev`\n");
-    let usage = events.iter().find_map(|e| match &e.event {
-        Event::Usage { turn, .. } => Some(*turn),
-        _ => None,
-    });
     assert_eq!(
-        usage,
+        first_turn_usage(&events),
         Some(protocol::TokenUsage {
             input: 20,
             output: 30,

@@ -5,6 +5,7 @@
 use super::{
     Config, DEFAULT_MAX_TOKENS, LOCAL_MAX_TOKENS, ProviderKind, ProviderProfile, TextToolCalls,
 };
+use crate::provider::responses::{Responses, ResponsesOptions};
 use crate::provider::{Choice, Names, Provider, ProviderError, anthropic, openai};
 
 impl Config {
@@ -59,22 +60,43 @@ impl Config {
                 Ok((Provider::Anthropic(provider), model))
             }
             ProviderKind::Openai => {
-                let key_env = profile.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
-                let base = openai_base(&profile, env);
-                let key = lookup(env, key_env);
-                // Local servers need no key; the public API does.
-                if key.is_none() && base.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
-                    return Err(ProviderError::MissingKey {
-                        env: key_env.to_string(),
-                    });
-                }
-                // A local server with no model named: the run asks it which it serves.
-                let model = self.model_of(&profile, model, env).unwrap_or_default();
-                let provider = openai::OpenAi::new(http.clone(), &base, key)
-                    .with_idle_timeout(self.stream_idle_timeout());
-                Ok((Provider::OpenAi(provider), model))
+                let (server, model) = self.openai_server(http, &profile, model, env)?;
+                Ok((Provider::OpenAi(server), model))
+            }
+            ProviderKind::Responses => {
+                let (server, model) = self.openai_server(http, &profile, model, env)?;
+                let options = ResponsesOptions {
+                    store: profile.store.unwrap_or(false),
+                    reasoning_effort: profile.reasoning_effort.clone(),
+                };
+                Ok((Provider::Responses(Responses::new(server, options)), model))
             }
         }
+    }
+
+    /// An OpenAI server for `profile` (either of OpenAI's APIs) and the model a run asks it
+    /// for: the key and base URL from `env` first, the daemon's environment second.
+    fn openai_server(
+        &self,
+        http: &reqwest::Client,
+        profile: &ProviderProfile,
+        model: Option<&str>,
+        env: &[(String, String)],
+    ) -> Result<(openai::OpenAi, String), ProviderError> {
+        let key_env = profile.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+        let base = openai_base(profile, env);
+        let key = lookup(env, key_env);
+        // Local servers need no key; the public API does.
+        if key.is_none() && base.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
+            return Err(ProviderError::MissingKey {
+                env: key_env.to_string(),
+            });
+        }
+        // A local server with no model named: the run asks it which it serves.
+        let model = self.model_of(profile, model, env).unwrap_or_default();
+        let server = openai::OpenAi::new(http.clone(), &base, key)
+            .with_idle_timeout(self.stream_idle_timeout());
+        Ok((server, model))
     }
 
     /// The provider profile and model of a session whose own are `profile` and `model`: its
@@ -109,9 +131,11 @@ impl Config {
         let kind = match name {
             "openai" => ProviderKind::Openai,
             "anthropic" => ProviderKind::Anthropic,
+            "responses" => ProviderKind::Responses,
             other => {
                 return Err(ProviderError::Invalid(format!(
-                    "no provider `{other}`; use anthropic, openai or a profile from config.toml"
+                    "no provider `{other}`; use anthropic, openai, responses or a profile from \
+                     config.toml"
                 )));
             }
         };
@@ -123,6 +147,8 @@ impl Config {
             context_window: None,
             text_tool_calls: TextToolCalls::Auto,
             profile: None,
+            reasoning_effort: None,
+            store: None,
         })
     }
 
@@ -140,7 +166,7 @@ impl Config {
             .or_else(|| self.model.clone())
             .or_else(|| match profile.kind {
                 ProviderKind::Anthropic => Some(anthropic::DEFAULT_MODEL.to_string()),
-                ProviderKind::Openai => {
+                ProviderKind::Openai | ProviderKind::Responses => {
                     let base = openai_base(profile, env);
                     let local = base.trim_end_matches('/') != openai::DEFAULT_BASE_URL;
                     (!local).then(|| openai::DEFAULT_MODEL.to_string())
@@ -199,7 +225,7 @@ fn anthropic_base(profile: &ProviderProfile, env: &[(String, String)]) -> String
         .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string())
 }
 
-/// The Chat Completions API's base URL for `profile`.
+/// The base URL of OpenAI's APIs (Chat Completions and Responses) for `profile`.
 fn openai_base(profile: &ProviderProfile, env: &[(String, String)]) -> String {
     profile
         .base_url

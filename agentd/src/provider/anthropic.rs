@@ -157,7 +157,9 @@ fn messages_json(history: &[Message]) -> Vec<Value> {
             }
             Message::Summary { text } => (
                 "user",
-                vec![json!({"type": "text", "text": format!("Summary of the earlier conversation:\n\n{text}")})],
+                vec![
+                    json!({"type": "text", "text": format!("Summary of the earlier conversation:\n\n{text}")}),
+                ],
             ),
             Message::ToolResults { results } => (
                 "user",
@@ -167,7 +169,7 @@ fn messages_json(history: &[Message]) -> Vec<Value> {
                         json!({
                             "type": "tool_result",
                             "tool_use_id": r.call_id,
-                            "content": if r.output.is_empty() { "(no output)" } else { r.output.as_str() },
+                            "content": r.output_or_placeholder(),
                             "is_error": r.is_error,
                         })
                     })
@@ -205,6 +207,7 @@ fn assistant_blocks(reply: &AssistantReply) -> Vec<Value> {
             Block::RedactedThinking { data } => {
                 blocks.push(json!({"type": "redacted_thinking", "data": data}));
             }
+            Block::ProviderItem { .. } => {}
             Block::ToolCall(call) => {
                 // Arguments the model cut off are not valid JSON; the API needs an object.
                 let input = call

@@ -1,4 +1,4 @@
-//! What both wire formats share about the server they talk to: the HTTP client, the base URL
+//! What every wire format shares about the server it talks to: the HTTP client, the base URL
 //! (the vendor's own or another, usually local, server), how long a reply may stay silent, and
 //! posting a request whose reply streams back.
 

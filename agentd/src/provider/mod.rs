@@ -8,6 +8,8 @@ mod endpoint;
 pub(crate) mod local;
 pub(crate) mod models;
 pub mod openai;
+pub(crate) mod responses;
+mod responses_reply;
 pub(crate) mod retry;
 
 pub(crate) use choice::{Choice, Names};
@@ -113,6 +115,8 @@ pub(crate) enum Provider {
     Anthropic(anthropic::Anthropic),
     /// OpenAI's Chat Completions API and compatible local servers.
     OpenAi(openai::OpenAi),
+    /// OpenAI's Responses API.
+    Responses(responses::Responses),
 }
 
 impl Provider {
@@ -121,6 +125,7 @@ impl Provider {
         match self {
             Provider::Anthropic(provider) => provider.is_local(),
             Provider::OpenAi(provider) => provider.is_local(),
+            Provider::Responses(provider) => provider.server().is_local(),
         }
     }
 
@@ -129,6 +134,7 @@ impl Provider {
         match self {
             Provider::Anthropic(provider) => provider.list_models().await,
             Provider::OpenAi(provider) => provider.list_models().await,
+            Provider::Responses(provider) => provider.server().list_models().await,
         }
     }
 
@@ -136,6 +142,7 @@ impl Provider {
     pub(crate) async fn only_model(&self) -> Result<String, ProviderError> {
         match self {
             Provider::OpenAi(provider) => provider.only_model().await,
+            Provider::Responses(provider) => provider.server().only_model().await,
             Provider::Anthropic(_) => Err(ProviderError::Invalid(
                 "no model was named; name one with --model".to_string(),
             )),
@@ -147,6 +154,9 @@ impl Provider {
         match self {
             Provider::OpenAi(provider) if provider.is_local() => {
                 provider.server_context_window(model).await
+            }
+            Provider::Responses(provider) if provider.server().is_local() => {
+                provider.server().server_context_window(model).await
             }
             _ => None,
         }
@@ -163,6 +173,7 @@ impl Provider {
         match self {
             Provider::Anthropic(provider) => provider.stream(request, on_delta, cancel).await,
             Provider::OpenAi(provider) => provider.stream(request, on_delta, cancel).await,
+            Provider::Responses(provider) => provider.stream(request, on_delta, cancel).await,
         }
     }
 }
@@ -209,7 +220,11 @@ impl ProviderError {
             ProviderError::Stream { error_type, .. } => {
                 matches!(
                     error_type.as_str(),
-                    "overloaded_error" | "api_error" | "rate_limit_error" | "server_error"
+                    "overloaded_error"
+                        | "api_error"
+                        | "rate_limit_error"
+                        | "rate_limit_exceeded"
+                        | "server_error"
                 )
             }
             ProviderError::Connect { .. } | ProviderError::Broken(_) => true,

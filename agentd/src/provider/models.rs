@@ -1,6 +1,6 @@
-//! Which models a provider serves: `GET /v1/models` on both APIs, with the key and headers the
-//! provider's replies are asked with. Anthropic's list comes a page at a time (`has_more`,
-//! `last_id`); OpenAI's, and local servers', whole.
+//! Which models a provider serves: `GET /v1/models` on Anthropic's and OpenAI's APIs, with the
+//! key and headers the provider's replies are asked with. Anthropic's list comes a page at a
+//! time (`has_more`, `last_id`); OpenAI's, and local servers', whole.
 
 use std::time::Duration;
 

@@ -84,22 +84,38 @@ impl OpenAi {
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, ProviderError> {
-        let url = format!("{}/chat/completions", self.endpoint.base_url);
+        let parser = ReplyBuilder {
+            one_call: request.one_call,
+            ..ReplyBuilder::default()
+        };
+        let body = request_body(&request);
+        self.post_stream(&FORMAT, "chat/completions", &body, parser, on_delta, cancel)
+            .await
+    }
+
+    /// Posts `body` to `{base}/{path}` with the key, and streams the reply through `parser`
+    /// (both of OpenAI's APIs are asked this way).
+    pub(crate) async fn post_stream<P: StreamParser>(
+        &self,
+        format: &Format,
+        path: &str,
+        body: &Value,
+        parser: P,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AssistantReply, ProviderError> {
+        let url = format!("{}/{path}", self.endpoint.base_url);
         let mut post = self
             .endpoint
             .http
             .post(&url)
             .header("accept", "text/event-stream")
-            .json(&request_body(&request));
+            .json(body);
         if let Some(key) = &self.api_key {
             post = post.bearer_auth(key);
         }
-        let parser = ReplyBuilder {
-            one_call: request.one_call,
-            ..ReplyBuilder::default()
-        };
         self.endpoint
-            .stream(&FORMAT, &url, post, parser, on_delta, cancel)
+            .stream(format, &url, post, parser, on_delta, cancel)
             .await
     }
 }
@@ -137,15 +153,26 @@ pub(crate) fn request_body(request: &ModelRequest<'_>) -> Value {
         "max_tokens": request.max_tokens,
         "messages": messages,
     });
+    add_tools(&mut body, request, tool_json);
+    body
+}
+
+/// Adds the request's tools to `body`, each in the shape `tool_json` gives, and asks for one
+/// call at a time when the request wants only one (both of OpenAI's APIs ask alike).
+pub(crate) fn add_tools(
+    body: &mut Value,
+    request: &ModelRequest<'_>,
+    tool_json: fn(&ToolSpec) -> Value,
+) {
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(request.tools.iter().map(tool_json).collect());
         if request.one_call {
             body["parallel_tool_calls"] = json!(false);
         }
     }
-    body
 }
 
+/// A tool in the Chat Completions shape, nested under `function`.
 fn tool_json(tool: &ToolSpec) -> Value {
     json!({
         "type": "function",
@@ -166,11 +193,7 @@ fn messages_json(history: &[Message]) -> Vec<Value> {
             })),
             Message::ToolResults { results } => {
                 for result in results {
-                    let content = if result.output.is_empty() {
-                        "(no output)"
-                    } else {
-                        result.output.as_str()
-                    };
+                    let content = result.output_or_placeholder();
                     out.push(
                         json!({"role": "tool", "tool_call_id": result.call_id, "content": content}),
                     );
@@ -181,12 +204,7 @@ fn messages_json(history: &[Message]) -> Vec<Value> {
                     .tool_calls()
                     .iter()
                     .map(|call| {
-                        // Arguments cut off by the output limit are not valid JSON; servers
-                        // that parse them would reject the whole history.
-                        let arguments = match call.args_json() {
-                            Ok(value) if value.is_object() => value.to_string(),
-                            _ => "{}".to_string(),
-                        };
+                        let arguments = call.args_object_text();
                         json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
                     })
                     .collect();

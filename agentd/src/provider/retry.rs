@@ -1,7 +1,7 @@
 //! Retrying model calls that failed for a passing reason (docs/architecture.md#providers): rate
 //! limits, overload, server errors, connections that failed or broke mid-reply. Exponential backoff
 //! with jitter, `retry-after` honoured, a bounded number of attempts, and a cancel that ends a wait
-//! at once. Both providers go through here.
+//! at once. Every provider goes through here.
 
 use std::time::Duration;
 

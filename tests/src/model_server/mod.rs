@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 mod about;
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 
 /// One SSE event: its `event:` name and its JSON `data:`.
 #[derive(Debug, Clone)]
@@ -89,6 +90,16 @@ pub enum Scripted {
 }
 
 impl Scripted {
+    /// A 200 stream of `events`, sent whole.
+    pub fn stream(events: Vec<SseFrame>) -> Scripted {
+        Scripted::Stream {
+            events,
+            cut_after: None,
+            hold: None,
+            pace: None,
+        }
+    }
+
     /// This stream, cut off after `n` events.
     pub fn cut_after(self, n: usize) -> Scripted {
         match self {
@@ -349,10 +360,15 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, arrived: Arc<Notify>
     }
 }
 
-/// The text of a request's first user message, in either provider's format.
+/// The text of a request's first user message, in any provider's format (`input` items for
+/// the Responses API).
 pub fn first_user_text(body: &Value) -> String {
-    body["messages"]
-        .as_array()
+    let list = if body["input"].is_array() {
+        &body["input"]
+    } else {
+        &body["messages"]
+    };
+    list.as_array()
         .and_then(|m| m.iter().find(|m| m["role"] == "user"))
         .map(|m| match &m["content"] {
             Value::String(text) => text.clone(),

@@ -153,12 +153,7 @@ impl Reply {
 
     /// The scripted stream.
     pub fn build(self) -> Scripted {
-        Scripted::Stream {
-            events: self.events(),
-            cut_after: None,
-            hold: None,
-            pace: None,
-        }
+        Scripted::stream(self.events())
     }
 }
 

@@ -56,6 +56,7 @@ fn line(message: &HistoryMessage) -> Value {
                         json!({"type": "thinking", "thinking": thinking})
                     }
                     Block::RedactedThinking { .. } => json!({"type": "redacted_thinking"}),
+                    Block::ProviderItem { .. } => json!({"type": "provider_item"}),
                     Block::ToolCall(call) => json!({
                         "type": "tool_use",
                         "id": call.id,
