@@ -90,16 +90,15 @@ impl Run {
         self.harness.specs = Arc::new(self.offered(specs));
     }
 
-    /// The built-in tools this run offers: its profile's, and `web_search` after `fetch` when
-    /// a search service is configured.
+    /// The built-in tools this run offers: its profile's, `web_search` only when a search
+    /// service is configured.
     pub(super) fn builtin_tools(&self) -> Vec<Tool> {
-        let mut tools = builtins(self.harness.profile).to_vec();
-        if self.setup.place.search.is_some()
-            && let Some(at) = tools.iter().position(|t| *t == Tool::Fetch)
-        {
-            tools.insert(at + 1, Tool::WebSearch);
-        }
-        tools
+        let searches = self.setup.place.search.is_some();
+        builtins(self.harness.profile)
+            .iter()
+            .copied()
+            .filter(|tool| *tool != Tool::WebSearch || searches)
+            .collect()
     }
 
     /// Whether a call of `name` may run in parallel with its neighbours: a built-in reading
@@ -116,18 +115,7 @@ impl Run {
 pub(super) fn builtins(profile: ModelProfile) -> &'static [Tool] {
     match profile {
         ModelProfile::Small => &[Tool::Read, Tool::Write, Tool::Bash],
-        ModelProfile::Full => &[
-            Tool::Read,
-            Tool::Write,
-            Tool::Edit,
-            Tool::Bash,
-            Tool::BashOutput,
-            Tool::KillShell,
-            Tool::Grep,
-            Tool::Glob,
-            Tool::Fetch,
-            Tool::Todo,
-        ],
+        ModelProfile::Full => &Tool::ALL,
     }
 }
 
@@ -151,6 +139,6 @@ mod tests {
             builtins(ModelProfile::Small),
             &[Tool::Read, Tool::Write, Tool::Bash]
         );
-        assert!(builtins(ModelProfile::Full).len() > 3);
+        assert_eq!(builtins(ModelProfile::Full), &Tool::ALL);
     }
 }
