@@ -71,3 +71,14 @@ pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.local_addr().expect("its address").port()
 }
+
+/// Waits for the model's third request and asserts that it tells the model shell 1 no longer
+/// runs (it was lost with the daemon, or stayed with the original of a fork).
+pub async fn assert_third_request_says_shell_1_is_lost(server: &crate::model_server::ModelServer) {
+    let asked = server.wait_for_requests(3).await;
+    let told = asked[2].body["messages"].to_string();
+    assert!(
+        told.contains("these background shells no longer run: shell 1"),
+        "{told}"
+    );
+}

@@ -6,7 +6,9 @@ use protocol::{Event, Reply, Request, ShellEnd};
 use serde_json::json;
 use tests::model_server::{Gate, anthropic};
 use tests::restart::after_restart;
-use tests::shells::{alive, background, read_pid, shell_events, shells};
+use tests::shells::{
+    alive, assert_third_request_says_shell_1_is_lost, background, read_pid, shell_events, shells,
+};
 use tests::{TestEnv, events_until, group_is_gone, until_finished};
 
 #[tokio::test]
@@ -94,12 +96,7 @@ async fn shells_end_with_the_daemon_and_the_next_run_is_told_which_were_lost() {
 
     tests::start_run(&client, &env.session, "is it up?", env.options()).await;
     until_finished(&mut incoming).await;
-    let asked = env.server.wait_for_requests(3).await;
-    let told = asked[2].body["messages"].to_string();
-    assert!(
-        told.contains("these background shells no longer run: shell 1"),
-        "{told}"
-    );
+    assert_third_request_says_shell_1_is_lost(&env.server).await;
     // Told once: the first run after the loss only.
     env.server.push(vec![anthropic::text("Still gone.")]);
     tests::start_run(&client, &env.session, "and now?", env.options()).await;
@@ -145,12 +142,7 @@ async fn a_run_resumed_after_a_restart_is_told_which_shells_were_lost() {
         "the run was resumed"
     );
     assert!(shell_events(&events).contains(&(1, Some(ShellEnd::Lost))));
-    let asked = env.server.wait_for_requests(3).await;
-    let told = asked[2].body["messages"].to_string();
-    assert!(
-        told.contains("these background shells no longer run: shell 1"),
-        "{told}"
-    );
+    assert_third_request_says_shell_1_is_lost(&env.server).await;
 }
 
 #[tokio::test]
@@ -225,12 +217,7 @@ async fn a_fork_does_not_inherit_the_shells_of_its_original() {
     // The fork's model hears that it has no shell running.
     tests::subscribe(&env.client, &fork.id, 0).await;
     tests::start_run(&env.client, &fork.id, "go on", env.options()).await;
-    let asked = env.server.wait_for_requests(3).await;
-    let told = asked[2].body["messages"].to_string();
-    assert!(
-        told.contains("these background shells no longer run: shell 1"),
-        "{told}"
-    );
+    assert_third_request_says_shell_1_is_lost(&env.server).await;
 }
 
 #[tokio::test]
