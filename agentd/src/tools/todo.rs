@@ -144,14 +144,10 @@ fn status_of(name: &str) -> Option<PlanStatus> {
 
 /// What the model is told of the plan it set: the plan as it stands and the next step.
 pub(crate) fn said_back(items: &[PlanItem]) -> String {
-    if items.is_empty() {
+    let Some(count) = protocol::PlanCount::of(items) else {
         return "The plan is cleared.".to_string();
-    }
-    let done = items
-        .iter()
-        .filter(|i| i.status == PlanStatus::Done)
-        .count();
-    let mut text = format!("Plan updated ({done}/{} done):\n", items.len());
+    };
+    let mut text = format!("Plan updated ({}/{} done):\n", count.done, count.total);
     text.push_str(&lines(items));
     text.push('\n');
     match next_step(items) {
