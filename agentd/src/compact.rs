@@ -108,11 +108,14 @@ pub(crate) async fn summarize(
     messages.push(Message::User {
         text: SUMMARY_PROMPT.to_string(),
         delivery: protocol::Delivery::FollowUp,
+        images: Vec::new(),
     });
     let request = ModelRequest {
         model,
         system,
         messages: &messages,
+        // The summary is of what was said: images go as their labels.
+        images: &crate::images::ImageData::none(),
         tools,
         max_tokens: SUMMARY_TOKENS,
         one_call: false,

@@ -69,6 +69,8 @@ pub(crate) struct ProviderProfile {
     pub(crate) reasoning_effort: Option<String>,
     /// Whether the Responses API keeps the replies on its side (`false` unless set).
     pub(crate) store: Option<bool>,
+    /// Whether its models take images (unset: all but the families known to read text only).
+    pub(crate) images: Option<bool>,
 }
 
 /// `text_tool_calls` of a provider profile.

@@ -1,7 +1,7 @@
 //! The conversation a session keeps: user messages, complete model replies, and tool results.
 //! Every provider turns this one shape into its own wire format.
 
-use protocol::{Delivery, ModelStopReason, TokenUsage, ToolCallInfo};
+use protocol::{Delivery, ImageRef, ModelStopReason, TokenUsage, ToolCallInfo};
 use serde::{Deserialize, Serialize};
 
 /// One message of the history.
@@ -14,6 +14,9 @@ pub enum Message {
         text: String,
         /// How it arrived.
         delivery: Delivery,
+        /// The images it carries, stored next to the log (docs/architecture.md#images).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
     },
     /// A complete model reply.
     Assistant(AssistantReply),
@@ -127,6 +130,9 @@ pub struct ToolResult {
     pub output: String,
     /// Whether the call failed, was refused or did not run.
     pub is_error: bool,
+    /// Images the model receives with the result (`read` of an image).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
 }
 
 impl ToolResult {

@@ -15,6 +15,7 @@ pub mod daemon;
 pub(crate) mod front_matter;
 pub(crate) mod health;
 pub(crate) mod hooks;
+pub(crate) mod images;
 pub mod mcp;
 pub(crate) mod model_profile;
 pub(crate) mod permission;

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::image::ImageRef;
 use crate::run::{
     Decision, HealthKind, ModelStopReason, PermissionRequestId, ResumeReason, RunId, StopReason,
     TokenUsage, ToolCallInfo,
@@ -45,6 +46,9 @@ pub enum Event {
         text: String,
         /// How it was delivered.
         delivery: Delivery,
+        /// The images it carries.
+        #[serde(default)]
+        images: Vec<ImageRef>,
     },
     /// A model call began.
     TurnStarted {
@@ -101,6 +105,9 @@ pub enum Event {
         output: String,
         /// How long the tool ran.
         duration_ms: u64,
+        /// Images the model receives with the result (`read` of an image).
+        #[serde(default)]
+        images: Vec<ImageRef>,
     },
     /// A tool call waits for a user's decision.
     PermissionRequested {
@@ -133,6 +140,13 @@ pub enum Event {
         steer: Vec<String>,
         /// Messages waiting to follow.
         follow_up: Vec<String>,
+        /// The images of the messages waiting to steer, one list per message (empty lists
+        /// left out at the end).
+        #[serde(default)]
+        steer_images: Vec<Vec<ImageRef>>,
+        /// The images of the messages waiting to follow, likewise.
+        #[serde(default)]
+        follow_up_images: Vec<Vec<ImageRef>>,
     },
     /// Token use after a reply.
     Usage {

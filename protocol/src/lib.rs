@@ -13,6 +13,7 @@ pub mod changes;
 pub mod event;
 pub mod extensions;
 pub mod frame;
+pub mod image;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod reply;
@@ -28,6 +29,7 @@ pub mod work;
 pub use changes::{ChangeKind, FileChange, RewindReport, RunDiff};
 pub use event::{Event, SessionEvent};
 pub use extensions::{CommandInfo, Extensions, HookInfo, SkillInfo};
+pub use image::{ImageBytes, ImageRef, ImageUpload, MAX_MESSAGE_IMAGE_BYTES, MAX_MESSAGE_IMAGES};
 pub use names::ParseNameError;
 pub use reply::{ErrorCode, ErrorInfo, Reply, ServerFrame, Welcome};
 pub use request::{ClientFrame, CreateSession, Hello, Request, RequestId};
@@ -41,4 +43,4 @@ pub use usage::{ModelUsage, UsageReport, UsageTotals};
 pub use work::{PlanCount, PlanItem, PlanStatus, ShellEnd, ShellInfo};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 16;
+pub const PROTOCOL_VERSION: u32 = 17;

@@ -137,6 +137,8 @@ pub enum Reply {
     Usage(crate::usage::UsageReport),
     /// A session's background shells, in the order they started.
     Shells(Vec<crate::ShellInfo>),
+    /// A stored image of a session with its bytes (`GetImage`).
+    Image(crate::image::ImageBytes),
     /// The daemon is stopping (`Shutdown`): it exits once the tool calls still running have
     /// finished, or after `grace_ms`.
     Stopping {

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::image::ImageUpload;
 use crate::run::{Decision, PermissionRequestId, RunId, RunOptions};
 use crate::session::{Delivery, ListCursor, Mode, SessionId};
 use crate::status::McpServerSpec;
@@ -70,6 +71,9 @@ pub enum Request {
         session: SessionId,
         /// The message.
         text: String,
+        /// Images that go with it (at most `MAX_MESSAGE_IMAGES`, together at most
+        /// `MAX_MESSAGE_IMAGE_BYTES`).
+        images: Vec<ImageUpload>,
         /// Where it goes while a run is going.
         delivery: Delivery,
         /// Options for the run, if this message starts one.
@@ -173,6 +177,9 @@ pub enum Request {
         session: SessionId,
         /// The message.
         text: String,
+        /// Images that go with it (at most `MAX_MESSAGE_IMAGES`, together at most
+        /// `MAX_MESSAGE_IMAGE_BYTES`).
+        images: Vec<ImageUpload>,
         /// Where it goes while a run is going.
         delivery: Delivery,
         /// Options for the run, if this message starts one.
@@ -228,6 +235,13 @@ pub enum Request {
         session: SessionId,
         /// The shell's number.
         shell: u32,
+    },
+    /// A stored image of the session, by its hash; replies `Image`.
+    GetImage {
+        /// The session.
+        session: SessionId,
+        /// The image's hash, as its `ImageRef` gives it.
+        hash: String,
     },
 }
 

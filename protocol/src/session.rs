@@ -91,6 +91,9 @@ pub struct QueuedMessage {
     pub text: String,
     /// The queue it waits in.
     pub delivery: Delivery,
+    /// The images it carries.
+    #[serde(default)]
+    pub images: Vec<crate::image::ImageRef>,
 }
 
 /// What `ListSessions` and other replies tell about one session.

@@ -87,6 +87,7 @@ fn frame_input(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
         2 => Request::Send {
             session: SessionId(u.arbitrary()?),
             text,
+            images: Vec::new(),
             delivery: if u.arbitrary()? {
                 Delivery::Steer
             } else {

@@ -88,6 +88,7 @@ pub fn sample_event(i: u64) -> Event {
         0 => Event::UserMessage {
             text: "Please look at the parser and fix the failing test.".into(),
             delivery: protocol::Delivery::FollowUp,
+            images: Vec::new(),
         },
         1 => Event::ToolCall(protocol::ToolCallInfo {
             id: format!("toolu_{i}"),
@@ -100,6 +101,7 @@ pub fn sample_event(i: u64) -> Event {
             is_error: false,
             output: "     1\tfn parse(input: &str) -> Result<Ast, Error> {\n".repeat(6),
             duration_ms: 1,
+            images: Vec::new(),
         },
         3 => Event::TurnStarted { turn: i as u32 },
         _ => Event::AssistantMessage {

@@ -182,6 +182,7 @@ pub async fn start_run(
         .request(Request::Send {
             session: session.clone(),
             text: text.to_string(),
+            images: Vec::new(),
             delivery: protocol::Delivery::FollowUp,
             options,
         })

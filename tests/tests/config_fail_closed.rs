@@ -54,6 +54,7 @@ async fn a_daemon_started_with_a_broken_config_refuses_a_run_with_the_file_and_l
         .request(Request::Send {
             session,
             text: "remove victim".into(),
+            images: Vec::new(),
             delivery: protocol::Delivery::FollowUp,
             options: run_options(&server),
         })
@@ -147,6 +148,7 @@ async fn fixing_the_file_lets_runs_start_again() {
     let send = || Request::Send {
         session: env.session.clone(),
         text: "say hello".into(),
+        images: Vec::new(),
         delivery: protocol::Delivery::FollowUp,
         options: env.options(),
     };

@@ -203,6 +203,7 @@ async fn with_resuming_off_kill_9_during_a_tool_batch_closes_the_run_on_restart(
         .request(Request::Send {
             session: session.clone(),
             text: "go on".into(),
+            images: Vec::new(),
             delivery: protocol::Delivery::FollowUp,
             options: run_options(&server),
         })
@@ -243,6 +244,7 @@ async fn with_resuming_off_kill_9_during_a_model_stream_keeps_no_partial_reply_a
         .request(Request::Send {
             session: session.clone(),
             text: "queued before the crash".into(),
+            images: Vec::new(),
             delivery: protocol::Delivery::FollowUp,
             options: Default::default(),
         })
@@ -433,6 +435,7 @@ async fn a_failing_session_actor_is_restarted_from_its_log_and_its_clients_are_t
         .request(Request::Send {
             session: env.session.clone(),
             text: "__agentd_fault_panic__".into(),
+            images: Vec::new(),
             delivery: protocol::Delivery::Steer,
             options: Default::default(),
         })

@@ -84,6 +84,7 @@ async fn a_dropped_subscription_is_resumed_with_nothing_twice() {
     let panic = Request::Send {
         session: env.session.clone(),
         text: "__agentd_fault_panic__".into(),
+        images: Vec::new(),
         delivery: protocol::Delivery::Steer,
         options: Default::default(),
     };

@@ -78,6 +78,10 @@ fn requests() -> Vec<Request> {
         Request::Send {
             session: session(),
             text: "fix the failing test".into(),
+            images: vec![ImageUpload {
+                name: "shot.png".into(),
+                data: vec![0x89, b'P', b'N', b'G'],
+            }],
             delivery: Delivery::FollowUp,
             options: RunOptions {
                 max_turns: Some(0),
@@ -138,6 +142,7 @@ fn requests() -> Vec<Request> {
         Request::SendSubscribed {
             session: session(),
             text: "go on".into(),
+            images: Vec::new(),
             delivery: Delivery::Steer,
             options: RunOptions::default(),
         },
@@ -161,6 +166,10 @@ fn requests() -> Vec<Request> {
             session: session(),
             shell: 2,
         },
+        Request::GetImage {
+            session: session(),
+            hash: "5f".repeat(32),
+        },
     ]
 }
 
@@ -176,6 +185,7 @@ fn events() -> Vec<Event> {
         Event::UserMessage {
             text: "hi".into(),
             delivery: Delivery::FollowUp,
+            images: vec![image()],
         },
         Event::TurnStarted { turn: 1 },
         Event::TextDelta { text: "Hel".into() },
@@ -195,6 +205,7 @@ fn events() -> Vec<Event> {
             is_error: false,
             output: "1\t# app".into(),
             duration_ms: 3,
+            images: vec![image()],
         },
         Event::PermissionRequested {
             session: None,
@@ -212,6 +223,8 @@ fn events() -> Vec<Event> {
         Event::QueueChanged {
             steer: vec!["a".into()],
             follow_up: vec!["b".into(), "c".into()],
+            steer_images: vec![vec![image()]],
+            follow_up_images: Vec::new(),
         },
         Event::Usage {
             turn: usage(),
@@ -265,6 +278,7 @@ fn events() -> Vec<Event> {
             returned_messages: vec![QueuedMessage {
                 text: "later".into(),
                 delivery: Delivery::FollowUp,
+                images: Vec::new(),
             }],
             error: None,
             nothing_changed: true,
@@ -472,7 +486,22 @@ fn replies() -> Vec<Reply> {
             tail: "Serving HTTP on 0.0.0.0 port 8000".into(),
             bytes: 34,
         }]),
+        Reply::Image(ImageBytes {
+            image: image(),
+            data: vec![0x89, b'P', b'N', b'G'],
+        }),
     ]
+}
+
+fn image() -> ImageRef {
+    ImageRef {
+        hash: "5f".repeat(32),
+        media_type: "image/png".into(),
+        size: 48_213,
+        width: 1280,
+        height: 720,
+        name: "shot.png".into(),
+    }
 }
 
 fn mcp_server() -> McpServerInfo {
@@ -518,6 +547,7 @@ fn request_name(request: &Request) -> &'static str {
         Request::Usage { .. } => "Usage",
         Request::Shells { .. } => "Shells",
         Request::KillShell { .. } => "KillShell",
+        Request::GetImage { .. } => "GetImage",
     }
 }
 
@@ -540,6 +570,7 @@ fn reply_name(reply: &Reply) -> &'static str {
         Reply::Models { .. } => "Models",
         Reply::Usage(_) => "Usage",
         Reply::Shells(_) => "Shells",
+        Reply::Image(_) => "Image",
     }
 }
 
@@ -719,8 +750,8 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 28);
-    assert_eq!(replies.len(), 17);
+    assert_eq!(requests.len(), 29);
+    assert_eq!(replies.len(), 18);
     assert_eq!(events.len(), 32);
 }
 

@@ -489,6 +489,7 @@ async fn a_refused_prompt_is_never_stored_and_queued_messages_are_screened_too()
         .request(Request::Send {
             session: session.clone(),
             text: "FORBIDDEN first".into(),
+            images: Vec::new(),
             delivery: Delivery::FollowUp,
             options: run_options(&server),
         })
@@ -505,6 +506,7 @@ async fn a_refused_prompt_is_never_stored_and_queued_messages_are_screened_too()
             .request(Request::Send {
                 session: session.clone(),
                 text: text.into(),
+                images: Vec::new(),
                 delivery,
                 options: run_options(&server),
             })
@@ -515,6 +517,7 @@ async fn a_refused_prompt_is_never_stored_and_queued_messages_are_screened_too()
         .request(Request::Send {
             session: session.clone(),
             text: "allowed follow-up".into(),
+            images: Vec::new(),
             delivery: Delivery::FollowUp,
             options: run_options(&server),
         })

@@ -23,6 +23,7 @@ async fn send(
         .request(Request::Send {
             session: session.clone(),
             text: text.into(),
+            images: Vec::new(),
             delivery,
             options: RunOptions::default(),
         })
@@ -105,7 +106,9 @@ async fn a_steer_lands_before_the_next_model_call() {
         queued.event,
         Event::QueueChanged {
             steer: vec!["also check the tests".into()],
-            follow_up: vec![]
+            follow_up: vec![],
+            steer_images: vec![],
+            follow_up_images: vec![],
         }
     );
     gate.release();
@@ -204,11 +207,13 @@ async fn cancel_returns_queued_messages_and_loses_nothing() {
         &vec![
             QueuedMessage {
                 text: "s1".into(),
-                delivery: Delivery::Steer
+                delivery: Delivery::Steer,
+                images: vec![],
             },
             QueuedMessage {
                 text: "f1".into(),
-                delivery: Delivery::FollowUp
+                delivery: Delivery::FollowUp,
+                images: vec![],
             },
         ]
     );
@@ -217,7 +222,9 @@ async fn cancel_returns_queued_messages_and_loses_nothing() {
     assert!(history.iter().any(|e| e.event
         == Event::QueueChanged {
             steer: vec!["s1".into()],
-            follow_up: vec!["f1".into()]
+            follow_up: vec!["f1".into()],
+            steer_images: vec![],
+            follow_up_images: vec![],
         }));
     assert_eq!(
         (info.state, info.steer_queued, info.follow_up_queued),
@@ -563,6 +570,7 @@ async fn a_message_to_an_idle_session_starts_a_run_either_way() {
             .request(Request::Send {
                 session: env.session.clone(),
                 text: "go".into(),
+                images: Vec::new(),
                 delivery,
                 options: env.options(),
             })

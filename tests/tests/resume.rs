@@ -272,6 +272,7 @@ fn session_killed_during_reads(home: &Home, cwd: &std::path::Path) {
             message: Message::User {
                 text: "read both".into(),
                 delivery: Delivery::FollowUp,
+                images: Vec::new(),
             },
         },
         event(
@@ -279,6 +280,7 @@ fn session_killed_during_reads(home: &Home, cwd: &std::path::Path) {
             Event::UserMessage {
                 text: "read both".into(),
                 delivery: Delivery::FollowUp,
+                images: Vec::new(),
             },
         ),
         Record::Message {

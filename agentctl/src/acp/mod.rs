@@ -449,6 +449,7 @@ async fn prompt(bridge: &Bridge, req: PromptRequest, responder: v1::Responder<Pr
     let send = Request::Send {
         session: session.clone(),
         text,
+        images: Vec::new(),
         delivery: Delivery::FollowUp,
         options: RunOptions {
             // Editors drive runs interactively: no turn limit, asks go to whoever answers.

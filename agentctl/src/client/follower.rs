@@ -172,6 +172,7 @@ impl Follower {
         let request = Request::SendSubscribed {
             session: session.clone(),
             text,
+            images: Vec::new(),
             delivery,
             options,
         };

@@ -33,6 +33,7 @@ pub async fn send(
         Request::Send {
             session: SessionId(id.clone()),
             text,
+            images: Vec::new(),
             delivery,
             options,
         },

@@ -123,6 +123,14 @@ impl Config {
         info.model = names.model;
     }
 
+    /// Whether runs of profile `profile` (or the default) with `model` may send images: `Err`
+    /// says why not and what to do.
+    pub(crate) fn takes_images(&self, profile: Option<&str>, model: &str) -> Result<(), String> {
+        let name = profile.unwrap_or(&self.provider);
+        let setting = self.providers.get(name).and_then(|p| p.images);
+        crate::images::capability::check(name, setting, model)
+    }
+
     /// Profile `name`: from the configuration, or the kind of that name with no settings.
     fn profile(&self, name: &str) -> Result<ProviderProfile, ProviderError> {
         if let Some(profile) = self.providers.get(name) {
@@ -149,6 +157,7 @@ impl Config {
             profile: None,
             reasoning_effort: None,
             store: None,
+            images: None,
         })
     }
 

@@ -58,6 +58,7 @@ pub(crate) fn to_output(result: &CallToolResult) -> ToolOutput {
     ToolOutput {
         output: cap(&text, MAX_OUTPUT_BYTES),
         is_error: result.is_error.unwrap_or(false),
+        images: Vec::new(),
     }
 }
 

@@ -35,6 +35,8 @@ pub(crate) struct ModelRequest<'a> {
     pub(crate) system: &'a str,
     /// The history so far.
     pub(crate) messages: &'a [Message],
+    /// The bytes of the history's images; an image not loaded is sent as its label.
+    pub(crate) images: &'a crate::images::ImageData,
     /// The tools the model may call.
     pub(crate) tools: &'a [ToolSpec],
     /// The output token limit of the reply.

@@ -149,11 +149,15 @@ mod tests {
     use crate::conversation::{ToolCall, ToolResult};
     use protocol::{Delivery, ModelStopReason, TokenUsage};
 
+    static NO_IMAGES: std::sync::LazyLock<crate::images::ImageData> =
+        std::sync::LazyLock::new(crate::images::ImageData::none);
+
     fn request<'a>(messages: &'a [Message], tools: &'a [ToolSpec]) -> ModelRequest<'a> {
         ModelRequest {
             model: "gpt-5",
             system: "Be brief.",
             messages,
+            images: &NO_IMAGES,
             tools,
             max_tokens: 100,
             one_call: false,

@@ -20,7 +20,7 @@ use crate::conversation::Message as HistoryMessage;
 use crate::session::SessionEnv;
 use crate::session::event_log::Durability;
 use crate::session::listing::Listing;
-use crate::session::queue::Queues;
+use crate::session::queue::{Prompt, Queues};
 use crate::session::run::TurnInput;
 use crate::store::{Meta, Record, SessionStore};
 
@@ -36,6 +36,7 @@ mod family;
 mod follow;
 mod from_run;
 mod history;
+mod images;
 mod lifecycle;
 mod models;
 mod outside;
@@ -59,6 +60,7 @@ pub(crate) use changes::{Diff, Rewind};
 pub(crate) use compaction::CompactNow;
 pub(crate) use durable::Flush;
 pub(crate) use follow::{GetHistory, HistorySource, Subscribe, Unsubscribe};
+pub(crate) use images::{ImagesFor, StoredImages};
 pub(crate) use lifecycle::{Cancel, Close, TryUnload};
 pub(crate) use models::{GetUsage, ListModels, SetModel};
 pub(crate) use sending::SendMessage;
@@ -317,7 +319,8 @@ impl SessionActor {
     }
 
     /// A user message joins the history, and the clients are told.
-    fn push_user(&mut self, text: String, delivery: Delivery) {
+    fn push_user(&mut self, prompt: Prompt, delivery: Delivery) {
+        let Prompt { text, images } = prompt;
         // The listing shows the title from the event below on; `meta.json` keeps it.
         if self.shown.take_title(&text) {
             self.save_meta();
@@ -325,25 +328,51 @@ impl SessionActor {
         self.push_message(HistoryMessage::User {
             text: text.clone(),
             delivery,
+            images: images.clone(),
         });
-        self.emit(Event::UserMessage { text, delivery });
+        self.emit(Event::UserMessage {
+            text,
+            delivery,
+            images,
+        });
     }
 
     /// Delivers every queued steering message; whether there was any.
     fn deliver_steering(&mut self) -> bool {
         let steer = self.queues.take_steer();
         let any = !steer.is_empty();
-        for text in steer {
-            self.push_user(text, Delivery::Steer);
+        for prompt in steer {
+            self.push_user(prompt, Delivery::Steer);
         }
         any
     }
 
     /// Tells the clients what is queued.
     fn emit_queues(&mut self) {
+        let texts = |d| {
+            self.queues
+                .waiting(d)
+                .iter()
+                .map(|p| p.text.clone())
+                .collect()
+        };
+        let images = |d| {
+            let mut lists: Vec<Vec<protocol::ImageRef>> = self
+                .queues
+                .waiting(d)
+                .iter()
+                .map(|p| p.images.clone())
+                .collect();
+            while lists.last().is_some_and(Vec::is_empty) {
+                lists.pop();
+            }
+            lists
+        };
         self.emit(Event::QueueChanged {
-            steer: self.queues.steer(),
-            follow_up: self.queues.follow_up(),
+            steer: texts(Delivery::Steer),
+            follow_up: texts(Delivery::FollowUp),
+            steer_images: images(Delivery::Steer),
+            follow_up_images: images(Delivery::FollowUp),
         });
     }
 

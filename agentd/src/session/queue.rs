@@ -4,36 +4,55 @@
 
 use std::collections::VecDeque;
 
-use protocol::{Delivery, QueuedMessage};
+use protocol::{Delivery, ImageRef, QueuedMessage};
+
+/// A user message as it waits or enters the history: its text and its images.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Prompt {
+    /// The text.
+    pub(crate) text: String,
+    /// The images it carries, stored already.
+    pub(crate) images: Vec<ImageRef>,
+}
+
+impl Prompt {
+    /// A message of text only.
+    pub(crate) fn text(text: impl Into<String>) -> Prompt {
+        Prompt {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
 
 /// Both queues.
 #[derive(Debug, Default)]
 pub(crate) struct Queues {
-    steer: VecDeque<String>,
-    follow_up: VecDeque<String>,
+    steer: VecDeque<Prompt>,
+    follow_up: VecDeque<Prompt>,
 }
 
 impl Queues {
     /// Adds a message to the queue its delivery names.
-    pub(crate) fn push(&mut self, text: String, delivery: Delivery) {
+    pub(crate) fn push(&mut self, prompt: Prompt, delivery: Delivery) {
         match delivery {
-            Delivery::Steer => self.steer.push_back(text),
-            Delivery::FollowUp => self.follow_up.push_back(text),
+            Delivery::Steer => self.steer.push_back(prompt),
+            Delivery::FollowUp => self.follow_up.push_back(prompt),
         }
     }
 
     /// Takes every steer message, in order.
-    pub(crate) fn take_steer(&mut self) -> Vec<String> {
+    pub(crate) fn take_steer(&mut self) -> Vec<Prompt> {
         self.steer.drain(..).collect()
     }
 
     /// Takes the next follow-up.
-    pub(crate) fn take_follow_up(&mut self) -> Option<String> {
+    pub(crate) fn take_follow_up(&mut self) -> Option<Prompt> {
         self.follow_up.pop_front()
     }
 
     /// Takes the message that should start the next run: steering first, then follow-ups.
-    pub(crate) fn take_next(&mut self) -> Option<(String, Delivery)> {
+    pub(crate) fn take_next(&mut self) -> Option<(Prompt, Delivery)> {
         self.steer
             .pop_front()
             .map(|t| (t, Delivery::Steer))
@@ -42,15 +61,16 @@ impl Queues {
 
     /// Empties both queues, steering first, for returning to the user.
     pub(crate) fn drain(&mut self) -> Vec<QueuedMessage> {
-        let steer = self.steer.drain(..).map(|text| QueuedMessage {
-            text,
-            delivery: Delivery::Steer,
-        });
-        let follow = self.follow_up.drain(..).map(|text| QueuedMessage {
-            text,
-            delivery: Delivery::FollowUp,
-        });
-        steer.chain(follow).collect()
+        let steer = self.steer.drain(..).map(|p| (p, Delivery::Steer));
+        let follow = self.follow_up.drain(..).map(|p| (p, Delivery::FollowUp));
+        steer
+            .chain(follow)
+            .map(|(prompt, delivery)| QueuedMessage {
+                text: prompt.text,
+                delivery,
+                images: prompt.images,
+            })
+            .collect()
     }
 
     /// Whether both are empty.
@@ -58,14 +78,12 @@ impl Queues {
         self.steer.is_empty() && self.follow_up.is_empty()
     }
 
-    /// The messages waiting to steer.
-    pub(crate) fn steer(&self) -> Vec<String> {
-        self.steer.iter().cloned().collect()
-    }
-
-    /// The messages waiting to follow.
-    pub(crate) fn follow_up(&self) -> Vec<String> {
-        self.follow_up.iter().cloned().collect()
+    /// The messages waiting in the queue `delivery` names.
+    pub(crate) fn waiting(&self, delivery: Delivery) -> &VecDeque<Prompt> {
+        match delivery {
+            Delivery::Steer => &self.steer,
+            Delivery::FollowUp => &self.follow_up,
+        }
     }
 
     /// How many wait in each queue.
@@ -81,10 +99,13 @@ mod tests {
     #[test]
     fn steering_comes_before_follow_ups() {
         let mut queues = Queues::default();
-        queues.push("f1".into(), Delivery::FollowUp);
-        queues.push("s1".into(), Delivery::Steer);
-        queues.push("f2".into(), Delivery::FollowUp);
-        assert_eq!(queues.take_next(), Some(("s1".into(), Delivery::Steer)));
+        queues.push(Prompt::text("f1"), Delivery::FollowUp);
+        queues.push(Prompt::text("s1"), Delivery::Steer);
+        queues.push(Prompt::text("f2"), Delivery::FollowUp);
+        assert_eq!(
+            queues.take_next(),
+            Some((Prompt::text("s1"), Delivery::Steer))
+        );
         let rest: Vec<String> = queues.drain().into_iter().map(|m| m.text).collect();
         assert_eq!(rest, vec!["f1", "f2"]);
         assert!(queues.is_empty());

@@ -124,9 +124,9 @@ impl Open {
                 request,
                 ..
             } => self.asks.retain(|r| r != request),
-            Event::QueueChanged { steer, follow_up } => {
-                self.queued = !steer.is_empty() || !follow_up.is_empty()
-            }
+            Event::QueueChanged {
+                steer, follow_up, ..
+            } => self.queued = !steer.is_empty() || !follow_up.is_empty(),
             Event::PlanUpdated { items } => self.plan = protocol::PlanCount::of(items),
             Event::ShellStarted { shell, .. } => {
                 self.shells.insert(*shell);
@@ -159,6 +159,8 @@ impl Open {
             events.push(Event::QueueChanged {
                 steer: Vec::new(),
                 follow_up: Vec::new(),
+                steer_images: Vec::new(),
+                follow_up_images: Vec::new(),
             });
         }
         if let Some((run, turns)) = self.run {

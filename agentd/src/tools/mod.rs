@@ -225,6 +225,8 @@ pub struct ToolContext {
     /// What `fetch` and `web_search` use: the daemon's cache and clients, the call's rules
     /// for the hosts it meets, the run's search service.
     pub(crate) web: crate::web::WebCall,
+    /// Where `read` stores an image it gives the model, or why the model takes none.
+    pub(crate) images: crate::images::ImageAccess,
 }
 
 impl ToolContext {
@@ -247,6 +249,7 @@ impl ToolContext {
             progress: None,
             shells: shells::Shells::detached(),
             web: crate::web::WebCall::standalone(),
+            images: Err("no session here stores images".to_string()),
         }
     }
 }

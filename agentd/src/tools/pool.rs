@@ -25,6 +25,8 @@ pub struct ToolOutput {
     pub output: String,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Images the model receives with the result (`read` of an image), stored already.
+    pub images: Vec<protocol::ImageRef>,
 }
 
 impl ToolOutput {
@@ -33,6 +35,7 @@ impl ToolOutput {
         ToolOutput {
             output: output.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -41,6 +44,7 @@ impl ToolOutput {
         ToolOutput {
             output: output.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 }

@@ -171,6 +171,7 @@ async fn act(feed: &Summaries, board: &mut Board, action: Action) -> Option<Stri
             let request = Request::Send {
                 session,
                 text,
+                images: Vec::new(),
                 delivery: Delivery::Steer,
                 options,
             };

@@ -279,6 +279,7 @@ impl Chat {
             Request::Send {
                 session: self.session.clone(),
                 text: text.to_string(),
+                images: Vec::new(),
                 delivery,
                 options: self.options.clone(),
             },

@@ -46,6 +46,7 @@ impl Connection {
         &mut self,
         session: SessionId,
         text: String,
+        images: Vec<protocol::ImageRef>,
         delivery: Delivery,
         options: RunOptions,
     ) -> Result<Reply, ErrorInfo> {
@@ -56,6 +57,7 @@ impl Connection {
         let (info, subscription) = self.ask_session(&session, subscribe).await?;
         let send = SendMessage {
             text,
+            images,
             delivery,
             options,
         };

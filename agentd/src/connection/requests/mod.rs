@@ -12,6 +12,7 @@ use crate::supervisor::Lookup;
 mod changes;
 mod extensions;
 mod follow;
+mod images;
 mod models;
 mod registry;
 mod runs;
@@ -41,9 +42,14 @@ impl Connection {
             Request::SendSubscribed {
                 session,
                 text,
+                images,
                 delivery,
                 options,
-            } => self.send_subscribed(session, text, delivery, options).await,
+            } => {
+                let images = self.store_images(&session, images, &options).await?;
+                self.send_subscribed(session, text, images, delivery, options)
+                    .await
+            }
             Request::SetMode { session, mode } => self.set_mode(session, mode).await,
             Request::ListModels { session, env } => self.list_models(session, env).await,
             Request::SetModel { session, model } => self.set_model(session, model).await,
@@ -54,9 +60,15 @@ impl Connection {
             Request::Send {
                 session,
                 text,
+                images,
                 delivery,
                 options,
-            } => self.send_message(session, text, delivery, options).await,
+            } => {
+                let images = self.store_images(&session, images, &options).await?;
+                self.send_message(session, text, images, delivery, options)
+                    .await
+            }
+            Request::GetImage { session, hash } => self.get_image(session, hash).await,
             Request::Cancel { session } => self.cancel(session).await,
             Request::Answer {
                 session,

@@ -13,11 +13,13 @@ impl Connection {
         &self,
         session: SessionId,
         text: String,
+        images: Vec<protocol::ImageRef>,
         delivery: Delivery,
         options: RunOptions,
     ) -> Result<Reply, ErrorInfo> {
         let send = SendMessage {
             text,
+            images,
             delivery,
             options,
         };

@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use super::SessionActor;
 use super::family::Heard;
 use super::parent_link::FromChild;
+use crate::session::queue::Prompt;
 use crate::session::run::{RunOutcome, TaskSetup};
 use crate::subagents::definitions;
 use crate::subagents::task::ChildEnd;
@@ -194,17 +195,18 @@ impl SessionActor {
         });
         let text = end.notification(&background);
         if self.runs.is_running() {
-            self.queues.push(text, Delivery::FollowUp);
+            self.queues.push(Prompt::text(text), Delivery::FollowUp);
             self.emit_queues();
         } else {
             let me = ctx.actor_ref().clone();
             let options = self.runs.last_options().clone();
-            if let Err(refused) = self.start_run(text.clone(), Delivery::FollowUp, options, me) {
+            let prompt = Prompt::text(text.clone());
+            if let Err(refused) = self.start_run(prompt, Delivery::FollowUp, options, me) {
                 // Kept for the next run, which the next message starts.
                 self.emit(Event::Error {
                     message: refused.message,
                 });
-                self.queues.push(text, Delivery::FollowUp);
+                self.queues.push(Prompt::text(text), Delivery::FollowUp);
                 self.emit_queues();
             }
         }

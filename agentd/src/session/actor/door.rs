@@ -109,6 +109,7 @@ impl Door for ActorDoor {
                         Ok(actor) => {
                             let message = SendMessage {
                                 text,
+                                images: Vec::new(),
                                 delivery,
                                 options,
                             };

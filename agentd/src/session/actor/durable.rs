@@ -69,6 +69,11 @@ impl Durable {
         }
     }
 
+    /// The session's directory.
+    pub(super) fn dir(&self) -> &std::path::Path {
+        self.store.dir()
+    }
+
     /// The session's stored settings.
     pub(super) fn meta(&self) -> &Meta {
         &self.meta

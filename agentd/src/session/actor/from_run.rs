@@ -135,8 +135,8 @@ impl SessionActor {
         self.runs.active(run)?;
         let delivered = if self.deliver_steering() {
             Some(Delivery::Steer)
-        } else if let Some(text) = self.queues.take_follow_up() {
-            self.push_user(text, Delivery::FollowUp);
+        } else if let Some(prompt) = self.queues.take_follow_up() {
+            self.push_user(prompt, Delivery::FollowUp);
             Some(Delivery::FollowUp)
         } else {
             None

@@ -12,7 +12,7 @@ use super::SessionActor;
 use super::asks::Withdrawn;
 use super::run_slot::Resume;
 use crate::conversation::{Message as HistoryMessage, ToolCall, ToolResult};
-use crate::session::queue::Queues;
+use crate::session::queue::{Prompt, Queues};
 use crate::session::run::Resumed;
 use crate::store::Record;
 
@@ -42,7 +42,7 @@ pub(super) struct Replayer {
     asks: Vec<PermissionRequestId>,
     /// What the open permission requests asked to run: (tool, arguments).
     asked: Vec<(PermissionRequestId, String, String)>,
-    results_since_reply: Vec<(String, String, bool, String)>,
+    results_since_reply: Vec<ToolResult>,
     reserved: u64,
     explained: u64,
     open_deltas: Option<u64>,
@@ -139,14 +139,16 @@ impl Replayer {
                         name,
                         is_error,
                         output,
+                        images,
                         ..
                     } => {
-                        self.results_since_reply.push((
-                            id.clone(),
-                            name.clone(),
-                            *is_error,
-                            output.clone(),
-                        ));
+                        self.results_since_reply.push(ToolResult {
+                            call_id: id.clone(),
+                            name: name.clone(),
+                            is_error: *is_error,
+                            output: output.clone(),
+                            images: images.clone(),
+                        });
                     }
                     Event::RunFinished {
                         run,
@@ -175,13 +177,25 @@ impl Replayer {
                         self.titled |= actor.shown.take_title(text);
                     }
                     Event::ModelChanged { model } => actor.shown.set_model(model.clone()),
-                    Event::QueueChanged { steer, follow_up } => {
+                    Event::QueueChanged {
+                        steer,
+                        follow_up,
+                        steer_images,
+                        follow_up_images,
+                    } => {
                         actor.queues = Queues::default();
-                        for text in steer {
-                            actor.queues.push(text.clone(), Delivery::Steer);
-                        }
-                        for text in follow_up {
-                            actor.queues.push(text.clone(), Delivery::FollowUp);
+                        let queued = [
+                            (steer, steer_images, Delivery::Steer),
+                            (follow_up, follow_up_images, Delivery::FollowUp),
+                        ];
+                        for (texts, images, delivery) in queued {
+                            for (i, text) in texts.iter().enumerate() {
+                                let prompt = Prompt {
+                                    text: text.clone(),
+                                    images: images.get(i).cloned().unwrap_or_default(),
+                                };
+                                actor.queues.push(prompt, delivery);
+                            }
                         }
                     }
                     Event::PermissionRequested {
@@ -295,13 +309,7 @@ impl SessionActor {
             let calls: Vec<ToolCall> = self.history.last_calls();
             let done = results_since_reply
                 .into_iter()
-                .filter(|(id, ..)| calls.iter().any(|c| &c.id == id))
-                .map(|(call_id, name, is_error, output)| ToolResult {
-                    call_id,
-                    name,
-                    output,
-                    is_error,
-                })
+                .filter(|result| calls.iter().any(|c| c.id == result.call_id))
                 .collect();
             // A call waiting for permission had not started.
             let started = calls
@@ -355,19 +363,15 @@ impl SessionActor {
             let results = calls
                 .iter()
                 .map(
-                    |call| match results_since_reply.iter().find(|r| r.0 == call.id) {
-                        Some((id, name, is_error, output)) => ToolResult {
-                            call_id: id.clone(),
-                            name: name.clone(),
-                            output: output.clone(),
-                            is_error: *is_error,
-                        },
+                    |call| match results_since_reply.iter().find(|r| r.call_id == call.id) {
+                        Some(result) => result.clone(),
                         None => {
                             let result = ToolResult {
                                 call_id: call.id.clone(),
                                 name: call.name.clone(),
                                 output: "(interrupted: the daemon stopped)".to_string(),
                                 is_error: true,
+                                images: Vec::new(),
                             };
                             self.emit(Event::ToolResult {
                                 id: result.call_id.clone(),
@@ -375,6 +379,7 @@ impl SessionActor {
                                 is_error: true,
                                 output: result.output.clone(),
                                 duration_ms: 0,
+                                images: Vec::new(),
                             });
                             result
                         }

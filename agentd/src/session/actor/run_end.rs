@@ -71,10 +71,10 @@ impl Message<RunDone> for SessionActor {
             });
             return;
         }
-        if let Some((text, delivery)) = self.queues.take_next() {
+        if let Some((prompt, delivery)) = self.queues.take_next() {
             self.emit_queues();
             let me = ctx.actor_ref().clone();
-            let _ = self.start_run(text, delivery, finished.options, me);
+            let _ = self.start_run(prompt, delivery, finished.options, me);
         }
     }
 }

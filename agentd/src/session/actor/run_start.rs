@@ -17,15 +17,16 @@ use super::door::ActorDoor;
 use super::run_end::RunDone;
 use super::run_slot::Resume;
 use crate::mcp::SessionSide;
+use crate::session::queue::Prompt;
 use crate::session::run::{self, Nesting, RunOutcome, RunSetup, SessionPort, Start, Workplace};
 use crate::store::Record;
 
 impl SessionActor {
-    /// Starts a run whose first message is `text`, unless the configuration file is broken and
+    /// Starts a run whose first message is `prompt`, unless the configuration file is broken and
     /// the daemon has no good one: then nothing is stored and the refusal says why.
     pub(super) fn start_run(
         &mut self,
-        text: String,
+        prompt: Prompt,
         delivery: Delivery,
         options: RunOptions,
         me: ActorRef<Self>,
@@ -62,8 +63,8 @@ impl SessionActor {
             model: names.model.unwrap_or_default(),
             provider: names.provider,
         });
-        let text_for_hooks = text.clone();
-        self.push_user(text, delivery);
+        let text_for_hooks = prompt.text.clone();
+        self.push_user(prompt, delivery);
         if let Some(message) = self.workspace.sandbox_warning(self.shown.mode()) {
             self.emit(Event::Error { message });
         }
@@ -129,6 +130,10 @@ impl SessionActor {
         let cancel = CancellationToken::new();
         let (profile, model) = self.run_names(&options);
         let choice = config.choose(&self.env.http, profile, model, &options.env);
+        let names = config.names(profile, model, &options.env);
+        let images = config
+            .takes_images(Some(&names.provider), names.model.as_deref().unwrap_or(""))
+            .map(|()| self.image_store());
         let children = self.task_setup(&options, &config);
         // A configured search service whose key is missing is not offered; the user is told.
         let search = match config.search_engine(&options.env) {
@@ -163,6 +168,7 @@ impl SessionActor {
             shells: self.shells.for_run(config.tools.background_shells()),
             web: self.env.web.clone(),
             search,
+            images,
         };
         let door = ActorDoor::new(me.clone(), self.env.directory.clone());
         let setup = RunSetup {

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::SessionActor;
 use crate::hooks::chain::{Chain, HookOutcome, run_chain};
 use crate::hooks::{Hook, HookEvent, hooks_for};
+use crate::session::queue::Prompt;
 
 /// What screening one message needs, taken from the actor.
 pub(super) struct Screen {
@@ -78,24 +79,24 @@ impl SessionActor {
     /// run (refused while the configuration file is broken and the daemon has no good one).
     pub(super) fn accept(
         &mut self,
-        text: String,
+        prompt: Prompt,
         delivery: Delivery,
         options: RunOptions,
         me: ActorRef<Self>,
     ) -> Result<Option<RunId>, ErrorInfo> {
-        self.fits_window(&text, &options)?;
+        self.fits_window(&prompt.text, &options)?;
         if self.runs.is_running() {
-            self.queues.push(text, delivery);
+            self.queues.push(prompt, delivery);
             self.emit_queues();
             return Ok(None);
         }
-        self.start_run(text, delivery, options, me).map(Some)
+        self.start_run(prompt, delivery, options, me).map(Some)
     }
 }
 
 /// A message the hooks screened.
 pub(super) struct Screened {
-    pub(super) text: String,
+    pub(super) prompt: Prompt,
     pub(super) delivery: Delivery,
     pub(super) options: RunOptions,
     pub(super) outcome: HookOutcome,
@@ -116,11 +117,13 @@ impl Message<Screened> for SessionActor {
             });
             return Err(ErrorInfo::new(ErrorCode::InvalidRequest, message));
         }
-        let mut text = msg.text;
+        let mut prompt = msg.prompt;
         if let Some(context) = msg.outcome.context_text() {
-            text.push_str(&format!("\n\n<hook-context>\n{context}\n</hook-context>"));
+            prompt
+                .text
+                .push_str(&format!("\n\n<hook-context>\n{context}\n</hook-context>"));
         }
         let me = ctx.actor_ref().clone();
-        self.accept(text, msg.delivery, msg.options, me)
+        self.accept(prompt, msg.delivery, msg.options, me)
     }
 }

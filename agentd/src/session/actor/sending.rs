@@ -6,11 +6,14 @@ use kameo::prelude::*;
 use protocol::{Delivery, ErrorCode, ErrorInfo, RunId, RunOptions};
 
 use super::{FAULT_ENV, FAULT_MESSAGE, SessionActor, screening};
+use crate::session::queue::Prompt;
 
 /// A user message: it steers or follows the running run, or starts a run.
 pub(crate) struct SendMessage {
     /// The message.
     pub(crate) text: String,
+    /// Its images, stored already.
+    pub(crate) images: Vec<protocol::ImageRef>,
     /// Where it goes while a run is going.
     pub(crate) delivery: Delivery,
     /// Options for the run it may start.
@@ -40,7 +43,10 @@ impl Message<SendMessage> for SessionActor {
             return ctx.spawn(async move {
                 let (outcome, events, _in_order) = screen.run(&text).await;
                 let screened = screening::Screened {
-                    text,
+                    prompt: Prompt {
+                        text,
+                        images: msg.images,
+                    },
                     delivery,
                     options,
                     outcome,
@@ -53,7 +59,11 @@ impl Message<SendMessage> for SessionActor {
                 }
             });
         }
-        let started = self.accept(text, msg.delivery, msg.options, me);
+        let prompt = Prompt {
+            text,
+            images: msg.images,
+        };
+        let started = self.accept(prompt, msg.delivery, msg.options, me);
         ctx.reply(started)
     }
 }

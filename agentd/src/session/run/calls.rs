@@ -66,6 +66,7 @@ impl Run {
                         name: call.name.clone(),
                         output: reason.to_string(),
                         is_error: true,
+                        images: Vec::new(),
                     };
                     self.emit(result_event(&result, 0));
                     result
@@ -164,6 +165,7 @@ impl Run {
                                 search: self.setup.place.search.clone(),
                                 timeout: self.setup.config.web.timeout(),
                             },
+                            images: self.setup.place.images.clone(),
                         };
                         Box::pin(tools::execute(tool, args, ctx))
                     }
@@ -232,6 +234,7 @@ impl Run {
             name: call.name.clone(),
             output: output.output,
             is_error: output.is_error,
+            images: output.images,
         };
         self.emit(result_event(&result, ran_ms));
         drop(running);
@@ -395,5 +398,6 @@ pub(super) fn result_event(result: &ToolResult, duration_ms: u64) -> Event {
         is_error: result.is_error,
         output: result.output.clone(),
         duration_ms,
+        images: result.images.clone(),
     }
 }

@@ -63,10 +63,18 @@ impl Run {
             Some(servers) => format!("{}\n\n{servers}", input.system),
             None => input.system.clone(),
         };
+        let images = match &self.setup.place.images {
+            Ok(store) => {
+                let wanted = crate::images::images_of(&input.messages);
+                store.load(wanted.into_iter().cloned().collect()).await
+            }
+            Err(_) => crate::images::ImageData::none(),
+        };
         let request = ModelRequest {
             model,
             system: &system,
             messages: &input.messages,
+            images: &images,
             tools: &self.harness.specs,
             max_tokens: self.setup.choice.max_tokens,
             one_call: self.harness.small,

@@ -54,6 +54,7 @@ impl Repeats {
         ToolOutput {
             output: text,
             is_error: output.is_error,
+            images: Vec::new(),
         }
     }
 

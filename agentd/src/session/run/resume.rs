@@ -48,6 +48,7 @@ impl Run {
                     name: call.name.clone(),
                     output: interrupted(call, self.setup.place.cwd()),
                     is_error: true,
+                    images: Vec::new(),
                 };
                 self.emit(result_event(&result, 0));
                 done.push(result);
@@ -63,6 +64,7 @@ impl Run {
                     name: call.name.clone(),
                     output: output.output,
                     is_error: output.is_error,
+                    images: output.images,
                 };
                 self.emit(result_event(&result, started.elapsed().as_millis() as u64));
                 result

@@ -76,10 +76,12 @@ impl Run {
         let event = Event::UserMessage {
             text: text.clone(),
             delivery: Delivery::FollowUp,
+            images: Vec::new(),
         };
         let message = Message::User {
             text,
             delivery: Delivery::FollowUp,
+            images: Vec::new(),
         };
         self.push(message, Some(event)).await?;
         Ok(true)

@@ -72,6 +72,8 @@ pub(crate) struct Workplace {
     pub(crate) web: crate::web::Web,
     /// The run's search service: configured, and its key found (`web_search` is offered).
     pub(crate) search: Option<Arc<crate::web::SearchEngine>>,
+    /// The session's image store, or why the run's model may not be sent images.
+    pub(crate) images: crate::images::ImageAccess,
 }
 
 impl Workplace {

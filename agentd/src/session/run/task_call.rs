@@ -238,6 +238,7 @@ impl Run {
         ToolOutput {
             output: cap(&end.result(), MAX_OUTPUT_BYTES),
             is_error: !end.ok(),
+            images: Vec::new(),
         }
     }
 

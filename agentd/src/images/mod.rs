@@ -1,0 +1,14 @@
+//! Images in the conversation (docs/architecture.md#images): checked, scaled to what every
+//! provider takes, stored once per session by content hash next to its log, and loaded again
+//! only for the model call that sends them.
+
+pub(crate) mod capability;
+mod data;
+mod store;
+
+pub(crate) use data::{ImageData, images_of};
+pub(crate) use store::{ImageError, ImageStore};
+
+/// Where a tool call stores the images it gives the model (`read` of an image), or why the
+/// run's model may not be given any.
+pub(crate) type ImageAccess = Result<ImageStore, String>;
