@@ -10,9 +10,9 @@ use std::fmt::{self, Display};
 
 use agentctl::client::{Flow, View};
 use protocol::{
-    Decision, Delivery, Event, HealthKind, Mode, ModelStopReason, PermissionRequestId, PlanItem,
-    QueuedMessage, ResumeReason, RunId, SessionEvent, SessionId, ShellEnd, StopReason, TokenUsage,
-    ToolCallInfo,
+    Decision, Delivery, Event, HealthKind, ImageRef, Mode, ModelStopReason, PermissionRequestId,
+    PlanItem, QueuedMessage, ResumeReason, RunId, SessionEvent, SessionId, ShellEnd, StopReason,
+    TokenUsage, ToolCallInfo,
 };
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -105,6 +105,8 @@ struct QueuedDef {
     text: String,
     #[serde(serialize_with = "name")]
     delivery: Delivery,
+    #[serde(serialize_with = "image_refs", skip_serializing_if = "Vec::is_empty")]
+    images: Vec<ImageRef>,
 }
 
 /// The fields of each kind of event, in the order they are printed. Untagged: the name comes
@@ -124,6 +126,8 @@ enum EventDef {
         text: String,
         #[serde(serialize_with = "name")]
         delivery: Delivery,
+        #[serde(serialize_with = "image_refs", skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
     },
     TurnStarted {
         turn: u32,
@@ -156,6 +160,8 @@ enum EventDef {
         is_error: bool,
         output: String,
         duration_ms: u64,
+        #[serde(serialize_with = "image_refs", skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
     },
     PermissionRequested {
         request: PermissionRequestId,
@@ -178,6 +184,10 @@ enum EventDef {
     QueueChanged {
         steer: Vec<String>,
         follow_up: Vec<String>,
+        #[serde(serialize_with = "image_lists", skip_serializing_if = "Vec::is_empty")]
+        steer_images: Vec<Vec<ImageRef>>,
+        #[serde(serialize_with = "image_lists", skip_serializing_if = "Vec::is_empty")]
+        follow_up_images: Vec<Vec<ImageRef>>,
     },
     Usage {
         #[serde(with = "TokensDef")]
@@ -339,6 +349,33 @@ fn calls<S: Serializer>(calls: &[ToolCallInfo], serializer: S) -> Result<S::Ok, 
     #[derive(Serialize)]
     struct Call<'a>(#[serde(with = "CallDef")] &'a ToolCallInfo);
     serializer.collect_seq(calls.iter().map(Call))
+}
+
+/// An image as `--json` prints it: never its bytes, which stay in the daemon's store.
+#[derive(Serialize)]
+#[serde(remote = "ImageRef")]
+struct ImageDef {
+    hash: String,
+    media_type: String,
+    size: u64,
+    width: u32,
+    height: u32,
+    #[serde(rename = "path")]
+    name: String,
+}
+
+/// Images, each as [`ImageDef`].
+fn image_refs<S: Serializer>(images: &[ImageRef], serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Image<'a>(#[serde(with = "ImageDef")] &'a ImageRef);
+    serializer.collect_seq(images.iter().map(Image))
+}
+
+/// Lists of images, one per queued message.
+fn image_lists<S: Serializer>(lists: &[Vec<ImageRef>], serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct List<'a>(#[serde(serialize_with = "image_refs")] &'a [ImageRef]);
+    serializer.collect_seq(lists.iter().map(|l| List(l)))
 }
 
 /// Queued messages, each with its queue's name.

@@ -36,8 +36,16 @@ fn every_kind() -> Vec<(Event, &'static str)> {
             Event::UserMessage {
                 text: "hi".into(),
                 delivery: Delivery::Steer,
+                images: vec![protocol::ImageRef {
+                    hash: "ab".repeat(32),
+                    media_type: "image/png".into(),
+                    size: 2048,
+                    width: 1280,
+                    height: 720,
+                    name: "shot.png".into(),
+                }],
             },
-            r#"{"text":"hi","delivery":"steer","type":"user_message","seq":2,"session":"s1","time_ms":9}"#,
+            r#"{"text":"hi","delivery":"steer","images":[{"hash":"abababababababababababababababababababababababababababababababab","media_type":"image/png","size":2048,"width":1280,"height":720,"path":"shot.png"}],"type":"user_message","seq":2,"session":"s1","time_ms":9}"#,
         ),
         (
             Event::TurnStarted { turn: 2 },
@@ -99,6 +107,7 @@ fn every_kind() -> Vec<(Event, &'static str)> {
                 is_error: true,
                 output: "boom \"quoted\" é".into(),
                 duration_ms: 12,
+                images: vec![],
             },
             r#"{"id":"c1","name":"bash","is_error":true,"output":"boom \"quoted\" é","duration_ms":12,"type":"tool_result","seq":10,"session":"s1","time_ms":9}"#,
         ),
@@ -135,6 +144,8 @@ fn every_kind() -> Vec<(Event, &'static str)> {
             Event::QueueChanged {
                 steer: vec!["a".into()],
                 follow_up: vec![],
+                steer_images: vec![],
+                follow_up_images: vec![],
             },
             r#"{"steer":["a"],"follow_up":[],"type":"queue_changed","seq":14,"session":"s1","time_ms":9}"#,
         ),
@@ -215,6 +226,7 @@ fn every_kind() -> Vec<(Event, &'static str)> {
                 returned_messages: vec![QueuedMessage {
                     text: "later".into(),
                     delivery: Delivery::FollowUp,
+                    images: vec![],
                 }],
                 error: None,
                 nothing_changed: true,

@@ -168,6 +168,7 @@ mod tests {
         Message::User {
             text: text.into(),
             delivery: Delivery::FollowUp,
+            images: Vec::new(),
         }
     }
 
@@ -190,6 +191,7 @@ mod tests {
                 name: "read".into(),
                 output: "x".repeat(size),
                 is_error: false,
+                images: Vec::new(),
             }],
         }
     }

@@ -201,6 +201,7 @@ mod tests {
             name: name.into(),
             output: "old_string was not found".into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 

@@ -59,7 +59,7 @@ impl HumanView {
                 self.cost = *cost_micros;
             }
             Event::QueueChanged { .. } => {}
-            Event::UserMessage { text, delivery } => self.user_message(text, *delivery),
+            Event::UserMessage { text, delivery, .. } => self.user_message(text, *delivery),
             Event::TurnStarted { .. } => self.streamed = false,
             Event::TextDelta { text } => {
                 self.close_call();
@@ -86,6 +86,7 @@ impl HumanView {
                 is_error,
                 output,
                 duration_ms,
+                ..
             } => {
                 self.tool_result(id, name, *is_error, output, *duration_ms);
                 self.release_plan();

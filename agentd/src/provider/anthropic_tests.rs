@@ -64,6 +64,7 @@ fn tool_results_and_a_steer_merge_into_one_user_message() {
         Message::User {
             text: "go".into(),
             delivery: Delivery::FollowUp,
+            images: Vec::new(),
         },
         Message::Assistant(AssistantReply {
             content: vec![Block::ToolCall(call)],
@@ -76,11 +77,13 @@ fn tool_results_and_a_steer_merge_into_one_user_message() {
                 name: "read".into(),
                 output: "x".into(),
                 is_error: false,
+                images: Vec::new(),
             }],
         },
         Message::User {
             text: "also check b".into(),
             delivery: Delivery::Steer,
+            images: Vec::new(),
         },
     ];
     let messages = messages_json(&history);

@@ -171,6 +171,7 @@ mod tests {
             Message::User {
                 text: "hi".into(),
                 delivery: Delivery::FollowUp,
+                images: Vec::new(),
             },
             Message::Assistant(AssistantReply {
                 content: vec![
@@ -199,6 +200,7 @@ mod tests {
                     name: "read".into(),
                     output: String::new(),
                     is_error: false,
+                    images: Vec::new(),
                 }],
             },
         ];

@@ -296,6 +296,7 @@ mod tests {
                     name: "read".into(),
                     output: "x".into(),
                     is_error: false,
+                    images: Vec::new(),
                 }],
             },
         }
@@ -318,6 +319,7 @@ mod tests {
             message: Message::User {
                 text: text.into(),
                 delivery: Delivery::FollowUp,
+                images: Vec::new(),
             },
         };
         let started = |run| Event::RunStarted {

@@ -30,7 +30,9 @@ impl Chat {
                     status.tokens = *cumulative;
                     status.cost = *cost_micros;
                 }
-                Event::QueueChanged { steer, follow_up } => {
+                Event::QueueChanged {
+                    steer, follow_up, ..
+                } => {
                     status.steer = steer.len();
                     status.follow_up = follow_up.len();
                 }
