@@ -5,6 +5,7 @@
 pub mod acp;
 mod fixture;
 pub mod fuzz;
+pub mod images;
 pub mod json_run;
 mod logs;
 pub mod mcp;

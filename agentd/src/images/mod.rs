@@ -4,11 +4,18 @@
 
 pub(crate) mod capability;
 mod data;
+mod error;
+mod fit;
+mod format;
 mod store;
 
 pub(crate) use data::{ImageData, images_of};
-pub(crate) use store::{ImageError, ImageStore};
+pub(crate) use format::Format;
+pub(crate) use store::ImageStore;
 
 /// Where a tool call stores the images it gives the model (`read` of an image), or why the
 /// run's model may not be given any.
 pub(crate) type ImageAccess = Result<ImageStore, String>;
+
+#[cfg(test)]
+mod tests;

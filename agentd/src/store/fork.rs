@@ -254,6 +254,7 @@ pub(crate) fn fork(
     if sync {
         file.sync_all().map_err(|e| io(at(&log)(e)))?;
     }
+    super::fork_images::copy_images(from, &dir, sync)?;
     meta.turns = cut.turns;
     write_meta(&dir, meta, sync).map_err(io)?;
     if sync {

@@ -5,6 +5,7 @@
 //! which loading drops.
 
 mod fork;
+mod fork_images;
 mod log;
 mod replay;
 mod running;

@@ -20,6 +20,7 @@ pub(crate) mod pool;
 pub mod processes;
 pub(crate) mod progress;
 pub(crate) mod read;
+mod read_image;
 mod replace_file;
 pub(crate) mod shells;
 pub(crate) mod todo;

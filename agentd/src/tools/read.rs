@@ -28,9 +28,10 @@ const SNIFF_BYTES: usize = 8192;
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec {
         name: "read".into(),
-        description: "Read a text file. Returns numbered lines (like `cat -n`). Reads up to 2000 \
-                      lines from `offset` (1-based, default 1); use offset and limit to page \
-                      through long files. Paths are relative to the working directory."
+        description: "Read a text file or an image. Returns numbered lines (like `cat -n`). \
+                      Reads up to 2000 lines from `offset` (1-based, default 1); use offset and \
+                      limit to page through long files. A PNG, JPEG, GIF or WebP image is shown \
+                      to you as an image. Paths are relative to the working directory."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -56,6 +57,9 @@ pub(crate) struct Args {
 pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     let path = resolve(&ctx.cwd, &args.path);
     let shown = display(&ctx.cwd, &path);
+    if let Some(image) = super::read_image::read(&path, &shown, &ctx).await {
+        return image;
+    }
     let window = Window::new(
         args.offset.unwrap_or(1),
         args.limit.unwrap_or(DEFAULT_LIMIT),
