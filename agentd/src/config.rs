@@ -67,8 +67,12 @@ pub(crate) struct ProviderProfile {
     pub(crate) profile: Option<crate::model_profile::ModelProfile>,
     /// How hard a reasoning model thinks (`low`, `medium`, `high`; the Responses API only).
     pub(crate) reasoning_effort: Option<String>,
-    /// Whether the Responses API keeps the replies on its side (`false` unless set).
+    /// Whether the Responses API keeps the replies on its side (`false` unless set, or unless
+    /// `previous_response_id` is).
     pub(crate) store: Option<bool>,
+    /// Whether a Responses request names the reply before it and sends only what is newer
+    /// (`false` unless set; needs `store`).
+    pub(crate) previous_response_id: Option<bool>,
     /// Whether its models take images (unset: all but the families known to read text only).
     pub(crate) images: Option<bool>,
 }
@@ -323,6 +327,7 @@ impl Config {
             .validate()
             .and(self.shell_env.validate())
             .and(search)
+            .and(self.check_profiles())
         {
             return Err(ConfigError {
                 file: path.display().to_string(),

@@ -281,3 +281,119 @@ async fn a_call_written_as_text_is_recovered_and_sent_back_as_a_function_call() 
         .expect("with its output");
     assert_eq!(output["call_id"], call["call_id"]);
 }
+
+/// A run of two tool turns with replies `resp_a`, `resp_b`, `resp_c`, with `config`, on
+/// provider profile `profile`.
+async fn two_tool_turns_on(config: &str, profile: &str) -> Vec<Received> {
+    let mut env = TestEnv::builder()
+        .file("README.md", "run `make dev`\n")
+        .config(config)
+        .model(vec![
+            responses::reply()
+                .id("resp_a")
+                .reasoning("rs_1", "The readme will say.")
+                .tool("call_1", "read", json!({"path": "README.md"}))
+                .build(),
+            responses::reply()
+                .id("resp_b")
+                .tool("call_2", "glob", json!({"pattern": "*.md"}))
+                .build(),
+            responses::reply()
+                .id("resp_c")
+                .text("Use `make dev`.")
+                .build(),
+        ])
+        .start()
+        .await;
+    let options = RunOptions {
+        provider: Some(profile.into()),
+        ..responses_options(&env.server)
+    };
+    let events = env.run_with("how do I start it?", options).await;
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            turns: 3,
+            ..
+        }
+    ));
+    env.server.received()
+}
+
+const CHAINED: &str = "[providers.chained]\nkind = \"responses\"\nprevious_response_id = true\n";
+
+#[tokio::test]
+async fn with_previous_response_id_a_request_names_the_last_reply_and_sends_only_what_is_newer() {
+    let requests = two_tool_turns_on(CHAINED, "chained").await;
+    assert_eq!(requests.len(), 3);
+    let first = &requests[0].body;
+    assert!(first.get("previous_response_id").is_none());
+    assert_eq!(first["store"], true, "previous_response_id implies store");
+    assert!(first.get("include").is_none());
+    assert_eq!(input(&requests[0]).len(), 1);
+    for (request, previous, call) in [
+        (&requests[1], "resp_a", "call_1"),
+        (&requests[2], "resp_b", "call_2"),
+    ] {
+        assert_eq!(request.body["previous_response_id"], previous);
+        assert_eq!(request.body["store"], true);
+        let input = input(request);
+        assert_eq!(input.len(), 1, "only the call's output: {input:?}");
+        assert_eq!(input[0]["type"], "function_call_output");
+        assert_eq!(input[0]["call_id"], call);
+    }
+}
+
+#[tokio::test]
+async fn without_previous_response_id_every_request_sends_the_full_input_unstored() {
+    let requests = two_tool_turns_on("", "responses").await;
+    let lengths: Vec<usize> = requests.iter().map(|r| input(r).len()).collect();
+    assert_eq!(lengths, [1, 4, 6]);
+    for request in &requests {
+        assert!(request.body.get("previous_response_id").is_none());
+        assert_eq!(request.body["store"], false);
+    }
+}
+
+#[tokio::test]
+async fn a_previous_response_the_server_lost_is_sent_again_as_the_full_input() {
+    let mut env = TestEnv::builder()
+        .file("README.md", "run `make dev`\n")
+        .config(CHAINED)
+        .model(vec![
+            responses::reply()
+                .id("resp_a")
+                .tool("call_1", "read", json!({"path": "README.md"}))
+                .build(),
+            responses::previous_not_found("resp_a"),
+            responses::reply()
+                .id("resp_b")
+                .text("Use `make dev`.")
+                .build(),
+        ])
+        .start()
+        .await;
+    let options = RunOptions {
+        provider: Some("chained".into()),
+        ..responses_options(&env.server)
+    };
+    let events = env.run_with("how do I start it?", options).await;
+    assert!(matches!(
+        finished(&events),
+        Event::RunFinished {
+            stop_reason: StopReason::Completed,
+            ..
+        }
+    ));
+    let requests = env.server.received();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[1].body["previous_response_id"], "resp_a");
+    assert_eq!(input(&requests[1]).len(), 1);
+    assert!(requests[2].body.get("previous_response_id").is_none());
+    let full = input(&requests[2]);
+    assert_eq!(full.len(), 3, "{full:?}");
+    assert_eq!(full[0]["role"], "user");
+    assert_eq!(full[1]["type"], "function_call");
+    assert_eq!(full[2]["type"], "function_call_output");
+}

@@ -65,9 +65,12 @@ impl Config {
             }
             ProviderKind::Responses => {
                 let (server, model) = self.openai_server(http, &profile, model, env)?;
+                // Naming an earlier reply needs the server to keep it.
+                let chained = profile.previous_response_id.unwrap_or(false);
                 let options = ResponsesOptions {
-                    store: profile.store.unwrap_or(false),
+                    store: profile.store.unwrap_or(chained),
                     reasoning_effort: profile.reasoning_effort.clone(),
+                    previous_response_id: chained,
                 };
                 Ok((Provider::Responses(Responses::new(server, options)), model))
             }
@@ -131,6 +134,29 @@ impl Config {
         crate::images::capability::check(name, setting, model)
     }
 
+    /// Checks the profiles' Responses settings: `previous_response_id` is for `kind =
+    /// "responses"` only and needs `store`. `Err` says which profile and what to change.
+    pub(super) fn check_profiles(&self) -> Result<(), String> {
+        for (name, profile) in &self.providers {
+            if profile.previous_response_id != Some(true) {
+                continue;
+            }
+            if profile.kind != ProviderKind::Responses {
+                return Err(format!(
+                    "[providers.{name}]: previous_response_id is for kind = \"responses\" only; \
+                     remove it or set kind = \"responses\""
+                ));
+            }
+            if profile.store == Some(false) {
+                return Err(format!(
+                    "[providers.{name}]: previous_response_id = true needs the server to keep the \
+                     replies, but store = false; remove store = false or previous_response_id"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Profile `name`: from the configuration, or the kind of that name with no settings.
     fn profile(&self, name: &str) -> Result<ProviderProfile, ProviderError> {
         if let Some(profile) = self.providers.get(name) {
@@ -157,6 +183,7 @@ impl Config {
             profile: None,
             reasoning_effort: None,
             store: None,
+            previous_response_id: None,
             images: None,
         })
     }
@@ -241,4 +268,43 @@ fn openai_base(profile: &ProviderProfile, env: &[(String, String)]) -> String {
         .clone()
         .or_else(|| lookup(env, "OPENAI_BASE_URL"))
         .unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn parse(text: &str) -> Result<Config, super::super::ConfigError> {
+        Config::parse(text, Path::new("/c/config.toml"))
+    }
+
+    #[test]
+    fn previous_response_id_implies_store_and_refuses_store_false() {
+        let on = "[providers.r]\nkind = \"responses\"\nprevious_response_id = true\n";
+        let config = parse(on).unwrap();
+        let http = reqwest::Client::new();
+        let env = [("OPENAI_API_KEY".to_string(), "k".to_string())];
+        let Ok((Provider::Responses(provider), _)) = config.provider(&http, Some("r"), None, &env)
+        else {
+            panic!("a Responses provider");
+        };
+        assert!(provider.options().store && provider.options().previous_response_id);
+        let error = parse(&format!("{on}store = false\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("previous_response_id") && error.contains("store = false"),
+            "{error}"
+        );
+        let chat = "[providers.c]\nkind = \"openai\"\nprevious_response_id = true\n";
+        let error = parse(chat).unwrap_err().to_string();
+        assert!(error.contains("kind = \"responses\""), "{error}");
+        assert!(
+            parse(
+                "[providers.r]\nkind = \"responses\"\nprevious_response_id = false\nstore = false\n"
+            )
+            .is_ok()
+        );
+    }
 }

@@ -9,8 +9,9 @@ use tokio_util::sync::CancellationToken;
 use super::endpoint::{Endpoint, Format};
 use super::sse::SseEvent;
 use super::stream::StreamParser;
-use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
-use crate::conversation::{AssistantReply, Block, Message, ToolCall};
+use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec, images};
+use crate::conversation::{AssistantReply, Block, Message, ToolCall, ToolResult};
+use crate::images::ImageData;
 
 /// The public API's address.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -114,7 +115,7 @@ pub(crate) fn request_body(request: &ModelRequest<'_>) -> Value {
     if let Some(last) = tools.last_mut() {
         last["cache_control"] = cache.clone();
     }
-    let mut messages = messages_json(request.messages);
+    let mut messages = messages_json(request.messages, request.images);
     if let Some(block) = messages
         .last_mut()
         .and_then(|m| m["content"].as_array_mut())
@@ -146,15 +147,27 @@ fn tool_json(tool: &ToolSpec) -> Value {
     })
 }
 
-/// Maps the history to Messages API messages. Consecutive messages of one role are merged
-/// (tool results followed by a steering message become one user message, results first).
-fn messages_json(history: &[Message]) -> Vec<Value> {
+/// Maps the history to Messages API messages, with the images `images` holds. Consecutive
+/// messages of one role are merged (tool results followed by a steering message become one user
+/// message, results first).
+fn messages_json(history: &[Message], images: &ImageData) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for message in history {
         let (role, blocks) = match message {
-            Message::User { text, .. } | Message::Notice { text } => {
-                ("user", vec![json!({"type": "text", "text": text})])
+            // Images before the text, as Anthropic advises.
+            Message::User {
+                text,
+                images: attached,
+                ..
+            } => {
+                let mut blocks = images::anthropic_blocks(attached, images);
+                // The API refuses an empty text block; a message of images alone needs none.
+                if !text.is_empty() || blocks.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                ("user", blocks)
             }
+            Message::Notice { text } => ("user", vec![json!({"type": "text", "text": text})]),
             Message::Summary { text } => (
                 "user",
                 vec![
@@ -163,17 +176,7 @@ fn messages_json(history: &[Message]) -> Vec<Value> {
             ),
             Message::ToolResults { results } => (
                 "user",
-                results
-                    .iter()
-                    .map(|r| {
-                        json!({
-                            "type": "tool_result",
-                            "tool_use_id": r.call_id,
-                            "content": r.output_or_placeholder(),
-                            "is_error": r.is_error,
-                        })
-                    })
-                    .collect(),
+                results.iter().map(|r| tool_result(r, images)).collect(),
             ),
             Message::Assistant(reply) => ("assistant", assistant_blocks(reply)),
         };
@@ -187,6 +190,25 @@ fn messages_json(history: &[Message]) -> Vec<Value> {
         }
     }
     out
+}
+
+/// A `tool_result` block: its content a string, or an array of the text and the images when the
+/// result has images.
+fn tool_result(result: &ToolResult, images: &ImageData) -> Value {
+    let output = result.output_or_placeholder();
+    let content = if result.images.is_empty() {
+        json!(output)
+    } else {
+        let mut blocks = vec![json!({"type": "text", "text": output})];
+        blocks.extend(images::anthropic_blocks(&result.images, images));
+        Value::Array(blocks)
+    };
+    json!({
+        "type": "tool_result",
+        "tool_use_id": result.call_id,
+        "content": content,
+        "is_error": result.is_error,
+    })
 }
 
 fn assistant_blocks(reply: &AssistantReply) -> Vec<Value> {

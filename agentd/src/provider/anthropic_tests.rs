@@ -86,7 +86,7 @@ fn tool_results_and_a_steer_merge_into_one_user_message() {
             images: Vec::new(),
         },
     ];
-    let messages = messages_json(&history);
+    let messages = messages_json(&history, &ImageData::none());
     assert_eq!(messages.len(), 3);
     assert_eq!(messages[2]["content"][0]["type"], "tool_result");
     assert_eq!(messages[2]["content"][1]["text"], "also check b");
@@ -107,4 +107,49 @@ fn one_call_per_reply_ends_the_reply_at_a_second_call() {
     let reply = builder.build();
     assert_eq!(reply.tool_calls().len(), 1);
     assert_eq!(reply.stop_reason, ModelStopReason::ToolUse);
+}
+
+#[test]
+fn images_go_before_the_text_and_into_the_tool_result() {
+    use crate::provider::images::tests::{data, image};
+    let (shot, gone, read) = (image("shot"), image("gone"), image("read"));
+    let history = vec![
+        Message::User {
+            text: "what is this?".into(),
+            delivery: Delivery::FollowUp,
+            images: vec![shot.clone(), gone.clone()],
+        },
+        Message::Assistant(AssistantReply {
+            content: vec![Block::ToolCall(ToolCall {
+                id: "t1".into(),
+                name: "read".into(),
+                args: "{\"path\":\"a.png\"}".into(),
+            })],
+            stop_reason: ModelStopReason::ToolUse,
+            usage: TokenUsage::default(),
+        }),
+        Message::ToolResults {
+            results: vec![crate::conversation::ToolResult {
+                call_id: "t1".into(),
+                name: "read".into(),
+                output: "a.png".into(),
+                is_error: false,
+                images: vec![read.clone()],
+            }],
+        },
+    ];
+    let messages = messages_json(&history, &data(&[&shot, &read]));
+    let source = json!({"type": "base64", "media_type": "image/png", "data": "QUJD"});
+    assert_eq!(
+        messages[0]["content"],
+        json!([
+            {"type": "image", "source": source},
+            {"type": "text", "text": "[image: gone.png 2×1]"},
+            {"type": "text", "text": "what is this?"},
+        ])
+    );
+    assert_eq!(
+        messages[2]["content"][0]["content"],
+        json!([{"type": "text", "text": "a.png"}, {"type": "image", "source": source}])
+    );
 }

@@ -5,10 +5,13 @@
 pub mod anthropic;
 mod choice;
 mod endpoint;
+mod images;
 pub(crate) mod local;
 pub(crate) mod models;
 pub mod openai;
+mod openai_messages;
 pub(crate) mod responses;
+mod responses_chain;
 mod responses_reply;
 pub(crate) mod retry;
 

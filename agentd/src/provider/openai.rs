@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::endpoint::{Endpoint, Format};
 use super::sse::SseEvent;
 use super::stream::StreamParser;
-use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
-use crate::conversation::{AssistantReply, Block, Message, ToolCall};
+use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec, openai_messages};
+use crate::conversation::{AssistantReply, Block, ToolCall};
 
 /// The public API's address.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -145,7 +145,10 @@ pub(crate) fn parse_error(body: &str) -> (Option<String>, Option<String>) {
 /// The JSON body of a request.
 pub(crate) fn request_body(request: &ModelRequest<'_>) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
-    messages.extend(messages_json(request.messages));
+    messages.extend(openai_messages::messages_json(
+        request.messages,
+        request.images,
+    ));
     let mut body = json!({
         "model": request.model,
         "stream": true,
@@ -178,46 +181,6 @@ fn tool_json(tool: &ToolSpec) -> Value {
         "type": "function",
         "function": {"name": tool.name, "description": tool.description, "parameters": tool.input_schema},
     })
-}
-
-fn messages_json(history: &[Message]) -> Vec<Value> {
-    let mut out = Vec::new();
-    for message in history {
-        match message {
-            Message::User { text, .. } | Message::Notice { text } => {
-                out.push(json!({"role": "user", "content": text}))
-            }
-            Message::Summary { text } => out.push(json!({
-                "role": "user",
-                "content": format!("Summary of the earlier conversation:\n\n{text}"),
-            })),
-            Message::ToolResults { results } => {
-                for result in results {
-                    let content = result.output_or_placeholder();
-                    out.push(
-                        json!({"role": "tool", "tool_call_id": result.call_id, "content": content}),
-                    );
-                }
-            }
-            Message::Assistant(reply) => {
-                let calls: Vec<Value> = reply
-                    .tool_calls()
-                    .iter()
-                    .map(|call| {
-                        let arguments = call.args_object_text();
-                        json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
-                    })
-                    .collect();
-                // Some servers reject `null` content, so an answer of only tool calls sends "".
-                let mut value = json!({"role": "assistant", "content": reply.text()});
-                if !calls.is_empty() {
-                    value["tool_calls"] = Value::Array(calls);
-                }
-                out.push(value);
-            }
-        }
-    }
-    out
 }
 
 /// A tool call being assembled from deltas.
@@ -431,21 +394,5 @@ mod tests {
         let body = chunk(json!({"choices": [{"index": 0, "delta": {"content": "par"}}]}));
         let result = stream::decode(ReplyBuilder::default(), body.as_bytes(), &mut |_| {});
         assert!(matches!(result, Err(ProviderError::Broken(_))));
-    }
-
-    #[test]
-    fn an_assistant_message_of_only_tool_calls_sends_empty_content() {
-        let reply = AssistantReply {
-            content: vec![Block::ToolCall(ToolCall {
-                id: "c".into(),
-                name: "read".into(),
-                args: "{}".into(),
-            })],
-            stop_reason: ModelStopReason::ToolUse,
-            usage: TokenUsage::default(),
-        };
-        let messages = messages_json(&[Message::Assistant(reply)]);
-        assert_eq!(messages[0]["content"], "");
-        assert_eq!(messages[0]["tool_calls"][0]["function"]["arguments"], "{}");
     }
 }

@@ -1,17 +1,23 @@
 //! OpenAI's Responses API, `POST {base}/responses` with `stream: true`
 //! (docs/architecture.md#providers). Stateless: every request carries the whole conversation as
 //! `input` items, `store: false` unless the profile says otherwise, and the reasoning items of
-//! earlier replies go back exactly as they came (with their encrypted content). The server is
-//! asked about its models as for Chat Completions.
+//! earlier replies go back exactly as they came (with their encrypted content). Only when the
+//! profile asks for `previous_response_id` does a request name the reply before it and send
+//! what is newer. The server is asked about its models as for Chat Completions.
 
+use std::sync::Arc;
+
+use protocol::ImageRef;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::endpoint::Format;
 use super::openai::{self, OpenAi};
+use super::responses_chain::{Chain, Next, WithId, previous_not_found};
 use super::responses_reply::{NAME, ReplyBuilder};
-use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec};
-use crate::conversation::{AssistantReply, Block, Message};
+use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec, images};
+use crate::conversation::{AssistantReply, Block, Message, ToolResult};
+use crate::images::ImageData;
 
 const FORMAT: Format = Format {
     name: NAME,
@@ -25,6 +31,9 @@ pub(crate) struct ResponsesOptions {
     pub(crate) store: bool,
     /// The reasoning effort asked for, if any (`reasoning.effort`).
     pub(crate) reasoning_effort: Option<String>,
+    /// Whether a request names the reply before it (`previous_response_id`) and sends only
+    /// what is newer, when the history still starts with what that reply covered.
+    pub(crate) previous_response_id: bool,
 }
 
 /// A client of a Responses endpoint.
@@ -34,12 +43,18 @@ pub(crate) struct Responses {
     /// requests posted the same way.
     server: OpenAi,
     options: ResponsesOptions,
+    /// The last reply a request may name (shared by the clones of one run's client).
+    chain: Arc<Chain>,
 }
 
 impl Responses {
     /// A client of `server`'s Responses API with the profile's `options`.
     pub(crate) fn new(server: OpenAi, options: ResponsesOptions) -> Responses {
-        Responses { server, options }
+        Responses {
+            server,
+            options,
+            chain: Arc::new(Chain::default()),
+        }
     }
 
     /// The server, for the questions both of OpenAI's APIs answer alike (its models, whether
@@ -48,29 +63,85 @@ impl Responses {
         &self.server
     }
 
-    /// Streams one reply (see [`super::Provider::stream`]).
+    /// The profile's options.
+    #[cfg(test)]
+    pub(crate) fn options(&self) -> &ResponsesOptions {
+        &self.options
+    }
+
+    /// Streams one reply (see [`super::Provider::stream`]). With `previous_response_id`
+    /// configured, a request continues the last reply where the history allows, and once more
+    /// with the full input when the server no longer has that reply.
     pub(crate) async fn stream(
         &self,
         request: ModelRequest<'_>,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, ProviderError> {
-        let parser = ReplyBuilder::new(request.one_call);
-        let body = request_body(&request, &self.options);
-        self.server
+        let groups = input_groups(request.messages, request.images);
+        // A reply cut at its first call differs from what the server kept: no chain then.
+        let chaining = self.options.previous_response_id && !request.one_call;
+        let next = chaining
+            .then(|| self.chain.next(request.model, &groups))
+            .flatten();
+        let mut answer = self
+            .post(&request, &groups, next.as_ref(), on_delta, cancel)
+            .await;
+        if next.is_some() && answer.as_ref().is_err_and(previous_not_found) {
+            self.chain.forget();
+            answer = self.post(&request, &groups, None, on_delta, cancel).await;
+        }
+        let (reply, id) = answer?;
+        if chaining {
+            let reply_items: Vec<Value> = reply.content.iter().filter_map(reply_item).collect();
+            match id {
+                Some(id) => self
+                    .chain
+                    .remember(id, request.model, &groups, &reply_items),
+                None => self.chain.forget(),
+            }
+        }
+        Ok(reply)
+    }
+
+    /// Posts one request: the input items from `next.from` on, naming `next.id`, or all of
+    /// them. The reply and the id the server gave it.
+    async fn post(
+        &self,
+        request: &ModelRequest<'_>,
+        groups: &[Vec<Value>],
+        next: Option<&Next>,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<(AssistantReply, Option<String>), ProviderError> {
+        let from = next.map_or(0, |n| n.from);
+        let input = groups.iter().skip(from).flatten().cloned().collect();
+        let mut body = request_body(request, &self.options, input);
+        if let Some(next) = next {
+            body["previous_response_id"] = json!(next.id);
+        }
+        let mut id = None;
+        let parser = WithId::new(ReplyBuilder::new(request.one_call), &mut id);
+        let reply = self
+            .server
             .post_stream(&FORMAT, "responses", &body, parser, on_delta, cancel)
-            .await
+            .await?;
+        Ok((reply, id))
     }
 }
 
-/// The JSON body of a request.
-pub(crate) fn request_body(request: &ModelRequest<'_>, options: &ResponsesOptions) -> Value {
+/// The JSON body of a request with `input`.
+pub(crate) fn request_body(
+    request: &ModelRequest<'_>,
+    options: &ResponsesOptions,
+    input: Vec<Value>,
+) -> Value {
     let mut body = json!({
         "model": request.model,
         "stream": true,
         "store": options.store,
         "instructions": request.system,
-        "input": input_items(request.messages),
+        "input": input,
         "max_output_tokens": request.max_tokens,
     });
     // Unstored reasoning can only be passed back in its encrypted form.
@@ -94,31 +165,52 @@ fn tool_json(tool: &ToolSpec) -> Value {
     })
 }
 
-/// A user message item of `text`.
-// Images join the content here as `input_image` parts when they are supported.
-fn user_item(text: &str) -> Value {
-    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+/// A user message item of `text` and the images `images` holds of `attached`.
+fn user_item(text: &str, attached: &[ImageRef], images: &ImageData) -> Value {
+    let mut content = images::responses_parts(attached, images);
+    // A message of images alone needs no empty text part; otherwise the text comes first.
+    if !text.is_empty() || content.is_empty() {
+        content.insert(0, json!({"type": "input_text", "text": text}));
+    }
+    json!({"type": "message", "role": "user", "content": content})
 }
 
-/// The history as `input` items, in order.
-fn input_items(history: &[Message]) -> Vec<Value> {
-    let mut out = Vec::new();
-    for message in history {
-        match message {
-            Message::User { text, .. } | Message::Notice { text } => out.push(user_item(text)),
-            Message::Summary { text } => out.push(user_item(&format!(
-                "Summary of the earlier conversation:\n\n{text}"
-            ))),
+/// A tool result as a `function_call_output` item: its output a string, or an array of the
+/// text and the images when the result has images.
+fn output_item(result: &ToolResult, images: &ImageData) -> Value {
+    let text = result.output_or_placeholder();
+    let output = if result.images.is_empty() {
+        json!(text)
+    } else {
+        let mut parts = vec![json!({"type": "input_text", "text": text})];
+        parts.extend(images::responses_parts(&result.images, images));
+        Value::Array(parts)
+    };
+    json!({"type": "function_call_output", "call_id": result.call_id, "output": output})
+}
+
+/// The history as `input` items, one list per message, in order.
+pub(crate) fn input_groups(history: &[Message], images: &ImageData) -> Vec<Vec<Value>> {
+    history
+        .iter()
+        .map(|message| match message {
+            Message::User {
+                text,
+                images: attached,
+                ..
+            } => vec![user_item(text, attached, images)],
+            Message::Notice { text } => vec![user_item(text, &[], images)],
+            Message::Summary { text } => vec![user_item(
+                &format!("Summary of the earlier conversation:\n\n{text}"),
+                &[],
+                images,
+            )],
             Message::ToolResults { results } => {
-                for result in results {
-                    let output = result.output_or_placeholder();
-                    out.push(json!({"type": "function_call_output", "call_id": result.call_id, "output": output}));
-                }
+                results.iter().map(|r| output_item(r, images)).collect()
             }
-            Message::Assistant(reply) => out.extend(reply.content.iter().filter_map(reply_item)),
-        }
-    }
-    out
+            Message::Assistant(reply) => reply.content.iter().filter_map(reply_item).collect(),
+        })
+        .collect()
 }
 
 /// One part of an earlier reply as an input item; `None` for what is not sent back.
@@ -144,101 +236,5 @@ fn reply_item(block: &Block) -> Option<Value> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::conversation::{ToolCall, ToolResult};
-    use protocol::{Delivery, ModelStopReason, TokenUsage};
-
-    static NO_IMAGES: std::sync::LazyLock<crate::images::ImageData> =
-        std::sync::LazyLock::new(crate::images::ImageData::none);
-
-    fn request<'a>(messages: &'a [Message], tools: &'a [ToolSpec]) -> ModelRequest<'a> {
-        ModelRequest {
-            model: "gpt-5",
-            system: "Be brief.",
-            messages,
-            images: &NO_IMAGES,
-            tools,
-            max_tokens: 100,
-            one_call: false,
-        }
-    }
-
-    #[test]
-    fn the_history_maps_to_input_items_with_reasoning_passed_back_exactly() {
-        let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Look."}], "encrypted_content": "gAAA"});
-        let messages = vec![
-            Message::User {
-                text: "hi".into(),
-                delivery: Delivery::FollowUp,
-                images: Vec::new(),
-            },
-            Message::Assistant(AssistantReply {
-                content: vec![
-                    Block::Thinking {
-                        thinking: "Look.".into(),
-                        signature: None,
-                    },
-                    Block::ProviderItem {
-                        item: reasoning.clone(),
-                    },
-                    Block::Text {
-                        text: "Reading.".into(),
-                    },
-                    Block::ToolCall(ToolCall {
-                        id: "call_1".into(),
-                        name: "read".into(),
-                        args: "{\"path\":\"a\"".into(),
-                    }),
-                ],
-                stop_reason: ModelStopReason::ToolUse,
-                usage: TokenUsage::default(),
-            }),
-            Message::ToolResults {
-                results: vec![ToolResult {
-                    call_id: "call_1".into(),
-                    name: "read".into(),
-                    output: String::new(),
-                    is_error: false,
-                    images: Vec::new(),
-                }],
-            },
-        ];
-        let body = request_body(&request(&messages, &[]), &ResponsesOptions::default());
-        assert_eq!(body["instructions"], "Be brief.");
-        assert_eq!(body["store"], false);
-        assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
-        assert!(body.get("reasoning").is_none());
-        let input = body["input"].as_array().unwrap();
-        assert_eq!(
-            input[0],
-            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]})
-        );
-        assert_eq!(input[1], reasoning);
-        assert_eq!(input[2]["content"][0]["type"], "output_text");
-        assert_eq!(
-            input[3],
-            json!({"type": "function_call", "call_id": "call_1", "name": "read", "arguments": "{}"})
-        );
-        assert_eq!(
-            input[4],
-            json!({"type": "function_call_output", "call_id": "call_1", "output": "(no output)"})
-        );
-        assert_eq!(input.len(), 5);
-    }
-
-    #[test]
-    fn effort_and_store_come_from_the_profile() {
-        let options = ResponsesOptions {
-            store: true,
-            reasoning_effort: Some("high".into()),
-        };
-        let body = request_body(&request(&[], &[]), &options);
-        assert_eq!(body["store"], true);
-        assert!(body.get("include").is_none());
-        assert_eq!(
-            body["reasoning"],
-            json!({"effort": "high", "summary": "auto"})
-        );
-    }
-}
+#[path = "responses_tests.rs"]
+mod tests;

@@ -43,6 +43,8 @@ pub(crate) struct ReplyBuilder {
     usage: TokenUsage,
     /// The reply ends at its first tool call: a second one starting ends the stream.
     one_call: bool,
+    /// The id the server gave the reply (`response.id`), once an event named it.
+    response_id: Option<String>,
 }
 
 impl ReplyBuilder {
@@ -53,7 +55,13 @@ impl ReplyBuilder {
             ended: None,
             usage: TokenUsage::default(),
             one_call,
+            response_id: None,
         }
+    }
+
+    /// The id the server gave the reply, if an event named it.
+    pub(crate) fn response_id(&self) -> Option<&str> {
+        self.response_id.as_deref()
     }
 
     /// The reasoning part at `index`, opened empty if it is not yet.
@@ -193,6 +201,11 @@ impl StreamParser for ReplyBuilder {
         let kind = value["type"].as_str().unwrap_or(event.event.as_str());
         let index = value["output_index"].as_u64().unwrap_or(0);
         let delta = value["delta"].as_str().unwrap_or_default();
+        // An id past any real one is not kept: it could not be sent back anyway.
+        let id = value["response"]["id"].as_str();
+        if let Some(id) = id.filter(|id| !id.is_empty() && id.len() <= 256) {
+            self.response_id = Some(id.to_string());
+        }
         match kind {
             "response.output_item.added" => return Ok(self.item_added(index, &value["item"])),
             "response.output_item.done" => self.item_done(index, &value["item"]),

@@ -21,6 +21,7 @@ pub struct Reply {
     parts: Vec<Part>,
     usage: (u64, u64, u64),
     incomplete: Option<String>,
+    id: String,
 }
 
 /// A reply to build.
@@ -29,6 +30,7 @@ pub fn reply() -> Reply {
         parts: Vec::new(),
         usage: (100, 20, 0),
         incomplete: None,
+        id: "resp_1".into(),
     }
 }
 
@@ -49,6 +51,18 @@ pub fn failed(code: &str, message: &str) -> Scripted {
         ),
     ];
     Scripted::stream(events)
+}
+
+/// The 400 the API answers when a request names a reply it does not keep
+/// (`previous_response_not_found`).
+pub fn previous_not_found(id: &str) -> Scripted {
+    Scripted::Status {
+        status: 400,
+        body: json!({"error": {"message": format!("Previous response with id '{id}' not found."),
+                                "type": "invalid_request_error", "param": "previous_response_id",
+                                "code": "previous_response_not_found"}}),
+        headers: Vec::new(),
+    }
 }
 
 /// The reasoning item a reply with `reasoning(id, summary)` sends whole, encrypted content and
@@ -91,6 +105,12 @@ impl Reply {
         self
     }
 
+    /// Sets the id the server gives the reply (`resp_1` unless set).
+    pub fn id(mut self, id: &str) -> Reply {
+        self.id = id.into();
+        self
+    }
+
     /// Sets input, output and cached input tokens.
     pub fn usage(mut self, input: u64, output: u64, cached: u64) -> Reply {
         self.usage = (input, output, cached);
@@ -105,8 +125,9 @@ impl Reply {
 
     /// The stream's events.
     pub fn events(&self) -> Vec<SseFrame> {
+        let id = &self.id;
         let mut events = vec![
-            json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}}),
+            json!({"type": "response.created", "response": {"id": id, "status": "in_progress"}}),
         ];
         for (index, part) in self.parts.iter().enumerate() {
             match part {
@@ -148,9 +169,9 @@ impl Reply {
         let usage = json!({"input_tokens": input, "output_tokens": output, "total_tokens": input + output,
                            "input_tokens_details": {"cached_tokens": cached}, "output_tokens_details": {"reasoning_tokens": 0}});
         events.push(match &self.incomplete {
-            Some(reason) => json!({"type": "response.incomplete", "response": {"id": "resp_1", "status": "incomplete",
+            Some(reason) => json!({"type": "response.incomplete", "response": {"id": id, "status": "incomplete",
                                    "incomplete_details": {"reason": reason}, "usage": usage}}),
-            None => json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "usage": usage}}),
+            None => json!({"type": "response.completed", "response": {"id": id, "status": "completed", "usage": usage}}),
         });
         events
             .into_iter()
