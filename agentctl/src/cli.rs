@@ -74,6 +74,10 @@ pub enum Command {
     Run {
         /// The prompt; read from stdin when absent or `-`.
         prompt: Option<String>,
+        /// Send an image file with the prompt (PNG, JPEG, GIF or WebP; `@shot.png` in the
+        /// prompt does the same). Repeatable.
+        #[arg(long = "image", short = 'i', value_name = "PATH")]
+        images: Vec<String>,
         #[command(flatten)]
         flags: SessionFlags,
         /// Allow without asking: `write` (file changes), `bash` (commands), `mcp` (tools of
@@ -193,8 +197,12 @@ pub enum Command {
         #[command(flatten)]
         session: SessionArg,
         /// Print one JSON event per line.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "images")]
         json: bool,
+        /// Export the session's images instead: write each to DIR (made if missing) as
+        /// HASH.EXT and print one line per file.
+        #[arg(long, value_name = "DIR")]
+        images: Option<std::path::PathBuf>,
     },
     /// The configuration file: `path`, `show` (in force, defaults included) or `check`.
     ///

@@ -9,6 +9,7 @@ mod colored_diff;
 mod commands;
 mod connect;
 mod format;
+mod images;
 mod json;
 mod markdown;
 mod mentions;
@@ -93,6 +94,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         },
         Command::Run {
             prompt,
+            images,
             flags,
             allow,
             yes,
@@ -119,6 +121,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             }
             let args = commands::run::RunArgs {
                 prompt,
+                images,
                 session: flags.session,
                 model: flags.model,
                 provider: flags.provider,
@@ -208,9 +211,16 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             ConfigAction::Show => connect::daemon_config(&["--print-config"]),
             ConfigAction::Check => connect::daemon_config(&["--check-config"]),
         },
-        Command::Show { session, json } => {
+        Command::Show {
+            session,
+            json,
+            images,
+        } => {
             let id = commands::here::chosen(&paths, &session).await?;
-            commands::show::show(&paths, id, json).await
+            match images {
+                Some(dir) => commands::show_images::export(&paths, id, &dir).await,
+                None => commands::show::show(&paths, id, json).await,
+            }
         }
         Command::Sessions {
             json,

@@ -1,9 +1,12 @@
 //! `@path` in a message: the file goes along with it, so the model need not read it first.
 //! The file's text is appended after the message in a `<file path="…">` block, capped; the
-//! views show a one-line note in its place.
+//! views show a one-line note in its place. An image file (`@shot.png`) goes along as an image
+//! instead, and the text keeps the word.
 
 use std::io::Read;
 use std::path::Path;
+
+use protocol::ImageUpload;
 
 /// The most of one file that is attached.
 const MAX_FILE_BYTES: u64 = 100 * 1024;
@@ -13,13 +16,26 @@ const MAX_FILES: usize = 10;
 /// Where the attached files begin in a message.
 const OPEN: &str = "\n\n<file path=\"";
 
+/// A message with the files its `@path` words name.
+#[derive(Debug)]
+pub struct Attached {
+    /// The text, the text files' blocks appended.
+    pub text: String,
+    /// A note per file for the user.
+    pub notes: Vec<String>,
+    /// The image files, to send with the message.
+    pub images: Vec<ImageUpload>,
+}
+
 /// `text` with the files its `@path` words name (relative to `cwd`) appended, and a note per
-/// file for the user. A word that names no file is left as it is (an e-mail address, a
-/// handle); a file that cannot be attached (binary, unreadable) is an error that says so.
-pub fn attach(text: &str, cwd: &Path) -> Result<(String, Vec<String>), String> {
+/// file for the user; image files (by their extension) go along as images. A word that names
+/// no file is left as it is (an e-mail address, a handle); a file that cannot be attached
+/// (binary, unreadable) is an error that says so.
+pub fn attach(text: &str, cwd: &Path) -> Result<Attached, String> {
     let mut blocks = String::new();
     let mut notes: Vec<String> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
+    let mut images: Vec<ImageUpload> = Vec::new();
     for word in text.split_whitespace() {
         let Some(named) = word.strip_prefix('@').filter(|n| !n.is_empty()) else {
             continue;
@@ -36,6 +52,16 @@ pub fn attach(text: &str, cwd: &Path) -> Result<(String, Vec<String>), String> {
             ));
         }
         seen.push(named.to_string());
+        if crate::images::has_image_extension(named) {
+            let image = crate::images::read(&path, named)
+                .map_err(|e| format!("{e}; remove the @ to send the word as text"))?;
+            notes.push(format!(
+                "@{named} (image, {})",
+                crate::format::bytes(image.data.len() as u64)
+            ));
+            images.push(image);
+            continue;
+        }
         let (content, total) = read_capped(&path)
             .map_err(|e| format!("cannot attach @{named}: {e}; remove the @ to send it as text"))?;
         let mut note = format!("@{named} ({})", crate::format::bytes(total));
@@ -51,7 +77,11 @@ pub fn attach(text: &str, cwd: &Path) -> Result<(String, Vec<String>), String> {
         blocks.push_str(&format!("{OPEN}{named}\">\n{body}\n</file>"));
         notes.push(note);
     }
-    Ok((format!("{text}{blocks}"), notes))
+    Ok(Attached {
+        text: format!("{text}{blocks}"),
+        notes,
+        images,
+    })
 }
 
 /// The first [`MAX_FILE_BYTES`] of a text file, and its whole size.
@@ -102,7 +132,7 @@ mod tests {
     fn a_mentioned_file_goes_along_and_the_view_shows_its_path() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "remember the milk\n").unwrap();
-        let (text, notes) = attach(
+        let Attached { text, notes, .. } = attach(
             "summarise @notes.txt, please; mail me@example.com",
             dir.path(),
         )
@@ -124,8 +154,20 @@ mod tests {
                 .contains("not a text file")
         );
         std::fs::write(dir.path().join("big.txt"), "x".repeat(300 * 1024)).unwrap();
-        let (text, notes) = attach("@big.txt", dir.path()).unwrap();
+        let Attached { text, notes, .. } = attach("@big.txt", dir.path()).unwrap();
         assert!(text.contains("bytes left out]"));
         assert!(notes[0].contains("first"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_mentioned_image_goes_along_as_an_image_and_the_text_keeps_the_word() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Shot.PNG"), [0x89, b'P', b'N', b'G']).unwrap();
+        let attached = attach("look at @Shot.PNG.", dir.path()).unwrap();
+        assert_eq!(attached.text, "look at @Shot.PNG.");
+        assert_eq!(attached.images.len(), 1);
+        assert_eq!(attached.images[0].name, "Shot.PNG");
+        assert_eq!(attached.images[0].data, vec![0x89, b'P', b'N', b'G']);
+        assert_eq!(attached.notes, vec!["@Shot.PNG (image, 4 B)"]);
     }
 }

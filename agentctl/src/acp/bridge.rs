@@ -12,13 +12,15 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::{Client as Editor, Error, RequestCancellationHandle, v1};
-use agentctl::client::{Client as Daemon, Feed, FeedItem, Follower};
+use agentctl::client::{Client as Daemon, Follower};
 use protocol::{
     Decision, ErrorCode, Event, PermissionRequestId, Request, SessionEvent, SessionId, ToolCallInfo,
 };
 use tokio::sync::oneshot;
 
 use super::updates;
+
+mod pump;
 
 /// What the adapter keeps for one daemon session the editor opened.
 #[derive(Default)]
@@ -154,67 +156,15 @@ impl Bridge {
         watched.prompts.pop_back().map(|p| p.responder)
     }
 
-    /// Turns the daemon's events into the editor's updates until the daemon connection ends.
-    pub async fn pump(
-        self: Arc<Self>,
-        cx: v1::ConnectionTo<Editor>,
-        mut feed: Feed,
-    ) -> Result<(), Error> {
-        loop {
-            match feed.next().await {
-                FeedItem::Event { event, replay } => self.event(&cx, event, replay),
-                FeedItem::ReplayDone { session, .. } => self.end_replay_now(&cx, &session),
-                // Prompts stay queued: the runs they joined go on in the next daemon, and end
-                // there.
-                FeedItem::Reconnecting { reason, .. } => {
-                    let reason =
-                        reason.unwrap_or_else(|| "the daemon closed the connection".into());
-                    eprintln!("agentctl acp: {reason}; waiting for the daemon to come back");
-                }
-                FeedItem::Reconnected { sessions, gone } => {
-                    eprintln!(
-                        "agentctl acp: the daemon is back; following {} session(s) again",
-                        sessions.len()
-                    );
-                    for session in gone {
-                        self.gone(&session);
-                    }
-                }
-                FeedItem::Closed(reason) => {
-                    let reason =
-                        reason.unwrap_or_else(|| "the daemon closed the connection".into());
-                    let reason = format!(
-                        "lost the daemon: {reason}; the sessions go on in it (session/load follows one again)"
-                    );
-                    eprintln!("agentctl acp: {reason}");
-                    for (_, watched) in self.sessions().drain() {
-                        for prompt in watched.prompts {
-                            let _ = prompt
-                                .responder
-                                .respond_with_error(Error::internal_error().data(reason.clone()));
-                        }
-                    }
-                    // Without the daemon nothing works: the agent ends, and the editor may
-                    // start it again.
-                    return Err(Error::internal_error().data(reason));
-                }
-            }
-        }
-    }
-
-    /// `session` was deleted while the daemon was away: its prompts fail.
-    fn gone(&self, session: &SessionId) {
-        let Some(watched) = self.sessions().remove(session) else {
-            return;
-        };
-        for prompt in watched.prompts {
-            let _ = prompt.responder.respond_with_error(
-                Error::invalid_params().data("the session was deleted while the daemon was away"),
-            );
-        }
-    }
-
-    fn event(&self, cx: &v1::ConnectionTo<Editor>, event: SessionEvent, replay: bool) {
+    /// Passes on one event of a session the editor opened; `images` are the image blocks of a
+    /// user message, shown after its text when it is not the editor's own prompt.
+    fn event(
+        &self,
+        cx: &v1::ConnectionTo<Editor>,
+        event: SessionEvent,
+        replay: bool,
+        images: Vec<SessionUpdate>,
+    ) {
         let SessionEvent { session, event, .. } = event;
         let acp_session = AcpSessionId::new(session.as_str().to_string());
         let mut sessions = self.sessions();
@@ -235,6 +185,7 @@ impl Bridge {
                     prompt.delivered = true;
                 } else {
                     out.push(updates::text_chunk(SessionUpdate::UserMessageChunk, &text));
+                    out.extend(images);
                 }
             }
             Event::TextDelta { text } => {

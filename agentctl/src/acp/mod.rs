@@ -5,6 +5,7 @@
 
 mod bridge;
 mod commands;
+mod images;
 mod updates;
 
 use std::path::PathBuf;
@@ -57,7 +58,9 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
             async move |_: InitializeRequest, responder: v1::Responder<InitializeResponse>, _| {
                 let capabilities = AgentCapabilities::new()
                     .load_session(true)
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .prompt_capabilities(
+                        PromptCapabilities::new().embedded_context(true).image(true),
+                    )
                     .mcp_capabilities(McpCapabilities::new().http(true))
                     .session_capabilities(
                         SessionCapabilities::new().list(SessionListCapabilities::new()),
@@ -399,7 +402,7 @@ async fn list_sessions(
 }
 
 /// The prompt as one user message: text as it is, embedded files with their URI, other
-/// content named.
+/// content named; images go along as images.
 fn prompt_text(blocks: &[ContentBlock]) -> String {
     let mut parts = Vec::new();
     for block in blocks {
@@ -418,9 +421,6 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
             ContentBlock::ResourceLink(link) => {
                 parts.push(format!("[{}]({})", link.name, link.uri))
             }
-            ContentBlock::Image(_) => {
-                parts.push("[an image was attached; images are not supported]".into())
-            }
             ContentBlock::Audio(_) => {
                 parts.push("[audio was attached; audio is not supported]".into())
             }
@@ -435,7 +435,14 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 async fn prompt(bridge: &Bridge, req: PromptRequest, responder: v1::Responder<PromptResponse>) {
     let session = session_id(&req.session_id);
     let text = prompt_text(&req.prompt);
-    if text.trim().is_empty() {
+    let images = match images::uploads(&req.prompt) {
+        Ok(images) => images,
+        Err(refusal) => {
+            let _ = responder.respond_with_error(Error::invalid_params().data(refusal));
+            return;
+        }
+    };
+    if text.trim().is_empty() && images.is_empty() {
         let _ = responder.respond_with_error(Error::invalid_params().data("the prompt is empty"));
         return;
     }
@@ -449,7 +456,7 @@ async fn prompt(bridge: &Bridge, req: PromptRequest, responder: v1::Responder<Pr
     let send = Request::Send {
         session: session.clone(),
         text,
-        images: Vec::new(),
+        images,
         delivery: Delivery::FollowUp,
         options: RunOptions {
             // Editors drive runs interactively: no turn limit, asks go to whoever answers.

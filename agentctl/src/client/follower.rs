@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use protocol::{
-    Delivery, ErrorCode, Event, PermissionRequestId, Reply, Request, RunId, RunOptions,
-    SessionEvent, SessionId, SessionInfo,
+    Delivery, ErrorCode, Event, ImageUpload, PermissionRequestId, Reply, Request, RunId,
+    RunOptions, SessionEvent, SessionId, SessionInfo,
 };
 
 use super::connection::{Client, ClientError};
@@ -159,12 +159,14 @@ impl Follower {
         }
     }
 
-    /// Follows `session`'s live events and sends it a message in one exchange; returns its
+    /// Follows `session`'s live events and sends it a message (and its images) in one exchange;
+    /// returns its
     /// listing and the run the message started, if any.
     pub async fn send_following(
         &self,
         session: &SessionId,
         text: String,
+        images: Vec<ImageUpload>,
         delivery: Delivery,
         options: RunOptions,
     ) -> Result<(SessionInfo, Option<RunId>), ClientError> {
@@ -172,7 +174,7 @@ impl Follower {
         let request = Request::SendSubscribed {
             session: session.clone(),
             text,
-            images: Vec::new(),
+            images,
             delivery,
             options,
         };

@@ -18,11 +18,12 @@ pub mod service;
 pub mod sessions;
 pub mod shells;
 pub mod show;
+pub mod show_images;
 pub mod usage;
 pub mod watch;
 
 use agentctl::client::Client;
-use protocol::{Reply, Request};
+use protocol::{ImageUpload, Reply, Request};
 
 use crate::Failure;
 
@@ -48,30 +49,60 @@ pub fn unexpected(reply: Reply) -> Failure {
 /// environment).
 const FRAME_ROOM: usize = 256 * 1024;
 
-/// Refuses a message too large to send to the daemon at all, before anything is sent, with
-/// both sizes (the daemon refuses one larger than the model's window itself).
-pub fn check_message_size(text: &str) -> Result<(), Failure> {
+/// Refuses a message too large to send to the daemon at all (its text and the bytes of its
+/// images together), before anything is sent, with both sizes (the daemon refuses one larger
+/// than the model's window itself).
+pub fn check_message_size(text: &str, image_bytes: usize) -> Result<(), Failure> {
     let limit = protocol::frame::MAX_FRAME_LEN - FRAME_ROOM;
-    if text.len() <= limit {
+    let size = text.len() + image_bytes;
+    if size <= limit {
         return Ok(());
     }
     Err(Failure::new(format!(
         "the message is {}; one message can be at most {}: put the text in a file and ask the \
          agent to read what it needs",
-        crate::format::bytes(text.len() as u64),
+        crate::format::bytes(size as u64),
         crate::format::bytes(limit as u64)
     )))
 }
 
+/// A usage failure (exit code 2).
+pub fn usage(message: impl std::fmt::Display) -> Failure {
+    Failure {
+        message: message.to_string(),
+        code: 2,
+    }
+}
+
+/// The image files `paths` (`-i`, as given, relative to the current directory), read; a
+/// missing or unreadable one is a usage failure that names it.
+pub fn read_images(paths: &[String]) -> Result<Vec<ImageUpload>, Failure> {
+    paths
+        .iter()
+        .map(|path| crate::images::read(std::path::Path::new(path), path).map_err(usage))
+        .collect()
+}
+
 /// `text` with the files its `@path` words name (relative to the current directory) attached,
-/// each said on stderr; refused when the whole is too large to send.
-pub fn with_mentions(text: String) -> Result<String, Failure> {
+/// each said on stderr, and its images: `images` (from `-i`) then those it mentions. Refused
+/// when the whole is too large to send, or the images are more than a message carries.
+pub fn with_mentions(
+    text: String,
+    mut images: Vec<ImageUpload>,
+) -> Result<(String, Vec<ImageUpload>), Failure> {
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
-    let (text, attached) = crate::mentions::attach(&text, &cwd).map_err(Failure::new)?;
-    for file in attached {
+    let attached = crate::mentions::attach(&text, &cwd).map_err(usage)?;
+    for file in attached.notes {
         eprintln!("agentctl: attached {file}");
     }
-    check_message_size(&text)?;
-    Ok(text)
+    // A file given with -i and mentioned with @ too goes once.
+    for image in attached.images {
+        if !images.iter().any(|i| i.data == image.data) {
+            images.push(image);
+        }
+    }
+    crate::images::check(&images).map_err(usage)?;
+    check_message_size(&attached.text, crate::images::total_bytes(&images))?;
+    Ok((attached.text, images))
 }

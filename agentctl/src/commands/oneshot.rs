@@ -21,7 +21,7 @@ pub async fn send(
     delivery: Delivery,
     ignore_config: bool,
 ) -> Result<u8, Failure> {
-    let text = super::with_mentions(text)?;
+    let (text, images) = super::with_mentions(text, Vec::new())?;
     let client = connect::connect(paths, delivery.as_str()).await?;
     let options = RunOptions {
         env: provider_env(),
@@ -33,7 +33,7 @@ pub async fn send(
         Request::Send {
             session: SessionId(id.clone()),
             text,
-            images: Vec::new(),
+            images,
             delivery,
             options,
         },

@@ -21,6 +21,8 @@ use crate::view::{HumanView, Output, Style};
 pub struct RunArgs {
     /// The prompt, `-` or absent for stdin.
     pub prompt: Option<String>,
+    /// Image files to send with it (`-i`), as given.
+    pub images: Vec<String>,
     /// An existing session to run in.
     pub session: Option<String>,
     /// The model.
@@ -50,7 +52,9 @@ pub struct RunArgs {
 /// Runs the prompt and returns the exit code of the run's stop reason. Once the run is under
 /// way, its end (however it came) is followed on stderr by the session and how to attach to it.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
-    let prompt = super::with_mentions(read_prompt(args.prompt.as_deref())?)?;
+    // The images are read before the prompt from stdin: a wrong path fails at once.
+    let images = super::read_images(&args.images)?;
+    let (prompt, images) = super::with_mentions(read_prompt(args.prompt.as_deref())?, images)?;
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
     let client = connect::connect(paths, "run").await?;
@@ -93,7 +97,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     // follow that run to its end.
     let sent = feed
         .follower()
-        .send_following(&session, prompt, Delivery::FollowUp, options)
+        .send_following(&session, prompt, images, Delivery::FollowUp, options)
         .await;
     if let (Err(err), true) = (&sent, created) {
         // Refused (too large, say): the session made for it goes too, unless the daemon went.
@@ -234,7 +238,7 @@ fn read_prompt(arg: Option<&str>) -> Result<String, Failure> {
     if text.trim().is_empty() {
         return Err(usage("the prompt is empty"));
     }
-    super::check_message_size(&text)?;
+    super::check_message_size(&text, 0)?;
     Ok(text)
 }
 

@@ -1,11 +1,27 @@
 //! The human view of each kind of event: one small function per kind.
 
 use protocol::{
-    Decision, Delivery, Event, PermissionRequestId, ResumeReason, RunId, SessionEvent, StopReason,
-    TokenUsage, ToolCallInfo,
+    Decision, Delivery, Event, ImageRef, PermissionRequestId, ResumeReason, RunId, SessionEvent,
+    StopReason, TokenUsage, ToolCallInfo,
 };
 
 use super::tools::{duration, tool_summary};
+
+/// A tool's result as the view shows it.
+struct ToolResultShown<'a> {
+    /// The call it answers.
+    id: &'a str,
+    /// The tool.
+    name: &'a str,
+    /// Whether the tool failed.
+    is_error: bool,
+    /// What it returned.
+    output: &'a str,
+    /// How long it took.
+    ms: u64,
+    /// The images it returned.
+    images: &'a [ImageRef],
+}
 use super::{HumanView, Output};
 use crate::format::{dollars, thousands, usage_line};
 use crate::style::{one_line, printable};
@@ -59,7 +75,12 @@ impl HumanView {
                 self.cost = *cost_micros;
             }
             Event::QueueChanged { .. } => {}
-            Event::UserMessage { text, delivery, .. } => self.user_message(text, *delivery),
+            Event::UserMessage {
+                text,
+                delivery,
+                images,
+                ..
+            } => self.user_message(text, *delivery, images),
             Event::TurnStarted { .. } => self.streamed = false,
             Event::TextDelta { text } => {
                 self.close_call();
@@ -86,9 +107,18 @@ impl HumanView {
                 is_error,
                 output,
                 duration_ms,
+                images,
                 ..
             } => {
-                self.tool_result(id, name, *is_error, output, *duration_ms);
+                let result = ToolResultShown {
+                    id,
+                    name,
+                    is_error: *is_error,
+                    output,
+                    ms: *duration_ms,
+                    images,
+                };
+                self.tool_result(result);
                 self.release_plan();
             }
             Event::PermissionRequested {
@@ -230,7 +260,7 @@ impl HumanView {
         }
     }
 
-    fn user_message(&mut self, text: &str, delivery: Delivery) {
+    fn user_message(&mut self, text: &str, delivery: Delivery, images: &[ImageRef]) {
         if self.echo_user {
             let label = match delivery {
                 Delivery::Steer => "steer",
@@ -244,6 +274,11 @@ impl HumanView {
                 let note = format!("  + {}", one_line(&path));
                 self.line(&self.style.dim(&note));
             }
+        }
+        // The images show also under a prompt not echoed: as the daemon stored them (scaled).
+        for image in images {
+            let note = format!("  {}", one_line(&image.label()));
+            self.line(&self.style.dim(&note));
         }
         self.echo_user = true;
     }
@@ -287,14 +322,27 @@ impl HumanView {
         }
     }
 
-    fn tool_result(&mut self, id: &str, name: &str, is_error: bool, output: &str, ms: u64) {
+    fn tool_result(&mut self, result: ToolResultShown<'_>) {
+        let ToolResultShown {
+            id,
+            name,
+            is_error,
+            output,
+            ms,
+            images,
+        } = result;
         let style = self.style;
         let mark = if is_error {
             style.red("✗")
         } else {
             style.green("✓")
         };
-        let took = style.dim(&duration(ms));
+        // The images a tool returned (`read` of one) are named on its result line.
+        let labels: String = images
+            .iter()
+            .map(|image| format!(" {}", one_line(&image.label())))
+            .collect();
+        let took = style.dim(&format!("{}{labels}", duration(ms)));
         if self.open_call.as_deref() == Some(id) {
             self.open_call = None;
             let running = self.running.take();

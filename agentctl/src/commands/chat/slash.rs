@@ -186,12 +186,15 @@ impl Chat {
     /// A message the user typed: the files it mentions (`@path`) go along with it.
     async fn message(&mut self, text: &str, delivery: Delivery) -> Result<(), Failure> {
         let cwd = std::path::PathBuf::from(&self.cwd);
-        let (text, attached) = crate::mentions::attach(text, &cwd).map_err(Failure::new)?;
-        crate::commands::check_message_size(&text)?;
-        for file in &attached {
+        let attached = crate::mentions::attach(text, &cwd).map_err(Failure::new)?;
+        crate::images::check(&attached.images).map_err(Failure::new)?;
+        let image_bytes = crate::images::total_bytes(&attached.images);
+        crate::commands::check_message_size(&attached.text, image_bytes)?;
+        for file in &attached.notes {
             self.say(&format!("attached {file}"));
         }
-        self.send(&text, delivery).await
+        self.send_with(&attached.text, attached.images, delivery)
+            .await
     }
 
     /// `/clear`: a fresh session in the same directory with the same settings; the old one
@@ -274,12 +277,22 @@ impl Chat {
 
     /// Sends `text` as it is.
     pub(super) async fn send(&mut self, text: &str, delivery: Delivery) -> Result<(), Failure> {
+        self.send_with(text, Vec::new(), delivery).await
+    }
+
+    /// Sends `text` as it is, with `images`.
+    async fn send_with(
+        &mut self,
+        text: &str,
+        images: Vec<protocol::ImageUpload>,
+        delivery: Delivery,
+    ) -> Result<(), Failure> {
         let reply = request(
             &self.follower.client(),
             Request::Send {
                 session: self.session.clone(),
                 text: text.to_string(),
-                images: Vec::new(),
+                images,
                 delivery,
                 options: self.options.clone(),
             },
