@@ -47,9 +47,25 @@ pub(crate) fn known_context_window(model: &str) -> Option<u64> {
     }
 }
 
-/// A rough token count of a message: a quarter of its JSON size.
+/// A rough token count of a message: a quarter of its JSON size, and its images by their size.
 pub(crate) fn estimate(message: &Message) -> u64 {
-    serde_json::to_string(message).map_or(0, |s| s.len() as u64 / 4)
+    let text = serde_json::to_string(message).map_or(0, |s| s.len() as u64 / 4);
+    let images: u64 = match message {
+        Message::User { images, .. } => images.iter().map(image_tokens).sum(),
+        Message::ToolResults { results } => results
+            .iter()
+            .flat_map(|r| &r.images)
+            .map(image_tokens)
+            .sum(),
+        _ => 0,
+    };
+    text + images
+}
+
+/// About what an image costs a model: a token per 750 pixels (Anthropic's rule; OpenAI's tiles
+/// come to much the same).
+fn image_tokens(image: &protocol::ImageRef) -> u64 {
+    u64::from(image.width) * u64::from(image.height) / 750
 }
 
 /// A rough token count of a history.
@@ -182,6 +198,23 @@ mod tests {
             stop_reason: ModelStopReason::ToolUse,
             usage: TokenUsage::default(),
         })
+    }
+
+    #[test]
+    fn an_image_counts_by_its_pixels() {
+        let mut message = user("look");
+        let plain = estimate(&message);
+        if let Message::User { images, .. } = &mut message {
+            images.push(protocol::ImageRef {
+                hash: "0".repeat(64),
+                media_type: "image/png".into(),
+                size: 1,
+                width: 1500,
+                height: 1000,
+                name: "shot.png".into(),
+            });
+        }
+        assert!(estimate(&message) >= plain + 2000, "{}", estimate(&message));
     }
 
     fn result(id: &str, size: usize) -> Message {
