@@ -1,4 +1,5 @@
-//! The bytes of the images a model call sends, base64-encoded once per call.
+//! The bytes of the images a model call sends, read once per call and base64-encoded only into
+//! the request's body (docs/architecture.md#images).
 
 use std::collections::HashMap;
 
@@ -6,10 +7,20 @@ use protocol::ImageRef;
 
 use crate::conversation::Message;
 
-/// The images of one model call's history, by hash, as base64 text.
+/// One loaded image: its media type and its stored bytes.
+#[derive(Debug)]
+struct Loaded {
+    /// The media type of its format (`image/png`, ...).
+    media_type: &'static str,
+    /// The stored file's bytes.
+    bytes: Vec<u8>,
+}
+
+/// The images of one model call's history, by hash, as their stored bytes.
 #[derive(Debug, Default)]
 pub(crate) struct ImageData {
-    by_hash: HashMap<String, String>,
+    /// The loaded images by hash.
+    by_hash: HashMap<String, Loaded>,
 }
 
 impl ImageData {
@@ -18,20 +29,22 @@ impl ImageData {
         ImageData::default()
     }
 
-    /// The base64 text of `image`, if it was loaded.
-    pub(crate) fn base64(&self, image: &ImageRef) -> Option<&str> {
-        self.by_hash.get(&image.hash).map(String::as_str)
+    /// Whether the bytes of `image` were loaded.
+    pub(crate) fn has(&self, image: &ImageRef) -> bool {
+        self.by_hash.contains_key(&image.hash)
     }
 
-    /// `image` as a `data:` URL, if it was loaded.
-    pub(crate) fn data_url(&self, image: &ImageRef) -> Option<String> {
-        self.base64(image)
-            .map(|data| format!("data:{};base64,{data}", image.media_type))
+    /// The media type and bytes of the image with `hash`, if it was loaded.
+    pub(crate) fn get(&self, hash: &str) -> Option<(&'static str, &[u8])> {
+        self.by_hash
+            .get(hash)
+            .map(|loaded| (loaded.media_type, loaded.bytes.as_slice()))
     }
 
-    /// Adds the base64 text of `image`.
-    pub(crate) fn insert(&mut self, image: &ImageRef, base64: String) {
-        self.by_hash.insert(image.hash.clone(), base64);
+    /// Adds the stored `bytes` of `image`, whose format's media type is `media_type`.
+    pub(crate) fn insert(&mut self, image: &ImageRef, media_type: &'static str, bytes: Vec<u8>) {
+        self.by_hash
+            .insert(image.hash.clone(), Loaded { media_type, bytes });
     }
 }
 

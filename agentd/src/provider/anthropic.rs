@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::endpoint::{Endpoint, Format};
 use super::sse::SseEvent;
 use super::stream::StreamParser;
-use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec, images};
+use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec, body, images};
 use crate::conversation::{AssistantReply, Block, Message, ToolCall, ToolResult};
 use crate::images::ImageData;
 
@@ -77,6 +77,9 @@ impl Anthropic {
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, ProviderError> {
         let url = format!("{}/v1/messages", self.endpoint.base_url);
+        // The images' data is written into the bytes alone; the body's value is gone before
+        // the reply streams.
+        let body = body::to_bytes(&request_body(&request), request.images)?;
         let post = self
             .endpoint
             .http
@@ -84,7 +87,8 @@ impl Anthropic {
             .header("x-api-key", &self.api_key)
             .header("anthropic-version", API_VERSION)
             .header("accept", "text/event-stream")
-            .json(&request_body(&request));
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         let parser = ReplyBuilder {
             one_call: request.one_call,
             ..ReplyBuilder::default()

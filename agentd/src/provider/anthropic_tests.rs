@@ -111,7 +111,7 @@ fn one_call_per_reply_ends_the_reply_at_a_second_call() {
 
 #[test]
 fn images_go_before_the_text_and_into_the_tool_result() {
-    use crate::provider::images::tests::{data, image};
+    use crate::provider::images::tests::{data, image, sent};
     let (shot, gone, read) = (image("shot"), image("gone"), image("read"));
     let history = vec![
         Message::User {
@@ -138,7 +138,8 @@ fn images_go_before_the_text_and_into_the_tool_result() {
             }],
         },
     ];
-    let messages = messages_json(&history, &data(&[&shot, &read]));
+    let data = data(&[&shot, &read]);
+    let messages = sent(messages_json(&history, &data), &data);
     let source = json!({"type": "base64", "media_type": "image/png", "data": "QUJD"});
     assert_eq!(
         messages[0]["content"],

@@ -1,22 +1,32 @@
 //! The history's images in each wire format (docs/architecture.md#images): an image whose bytes
 //! were loaded for the call goes as the format's image part, one whose bytes were not goes as
-//! its text label, so that the model always hears of it and a call never fails for it.
+//! its text label, so that the model always hears of it and a call never fails for it. A part
+//! carries a placeholder where the data goes: [`super::body::to_bytes`] writes the data in.
 
 use protocol::ImageRef;
 use serde_json::{Value, json};
 
+use super::body::{Splice, placeholder};
 use crate::images::ImageData;
 
-/// The parts of `images`: `part` of each loaded one (`None` when its bytes are not loaded),
-/// `label` of the label of each other.
+/// The parts of `images`: `part` of each loaded one, given the placeholder of its data written
+/// as `splice` says, `label` of the label of each other.
 fn parts(
     images: &[ImageRef],
-    part: impl Fn(&ImageRef) -> Option<Value>,
+    data: &ImageData,
+    splice: Splice,
+    part: impl Fn(&ImageRef, String) -> Value,
     label: impl Fn(String) -> Value,
 ) -> Vec<Value> {
     images
         .iter()
-        .map(|image| part(image).unwrap_or_else(|| label(image.label())))
+        .map(|image| {
+            if data.has(image) {
+                part(image, placeholder(splice, &image.hash))
+            } else {
+                label(image.label())
+            }
+        })
         .collect()
 }
 
@@ -24,12 +34,9 @@ fn parts(
 pub(crate) fn anthropic_blocks(images: &[ImageRef], data: &ImageData) -> Vec<Value> {
     parts(
         images,
-        |image| {
-            let base64 = data.base64(image)?;
-            Some(
-                json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": base64}}),
-            )
-        },
+        data,
+        Splice::Base64,
+        |image, base64| json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": base64}}),
         |label| json!({"type": "text", "text": label}),
     )
 }
@@ -38,10 +45,9 @@ pub(crate) fn anthropic_blocks(images: &[ImageRef], data: &ImageData) -> Vec<Val
 pub(crate) fn chat_parts(images: &[ImageRef], data: &ImageData) -> Vec<Value> {
     parts(
         images,
-        |image| {
-            let url = data.data_url(image)?;
-            Some(json!({"type": "image_url", "image_url": {"url": url}}))
-        },
+        data,
+        Splice::DataUrl,
+        |_, url| json!({"type": "image_url", "image_url": {"url": url}}),
         |label| json!({"type": "text", "text": label}),
     )
 }
@@ -50,10 +56,9 @@ pub(crate) fn chat_parts(images: &[ImageRef], data: &ImageData) -> Vec<Value> {
 pub(crate) fn responses_parts(images: &[ImageRef], data: &ImageData) -> Vec<Value> {
     parts(
         images,
-        |image| {
-            let url = data.data_url(image)?;
-            Some(json!({"type": "input_image", "image_url": url, "detail": "auto"}))
-        },
+        data,
+        Splice::DataUrl,
+        |_, url| json!({"type": "input_image", "image_url": url, "detail": "auto"}),
         |label| json!({"type": "input_text", "text": label}),
     )
 }
@@ -74,13 +79,20 @@ pub(crate) mod tests {
         }
     }
 
-    /// Image data holding `loaded` as base64 `QUJD`.
+    /// Image data holding `loaded`, each with the bytes `ABC` (base64 `QUJD`).
     pub(crate) fn data(loaded: &[&ImageRef]) -> ImageData {
         let mut data = ImageData::none();
         for image in loaded {
-            data.insert(image, "QUJD".into());
+            data.insert(image, "image/png", b"ABC".to_vec());
         }
         data
+    }
+
+    /// `values` as the server gets them: serialized with the images' data written in, and read
+    /// back.
+    pub(crate) fn sent(values: Vec<Value>, data: &ImageData) -> Vec<Value> {
+        let bytes = crate::provider::body::to_bytes(&Value::Array(values), data).unwrap();
+        serde_json::from_slice(&bytes).unwrap()
     }
 
     #[test]
@@ -89,18 +101,23 @@ pub(crate) mod tests {
         let data = data(&[&a]);
         let both = [a.clone(), b.clone()];
         assert_eq!(
-            anthropic_blocks(&both, &data),
+            sent(anthropic_blocks(&both, &data), &data),
             vec![
                 json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}),
                 json!({"type": "text", "text": "[image: b.png 2×1]"}),
             ]
         );
+        let part = &anthropic_blocks(&both, &data)[0];
+        assert!(
+            !part.to_string().contains("QUJD"),
+            "the part carries a placeholder, not the data: {part}"
+        );
         assert_eq!(
-            chat_parts(&both, &data)[0],
+            sent(chat_parts(&both, &data), &data)[0],
             json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}})
         );
         assert_eq!(
-            responses_parts(&both, &data),
+            sent(responses_parts(&both, &data), &data),
             vec![
                 json!({"type": "input_image", "image_url": "data:image/png;base64,QUJD", "detail": "auto"}),
                 json!({"type": "input_text", "text": "[image: b.png 2×1]"}),

@@ -3,6 +3,7 @@
 //! [`AssistantReply`]; the loop never sees a provider's wire format.
 
 pub mod anthropic;
+mod body;
 mod choice;
 mod endpoint;
 mod images;
@@ -16,6 +17,7 @@ mod responses_reply;
 pub(crate) mod retry;
 
 pub(crate) use choice::{Choice, Names};
+pub(crate) use responses_chain::Chain as ResponsesChain;
 pub(crate) mod sse;
 pub mod stream;
 
@@ -108,6 +110,9 @@ pub enum ProviderError {
     /// The provider sent something that is not its documented format.
     #[error("the provider sent an invalid reply: {0}")]
     Invalid(String),
+    /// The request's body could not be built (an image of the history could not be attached).
+    #[error("the request to the model could not be built: {0}")]
+    Body(String),
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
@@ -167,6 +172,14 @@ impl Provider {
         }
     }
 
+    /// Lets a Responses client continue the replies of `chain`, which the session keeps from
+    /// run to run (`previous_response_id`); other providers keep nothing.
+    pub(crate) fn continue_chain(&mut self, chain: &std::sync::Arc<ResponsesChain>) {
+        if let Provider::Responses(provider) = self {
+            provider.continue_chain(chain.clone());
+        }
+    }
+
     /// Streams one reply, passing text and reasoning to `on_delta` as they arrive. A reply is
     /// returned only when it arrived whole; cancelling drops the HTTP request.
     pub(crate) async fn stream(
@@ -211,6 +224,19 @@ impl ProviderError {
             .any(|needle| message.contains(needle))
     }
 
+    /// Whether the provider refused the request because of an image in it (one it cannot
+    /// decode, or of a size or kind it does not take).
+    pub(crate) fn refuses_image(&self) -> bool {
+        match self {
+            ProviderError::Http {
+                status: 400 | 413 | 415 | 422,
+                message,
+                ..
+            } => message.to_ascii_lowercase().contains("image"),
+            _ => false,
+        }
+    }
+
     /// Whether trying the same request again may succeed: rate limits, overload, server errors,
     /// timeouts, and connections that failed or broke.
     pub(crate) fn is_transient(&self) -> bool {
@@ -235,6 +261,7 @@ impl ProviderError {
             ProviderError::Connect { .. } | ProviderError::Broken(_) => true,
             ProviderError::MissingKey { .. }
             | ProviderError::Invalid(_)
+            | ProviderError::Body(_)
             | ProviderError::Cancelled => false,
         }
     }

@@ -12,6 +12,7 @@ use super::sse::SseEvent;
 use super::stream::StreamParser;
 use super::{ModelRequest, ProviderError, StreamDelta, ToolSpec, openai_messages};
 use crate::conversation::{AssistantReply, Block, ToolCall};
+use crate::images::ImageData;
 
 /// The public API's address.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -89,28 +90,40 @@ impl OpenAi {
             ..ReplyBuilder::default()
         };
         let body = request_body(&request);
-        self.post_stream(&FORMAT, "chat/completions", &body, parser, on_delta, cancel)
-            .await
+        let post = Post {
+            format: &FORMAT,
+            path: "chat/completions",
+            body,
+            images: request.images,
+        };
+        self.post_stream(post, parser, on_delta, cancel).await
     }
 
-    /// Posts `body` to `{base}/{path}` with the key, and streams the reply through `parser`
-    /// (both of OpenAI's APIs are asked this way).
+    /// Posts `post.body` (the images' data written in) to `{base}/{path}` with the key, and
+    /// streams the reply through `parser` (both of OpenAI's APIs are asked this way). The
+    /// body's value is gone before the reply streams.
     pub(crate) async fn post_stream<P: StreamParser>(
         &self,
-        format: &Format,
-        path: &str,
-        body: &Value,
+        post: Post<'_>,
         parser: P,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, ProviderError> {
+        let Post {
+            format,
+            path,
+            body,
+            images,
+        } = post;
+        let body = super::body::to_bytes(&body, images)?;
         let url = format!("{}/{path}", self.endpoint.base_url);
         let mut post = self
             .endpoint
             .http
             .post(&url)
             .header("accept", "text/event-stream")
-            .json(body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = &self.api_key {
             post = post.bearer_auth(key);
         }
@@ -118,6 +131,18 @@ impl OpenAi {
             .stream(format, &url, post, parser, on_delta, cancel)
             .await
     }
+}
+
+/// One request of either of OpenAI's APIs.
+pub(crate) struct Post<'a> {
+    /// The API's wire format.
+    pub(crate) format: &'a Format,
+    /// The path under the base URL.
+    pub(crate) path: &'a str,
+    /// The JSON body, its image parts carrying placeholders.
+    pub(crate) body: Value,
+    /// The data of the images the placeholders stand for.
+    pub(crate) images: &'a ImageData,
 }
 
 /// The error type and message of an OpenAI-style error body (`{"error": {...}}`); some local

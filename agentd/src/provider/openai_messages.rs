@@ -96,7 +96,7 @@ fn results_images(results: &[ToolResult], images: &ImageData) -> Option<Value> {
 mod tests {
     use super::*;
     use crate::conversation::{AssistantReply, Block, ToolCall};
-    use crate::provider::images::tests::{data, image};
+    use crate::provider::images::tests::{data, image, sent};
     use protocol::{Delivery, ModelStopReason, TokenUsage};
 
     fn result(call_id: &str, images: Vec<protocol::ImageRef>) -> ToolResult {
@@ -134,7 +134,8 @@ mod tests {
             images,
         };
         let history = [user(vec![shot.clone()]), user(Vec::new())];
-        let messages = messages_json(&history, &data(&[&shot]));
+        let data = data(&[&shot]);
+        let messages = sent(messages_json(&history, &data), &data);
         assert_eq!(
             messages[0],
             json!({"role": "user", "content": [
@@ -155,7 +156,8 @@ mod tests {
                 result("call_3", vec![b.clone()]),
             ],
         }];
-        let messages = messages_json(&history, &data(&[&a]));
+        let data = data(&[&a]);
+        let messages = sent(messages_json(&history, &data), &data);
         assert_eq!(messages.len(), 4);
         assert_eq!(
             messages[0],

@@ -43,7 +43,7 @@ pub(crate) struct Responses {
     /// requests posted the same way.
     server: OpenAi,
     options: ResponsesOptions,
-    /// The last reply a request may name (shared by the clones of one run's client).
+    /// The last reply a request may name: the session's, shared by its runs.
     chain: Arc<Chain>,
 }
 
@@ -55,6 +55,12 @@ impl Responses {
             options,
             chain: Arc::new(Chain::default()),
         }
+    }
+
+    /// Continues the replies of `chain` (the session's, kept from run to run) rather than a
+    /// chain of its own.
+    pub(crate) fn continue_chain(&mut self, chain: Arc<Chain>) {
+        self.chain = chain;
     }
 
     /// The server, for the questions both of OpenAI's APIs answer alike (its models, whether
@@ -122,9 +128,15 @@ impl Responses {
         }
         let mut id = None;
         let parser = WithId::new(ReplyBuilder::new(request.one_call), &mut id);
+        let post = openai::Post {
+            format: &FORMAT,
+            path: "responses",
+            body,
+            images: request.images,
+        };
         let reply = self
             .server
-            .post_stream(&FORMAT, "responses", &body, parser, on_delta, cancel)
+            .post_stream(post, parser, on_delta, cancel)
             .await?;
         Ok((reply, id))
     }

@@ -14,7 +14,7 @@ use super::stream::StreamParser;
 use super::{ProviderError, StreamDelta};
 use crate::conversation::AssistantReply;
 
-/// The last reply of one client (one run), in memory only.
+/// The last reply of a session's Responses calls, in memory only (a restart starts afresh).
 #[derive(Debug, Default)]
 pub(crate) struct Chain {
     last: Mutex<Option<Link>>,

@@ -106,7 +106,7 @@ fn effort_and_store_come_from_the_profile() {
 
 #[test]
 fn images_go_as_input_image_parts_in_the_message_and_the_call_output() {
-    use crate::provider::images::tests::{data, image};
+    use crate::provider::images::tests::{data, image, sent};
     let (shot, read, gone) = (image("shot"), image("read"), image("gone"));
     let messages = vec![
         Message::User {
@@ -133,7 +133,8 @@ fn images_go_as_input_image_parts_in_the_message_and_the_call_output() {
             ],
         },
     ];
-    let input = input_groups(&messages, &data(&[&shot, &read])).concat();
+    let data = data(&[&shot, &read]);
+    let input = sent(input_groups(&messages, &data).concat(), &data);
     let image =
         json!({"type": "input_image", "image_url": "data:image/png;base64,QUJD", "detail": "auto"});
     assert_eq!(
