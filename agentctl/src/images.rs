@@ -18,14 +18,38 @@ pub fn has_image_extension(name: &str) -> bool {
         .is_some_and(|e| EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))
 }
 
+/// The media types of the images the daemon stores, and the extension of a file of each.
+const MEDIA_TYPES: [(&str, &str); 4] = [
+    ("image/png", "png"),
+    ("image/jpeg", "jpg"),
+    ("image/gif", "gif"),
+    ("image/webp", "webp"),
+];
+
+/// The file extension for an image of `media_type` (`image/jpeg`: `jpg`); `img` for a type
+/// the daemon does not store.
+pub fn extension(media_type: &str) -> &'static str {
+    MEDIA_TYPES
+        .iter()
+        .find(|(known, _)| known.eq_ignore_ascii_case(media_type.trim()))
+        .map_or("img", |(_, extension)| extension)
+}
+
 /// The file at `path` as an upload named `name` (the path as the user gave it); a file over the
 /// cap of one message is refused without reading it whole.
 pub fn read(path: &Path, name: &str) -> Result<ImageUpload, String> {
     let cannot = |e: std::io::Error| format!("cannot read the image {name}: {e}; check the path");
+    let not_a_file = || {
+        format!("the image {name} is not a file: give the path of a PNG, JPEG, GIF or WebP file")
+    };
+    // Looked at before it is opened: opening a FIFO would wait for a writer.
+    if !std::fs::metadata(path).map_err(cannot)?.is_file() {
+        return Err(not_a_file());
+    }
     let file = std::fs::File::open(path).map_err(cannot)?;
     let meta = file.metadata().map_err(cannot)?;
     if !meta.is_file() {
-        return Err(format!("the image {name} is not a file"));
+        return Err(not_a_file());
     }
     let cap = MAX_MESSAGE_IMAGE_BYTES as u64;
     if meta.len() > cap {
@@ -37,7 +61,9 @@ pub fn read(path: &Path, name: &str) -> Result<ImageUpload, String> {
         return Err(too_large(name, data.len() as u64));
     }
     if data.is_empty() {
-        return Err(format!("the image {name} is empty"));
+        return Err(format!(
+            "the image {name} is empty (0 bytes): save the picture again, or attach another file"
+        ));
     }
     Ok(ImageUpload {
         name: name.to_string(),
@@ -96,6 +122,15 @@ mod tests {
         assert!(has_image_extension("x.webp"));
         assert!(!has_image_extension("notes.txt"));
         assert!(!has_image_extension("png"));
+    }
+
+    #[test]
+    fn media_types_have_their_usual_extension() {
+        assert_eq!(extension("image/png"), "png");
+        assert_eq!(extension("IMAGE/JPEG"), "jpg");
+        assert_eq!(extension("image/webp"), "webp");
+        assert_eq!(extension("image/svg+xml"), "img");
+        assert_eq!(extension("text/plain"), "img");
     }
 
     #[test]

@@ -1,10 +1,16 @@
 //! `@path` in a message: the file goes along with it, so the model need not read it first.
 //! The file's text is appended after the message in a `<file path="…">` block, capped; the
 //! views show a one-line note in its place. An image file (`@shot.png`) goes along as an image
-//! instead, and the text keeps the word.
+//! instead, and the text keeps the word. A path with spaces is quoted (`@"my shot.png"`) or
+//! has them escaped (`@my\ shot.png`, as dragging a file into a terminal types it); `~/` is the
+//! home directory.
+
+mod words;
+
+pub use words::{escape, unescape, word_start};
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use protocol::ImageUpload;
 
@@ -27,23 +33,25 @@ pub struct Attached {
     pub images: Vec<ImageUpload>,
 }
 
-/// `text` with the files its `@path` words name (relative to `cwd`) appended, and a note per
-/// file for the user; image files (by their extension) go along as images. A word that names
-/// no file is left as it is (an e-mail address, a handle); a file that cannot be attached
-/// (binary, unreadable) is an error that says so.
+/// `text` with the files its `@path` words name (relative to `cwd`, `~/` in `$HOME`) appended,
+/// and a note per file for the user; image files (by their extension) go along as images. A
+/// word that names no file is left as it is (an e-mail address, a handle); a file that cannot
+/// be attached (binary, unreadable) is an error that says so.
 pub fn attach(text: &str, cwd: &Path) -> Result<Attached, String> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    attach_in(text, cwd, home.as_deref())
+}
+
+/// [`attach`] with `home` as the directory `~/` names.
+fn attach_in(text: &str, cwd: &Path, home: Option<&Path>) -> Result<Attached, String> {
     let mut blocks = String::new();
     let mut notes: Vec<String> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
     let mut images: Vec<ImageUpload> = Vec::new();
-    for word in text.split_whitespace() {
-        let Some(named) = word.strip_prefix('@').filter(|n| !n.is_empty()) else {
-            continue;
-        };
-        // Punctuation that ends a sentence is not part of the path.
-        let named = named.trim_end_matches([',', '.', ';', ':', '!', '?', ')', '"', '\'']);
-        let path = cwd.join(named);
-        if !path.is_file() || seen.iter().any(|s| s == named) {
+    for named in words::mentioned(text) {
+        let named = named.as_str();
+        let path = resolve(named, cwd, home);
+        if !path.is_file() || seen.contains(&path) {
             continue;
         }
         if seen.len() == MAX_FILES {
@@ -51,7 +59,7 @@ pub fn attach(text: &str, cwd: &Path) -> Result<Attached, String> {
                 "a message attaches at most {MAX_FILES} files; mention fewer with @"
             ));
         }
-        seen.push(named.to_string());
+        seen.push(path.clone());
         if crate::images::has_image_extension(named) {
             let image = crate::images::read(&path, named)
                 .map_err(|e| format!("{e}; remove the @ to send the word as text"))?;
@@ -82,6 +90,15 @@ pub fn attach(text: &str, cwd: &Path) -> Result<Attached, String> {
         notes,
         images,
     })
+}
+
+/// The file a mentioned path names: in `home` when it starts with `~/`, else relative to `cwd`
+/// (an absolute path stays as it is).
+pub fn resolve(named: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
+    match (named.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => cwd.join(named),
+    }
 }
 
 /// The first [`MAX_FILE_BYTES`] of a text file, and its whole size.
@@ -169,5 +186,59 @@ mod tests {
         assert_eq!(attached.images[0].name, "Shot.PNG");
         assert_eq!(attached.images[0].data, vec![0x89, b'P', b'N', b'G']);
         assert_eq!(attached.notes, vec!["@Shot.PNG (image, 4 B)"]);
+    }
+
+    #[test]
+    fn paths_with_spaces_are_attached_quoted_or_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("my notes.txt"), "milk\n").unwrap();
+        let shot = "Screenshot 2026-12-05 at 10.00.00.png";
+        std::fs::write(dir.path().join(shot), [0x89, b'P', b'N', b'G']).unwrap();
+        for text in [
+            r#"read @"my notes.txt" and @'Screenshot 2026-12-05 at 10.00.00.png'"#,
+            r"read @my\ notes.txt and @Screenshot\ 2026-12-05\ at\ 10.00.00.png",
+        ] {
+            let attached = attach(text, dir.path()).unwrap();
+            assert!(
+                attached
+                    .text
+                    .ends_with("<file path=\"my notes.txt\">\nmilk\n\n</file>"),
+                "{}",
+                attached.text
+            );
+            assert_eq!(attached.images.len(), 1, "{text}");
+            assert_eq!(attached.images[0].name, shot);
+            assert_eq!(
+                collapse(&attached.text),
+                (text, vec!["my notes.txt".into()])
+            );
+        }
+    }
+
+    #[test]
+    fn a_leading_tilde_is_the_home_directory() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join("Desktop")).unwrap();
+        std::fs::write(home.path().join("Desktop/todo.txt"), "eggs\n").unwrap();
+        std::fs::write(home.path().join("Desktop/a b.png"), [1, 2]).unwrap();
+        let attached = attach_in(
+            r#"see @~/Desktop/todo.txt and @"~/Desktop/a b.png""#,
+            cwd.path(),
+            Some(home.path()),
+        )
+        .unwrap();
+        assert!(
+            attached
+                .text
+                .contains("<file path=\"~/Desktop/todo.txt\">\neggs\n"),
+            "{}",
+            attached.text
+        );
+        assert_eq!(attached.images[0].name, "~/Desktop/a b.png");
+        assert_eq!(attached.images[0].data, vec![1, 2]);
+        // Without a home, `~` is a directory like any other.
+        let none = attach_in("see @~/Desktop/todo.txt", cwd.path(), None).unwrap();
+        assert!(none.notes.is_empty());
     }
 }

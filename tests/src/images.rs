@@ -3,6 +3,8 @@
 
 use std::io::Cursor;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use image::{DynamicImage, ImageFormat, Rgb, RgbImage};
 use protocol::ImageUpload;
 use sha2::{Digest, Sha256};
@@ -102,6 +104,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The size in pixels of the PNG a request carries as base64 `data` (checked to be a PNG).
+pub fn png_pixels(data: &str) -> (u32, u32) {
+    let bytes = STANDARD.decode(data).expect("the image data is base64");
+    assert_eq!(
+        image::guess_format(&bytes).expect("an image format"),
+        ImageFormat::Png
+    );
+    pixels(&bytes)
 }
 
 /// The size in pixels of the image `bytes` (decoded whole).

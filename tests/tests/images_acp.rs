@@ -1,30 +1,17 @@
 //! Images from editors (docs/architecture.md#images): `initialize` advertises image prompts, a
-//! prompt's image block reaches the model, and `session/load` replays it as an image block.
+//! prompt's image block reaches the model (in Anthropic's form and in the Responses API's),
+//! and `session/load` replays it as an image block.
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ImageContent, LoadSessionRequest, PromptRequest, SessionUpdate, StopReason,
 };
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::Value;
-use tests::Daemon;
 use tests::acp::with_editor;
-use tests::images::{pixels, png};
+use tests::images::{pixels, png, png_pixels};
+use tests::model_server::wire::Wire;
 use tests::model_server::{ModelServer, anthropic};
-
-/// The image blocks of the first user message of the model's first request.
-fn image_blocks(model: &ModelServer) -> Vec<Value> {
-    model.received()[0].body["messages"][0]["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "image")
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use tests::{Daemon, Home};
 
 #[tokio::test]
 async fn an_image_block_reaches_the_model_and_a_load_replays_it() {
@@ -57,16 +44,14 @@ async fn an_image_block_reaches_the_model_and_a_load_replays_it() {
         },
     )
     .await;
-    let blocks = image_blocks(&model);
-    assert_eq!(blocks.len(), 1, "{}", model.received()[0].body);
-    assert_eq!(blocks[0]["source"]["type"], "base64");
-    assert_eq!(blocks[0]["source"]["media_type"], "image/png");
-    let sent = STANDARD
-        .decode(blocks[0]["source"]["data"].as_str().unwrap())
-        .unwrap();
-    assert_eq!(pixels(&sent), (24, 16));
-    let text = model.received()[0].body["messages"][0]["content"].to_string();
-    assert!(text.contains("what is this?"), "{text}");
+    let body = &model.received()[0].body;
+    let message = Wire::Anthropic.first_user_message(body);
+    let images = Wire::Anthropic.images_in(message);
+    assert_eq!(
+        *message,
+        Wire::Anthropic.user_message("what is this?", &images)
+    );
+    assert_eq!(png_pixels(&images[0]), (24, 16));
 
     // Another editor opens the session: the history comes with the image as an image block.
     let cwd = project.path().to_path_buf();
@@ -100,6 +85,49 @@ async fn an_image_block_reaches_the_model_and_a_load_replays_it() {
         "{replayed:?}"
     );
     assert_eq!(pixels(&STANDARD.decode(&image.data).unwrap()), (24, 16));
+}
+
+#[tokio::test]
+async fn an_image_block_reaches_a_responses_model_as_an_input_image() {
+    let project = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![Wire::Responses.text("A small picture.")]).await;
+    // The editor's bridge hands on only its own environment: the daemon's default provider and
+    // address choose the Responses API.
+    let env = Wire::Responses.env(&model);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let daemon = Daemon::start_with(
+        Home::with_config("provider = \"responses\"\nmodel = \"gpt-5\"\n"),
+        &env,
+    );
+    let cwd = project.path().to_path_buf();
+    let prompt = vec![
+        ContentBlock::from("what is this?"),
+        ContentBlock::Image(ImageContent::new(STANDARD.encode(png(24, 16)), "image/png")),
+    ];
+    let (stop, _child) = with_editor(
+        &daemon.home,
+        &model,
+        project.path(),
+        async move |cx, _got, _| {
+            let session = tests::acp::new_session(&cx, &cwd).await;
+            cx.send_request(PromptRequest::new(session, prompt))
+                .block_task()
+                .await
+                .unwrap()
+                .stop_reason
+        },
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let request = &model.received()[0];
+    assert_eq!(request.path, "/v1/responses");
+    let message = Wire::Responses.first_user_message(&request.body);
+    let images = Wire::Responses.images_in(message);
+    assert_eq!(
+        *message,
+        Wire::Responses.user_message("what is this?", &images)
+    );
+    assert_eq!(png_pixels(&images[0]), (24, 16));
 }
 
 #[tokio::test]

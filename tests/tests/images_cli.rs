@@ -1,5 +1,6 @@
 //! Images from the command line (docs/architecture.md#images): `run -i PATH` and `@shot.png`
-//! send the file with the message, the model gets an Anthropic image block, the views and
+//! send the file with the message, the model gets it in its provider's form (Anthropic image
+//! blocks, Chat Completions `image_url` and Responses `input_image` data URLs), the views and
 //! `--json` name it without its bytes, and `show --images` exports the session's images.
 
 use std::path::Path;
@@ -9,8 +10,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 use tests::Daemon;
-use tests::images::{pixels, png, sha256_hex};
+use tests::images::{png, png_pixels, sha256_hex};
 use tests::json_run::JsonRun;
+use tests::model_server::wire::Wire;
 use tests::model_server::{ModelServer, anthropic};
 
 /// `agentctl ARGS` in `cwd` against `server`, to its end.
@@ -23,76 +25,67 @@ fn agentctl(daemon: &Daemon, server: &ModelServer, cwd: &Path, args: &[&str]) ->
         .unwrap()
 }
 
-/// The image blocks of the first user message of the model's first request.
-fn image_blocks(server: &ModelServer) -> Vec<Value> {
-    let body = &server.received()[0].body;
-    body["messages"][0]["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "image")
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
+/// `agentctl run ARGS` over `wire` in `cwd`, its model answering "Seen.": the output, and the
+/// body of the model's request.
+async fn run_over(wire: Wire, daemon: &Daemon, cwd: &Path, args: &[&str]) -> (Output, Value) {
+    let server = ModelServer::start(vec![wire.text("Seen.")]).await;
+    let mut all = vec!["run"];
+    all.extend(wire.flags());
+    all.extend(args);
+    let mut command = daemon.home.agentctl_against(&server, cwd, &all);
+    command.envs(wire.env(&server)).stdin(Stdio::null());
+    let out = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{wire:?}: {stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Seen.");
+    let body = server.received()[0].body.clone();
+    (out, body)
 }
 
-/// The size in pixels of the PNG an Anthropic image block carries, checked for its shape.
-fn png_of(block: &Value) -> (u32, u32) {
-    assert_eq!(block["source"]["type"], "base64", "{block}");
-    assert_eq!(block["source"]["media_type"], "image/png", "{block}");
-    let data = STANDARD
-        .decode(block["source"]["data"].as_str().unwrap())
-        .unwrap();
-    pixels(&data)
+/// The PNG images of the first user message of `body` over `wire`, checked to be exactly
+/// `text` with them in the format's shape; their sizes in pixels.
+fn sent_pngs(wire: Wire, body: &Value, text: &str) -> Vec<(u32, u32)> {
+    let message = wire.first_user_message(body);
+    let images = wire.images_in(message);
+    assert_eq!(*message, wire.user_message(text, &images), "{wire:?}");
+    images.iter().map(|data| png_pixels(data)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_with_an_image_flag_sends_it_to_the_model_and_the_view_names_it() {
+async fn run_with_an_image_flag_sends_it_in_each_wire_format_and_the_view_names_it() {
     let daemon = Daemon::start();
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("shot.png"), png(64, 48)).unwrap();
-    let server = ModelServer::start(vec![anthropic::text("A gradient.")]).await;
-    let out = agentctl(
-        &daemon,
-        &server,
-        project.path(),
-        &["run", "-i", "shot.png", "what is in this picture?"],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let blocks = image_blocks(&server);
-    assert_eq!(blocks.len(), 1, "{:?}", server.received()[0].body);
-    assert_eq!(png_of(&blocks[0]), (64, 48));
-    let text = server.received()[0].body["messages"][0]["content"].to_string();
-    assert!(text.contains("what is in this picture?"), "{text}");
-    // The view names the image under the prompt, with its size in pixels.
-    assert!(stderr.contains("[image: shot.png 64×48]"), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "A gradient.");
+    for wire in Wire::ALL {
+        let (out, body) = run_over(
+            wire,
+            &daemon,
+            project.path(),
+            &["-i", "shot.png", "what is in this picture?"],
+        )
+        .await;
+        assert_eq!(
+            sent_pngs(wire, &body, "what is in this picture?"),
+            [(64, 48)]
+        );
+        // The view names the image under the prompt, with its size in pixels.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("[image: shot.png 64×48]"), "{stderr}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_image_mentioned_with_at_goes_along_and_the_text_keeps_the_word() {
+async fn an_image_mentioned_with_at_goes_in_each_wire_format_and_the_text_keeps_the_word() {
     let daemon = Daemon::start();
     let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("Shot.PNG"), png(30, 20)).unwrap();
-    let server = ModelServer::start(vec![anthropic::text("Seen.")]).await;
-    let out = agentctl(
-        &daemon,
-        &server,
-        project.path(),
-        &["run", "look at @Shot.PNG, please"],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("attached @Shot.PNG (image,"), "{stderr}");
-    let blocks = image_blocks(&server);
-    assert_eq!(blocks.len(), 1);
-    assert_eq!(png_of(&blocks[0]), (30, 20));
-    let text = server.received()[0].body["messages"][0]["content"].to_string();
-    assert!(text.contains("look at @Shot.PNG, please"), "{text}");
-    assert!(!text.contains("<file path"), "{text}");
+    std::fs::write(project.path().join("My Shot.PNG"), png(30, 20)).unwrap();
+    for wire in Wire::ALL {
+        let text = r#"look at @"My Shot.PNG", please"#;
+        let (out, body) = run_over(wire, &daemon, project.path(), &[text]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("attached @My Shot.PNG (image,"), "{stderr}");
+        assert_eq!(sent_pngs(wire, &body, text), [(30, 20)]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,6 +120,23 @@ async fn a_missing_image_or_too_many_are_usage_errors_naming_the_file() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("nowhere.png"), "{stderr}");
+
+    // A FIFO is refused before it is opened (opening it would wait for a writer).
+    let fifo = project.path().join("fifo.png");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = agentctl(
+        &daemon,
+        &server,
+        project.path(),
+        &["run", "-i", "fifo.png", "hm"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("fifo.png is not a file"), "{stderr}");
 
     std::fs::write(project.path().join("a.png"), png(4, 4)).unwrap();
     let mut args = vec!["run"];
@@ -212,4 +222,31 @@ async fn json_carries_the_image_ref_without_its_bytes_and_show_exports_it() {
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("not overwritten"), "{stderr}");
     assert_eq!(std::fs::read(&file).unwrap(), b"something else");
+
+    // A link planted where the file would go, even one that leads nowhere yet, is not written
+    // through; a new file is readable by its owner only.
+    let planted = export.path().join("planted");
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink(&planted, &file).unwrap();
+    let refused = agentctl(
+        &daemon,
+        &server,
+        project.path(),
+        &["show", &session, "--images", dir_arg],
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("not a plain file"), "{stderr}");
+    assert!(!planted.exists());
+    std::fs::remove_file(&file).unwrap();
+    let written = agentctl(
+        &daemon,
+        &server,
+        project.path(),
+        &["show", &session, "--images", dir_arg],
+    );
+    assert!(written.status.success());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
 }

@@ -4,66 +4,11 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use protocol::{Delivery, Event, ImageRef, ImageUpload, Reply, Request, RunOptions, StopReason};
+use protocol::{Delivery, Event, ImageRef, ImageUpload, Reply, Request, StopReason};
 use serde_json::{Value, json};
-use tests::model_server::{ModelServer, Scripted, anthropic, openai, responses};
-use tests::{TestEnv, finished, run_options, until_finished};
-
-/// The three wire formats.
-#[derive(Debug, Clone, Copy)]
-enum Wire {
-    Anthropic,
-    Chat,
-    Responses,
-}
-
-impl Wire {
-    /// Run options that speak this wire format to `server`.
-    fn options(self, server: &ModelServer) -> RunOptions {
-        let openai = |provider: &str, model: &str| RunOptions {
-            provider: Some(provider.into()),
-            model: Some(model.into()),
-            env: vec![("OPENAI_BASE_URL".into(), format!("{}/v1", server.url()))],
-            ..run_options(server)
-        };
-        match self {
-            Wire::Anthropic => run_options(server),
-            Wire::Chat => openai("openai", "gpt-4.1"),
-            Wire::Responses => openai("responses", "gpt-5"),
-        }
-    }
-
-    /// A reply of `text`.
-    fn text(self, text: &str) -> Scripted {
-        match self {
-            Wire::Anthropic => anthropic::text(text),
-            Wire::Chat => openai::text(text),
-            Wire::Responses => responses::text(text),
-        }
-    }
-
-    /// A reply that reads `path` with call `call_1`.
-    fn read(self, path: &str) -> Scripted {
-        let args = json!({"path": path});
-        match self {
-            Wire::Anthropic => anthropic::reply()
-                .tool_with_id("call_1", "read", args)
-                .build(),
-            Wire::Chat => openai::reply().tool("call_1", "read", args).build(),
-            Wire::Responses => responses::reply().tool("call_1", "read", args).build(),
-        }
-    }
-}
-
-/// A PNG of `width`×`height` pixels.
-fn png(width: u32, height: u32) -> Vec<u8> {
-    let image = image::RgbImage::from_fn(width, height, |x, y| {
-        image::Rgb([(x % 256) as u8, (y % 256) as u8, 200])
-    });
-    let mut bytes = std::io::Cursor::new(Vec::new());
-    image.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
-    bytes.into_inner()
-}
+use tests::images::png;
+use tests::model_server::wire::Wire;
+use tests::{TestEnv, finished, until_finished};
 
 /// The stored bytes of `image` in the session, as the daemon hands them out.
 async fn stored(env: &TestEnv, image: &ImageRef) -> Vec<u8> {

@@ -33,19 +33,25 @@ pub fn uploads(blocks: &[ContentBlock]) -> Result<Vec<ImageUpload>, String> {
     let mut uploads = Vec::with_capacity(images.len());
     let mut total = 0;
     for (n, image) in images.into_iter().enumerate() {
-        let name = image
-            .uri
-            .clone()
-            .unwrap_or_else(|| format!("pasted-{}.{}", n + 1, extension(&image.mime_type)));
+        let name = image.uri.clone().unwrap_or_else(|| {
+            format!(
+                "pasted-{}.{}",
+                n + 1,
+                crate::images::extension(&image.mime_type)
+            )
+        });
         if !image.mime_type.starts_with("image/") {
             return Err(format!(
                 "{name} is `{}`, not an image: attach PNG, JPEG, GIF or WebP images",
                 image.mime_type
             ));
         }
-        let data = STANDARD
-            .decode(image.data.trim())
-            .map_err(|e| format!("the image {name} is not valid base64 ({e})"))?;
+        let data = STANDARD.decode(image.data.trim()).map_err(|e| {
+            format!(
+                "the image {name} is not valid base64 ({e}): attach the image again; if \
+                 this editor keeps sending it so, report it to the editor's makers"
+            )
+        })?;
         total += data.len();
         if total > MAX_MESSAGE_IMAGE_BYTES {
             return Err(too_large(total));
@@ -63,14 +69,6 @@ fn too_large(size: usize) -> String {
         crate::format::bytes(size as u64),
         crate::format::bytes(MAX_MESSAGE_IMAGE_BYTES as u64)
     )
-}
-
-/// The file extension for a media type, for the name of an image that came without a uri.
-fn extension(media_type: &str) -> &str {
-    media_type
-        .strip_prefix("image/")
-        .filter(|e| !e.is_empty() && e.chars().all(|c| c.is_ascii_alphanumeric()))
-        .unwrap_or("img")
 }
 
 /// An image of the history as an image block: its stored bytes in base64, its type, and the

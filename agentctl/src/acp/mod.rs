@@ -446,6 +446,11 @@ async fn prompt(bridge: &Bridge, req: PromptRequest, responder: v1::Responder<Pr
         let _ = responder.respond_with_error(Error::invalid_params().data("the prompt is empty"));
         return;
     }
+    let image_bytes = images.iter().map(|i| i.data.len()).sum();
+    if let Err(too_large) = crate::commands::check_message_size(&text, image_bytes) {
+        let _ = responder.respond_with_error(Error::invalid_params().data(too_large.message));
+        return;
+    }
     if let Some(responder) = bridge.await_run(&session, &text, responder) {
         let _ = responder.respond_with_error(
             Error::invalid_params()

@@ -42,40 +42,22 @@ pub async fn export(paths: &Paths, id: String, dir: &Path) -> Result<u8, Failure
 /// The session's full id and the images of its history, each once, in the order they came.
 async fn images_of(
     client: &Client,
-    mut session: SessionId,
+    session: SessionId,
 ) -> Result<(SessionId, Vec<ImageRef>), Failure> {
+    let (info, events) = client.history(&session).await.map_err(Failure::new)?;
     let mut images: Vec<ImageRef> = Vec::new();
-    let mut from_seq = 0;
-    loop {
-        let page = Request::GetHistory {
-            session: session.clone(),
-            from_seq,
+    for event in events {
+        let found = match event.event {
+            Event::UserMessage { images, .. } | Event::ToolResult { images, .. } => images,
+            _ => continue,
         };
-        let (info, events, next_seq) = match request(client, page).await? {
-            Reply::History {
-                session,
-                events,
-                next_seq,
-            } => (session, events, next_seq),
-            other => return Err(unexpected(other)),
-        };
-        session = info.id;
-        for event in events {
-            let found = match event.event {
-                Event::UserMessage { images, .. } | Event::ToolResult { images, .. } => images,
-                _ => continue,
-            };
-            for image in found {
-                if !images.iter().any(|i| i.hash == image.hash) {
-                    images.push(image);
-                }
+        for image in found {
+            if !images.iter().any(|i| i.hash == image.hash) {
+                images.push(image);
             }
         }
-        match next_seq {
-            Some(next) if next > from_seq => from_seq = next,
-            _ => return Ok((session, images)),
-        }
     }
+    Ok((info.id, images))
 }
 
 /// Writes `data` to `dir/HASH.EXT`; the same bytes there already are left as they are, other
@@ -88,9 +70,20 @@ fn write_new(dir: &Path, image: &ImageRef, data: &[u8]) -> Result<PathBuf, Failu
             crate::style::one_line(&image.hash)
         )));
     }
-    let path = dir.join(format!("{}.{}", image.hash, extension(&image.media_type)));
-    // A file of another size differs without being read.
-    let existing = match std::fs::metadata(&path) {
+    let path = dir.join(format!(
+        "{}.{}",
+        image.hash,
+        crate::images::extension(&image.media_type)
+    ));
+    // A link (even one that leads nowhere) is never written through, and a file of another
+    // size differs without being read.
+    let existing = match std::fs::symlink_metadata(&path) {
+        Ok(meta) if !meta.is_file() => {
+            return Err(Failure::new(format!(
+                "{} exists and is not a plain file; not overwritten: export to an empty directory",
+                path.display()
+            )));
+        }
         Ok(meta) if meta.len() != data.len() as u64 => Ok(Vec::new()),
         _ => std::fs::read(&path),
     };
@@ -107,18 +100,19 @@ fn write_new(dir: &Path, image: &ImageRef, data: &[u8]) -> Result<PathBuf, Failu
             return Err(Failure::new(format!("cannot read {}: {e}", path.display())));
         }
     }
-    std::fs::write(&path, data)
+    create_new(&path, data)
         .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))?;
     Ok(path)
 }
 
-/// The file extension of a media type.
-fn extension(media_type: &str) -> &'static str {
-    match media_type {
-        "image/png" => "png",
-        "image/jpeg" => "jpg",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        _ => "bin",
-    }
+/// Writes `data` to `path`, which must not exist (no link is followed), readable by this user
+/// only, as the daemon keeps its images.
+fn create_new(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(data)
 }

@@ -16,6 +16,7 @@ mod about;
 pub mod anthropic;
 pub mod openai;
 pub mod responses;
+pub mod wire;
 
 /// One SSE event: its `event:` name and its JSON `data:`.
 #[derive(Debug, Clone)]

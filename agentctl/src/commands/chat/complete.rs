@@ -166,9 +166,8 @@ impl Completer {
     /// The completions of the word that ends at the end of `head` (the text before the
     /// cursor); `None` when nothing completes there.
     pub(super) fn complete(&self, head: &str) -> Option<Completion> {
-        let from = head.rfind(char::is_whitespace).map_or(0, |i| {
-            i + head[i..].chars().next().map_or(1, char::len_utf8)
-        });
+        // A space escaped with a backslash is part of an `@` path.
+        let from = crate::mentions::word_start(head);
         let word = &head[from..];
         let fixed = |values: &[&str]| {
             values
@@ -210,18 +209,17 @@ impl Completer {
     }
 
     /// `@` completions: the entries of the directory named so far that start with the rest,
-    /// as `@dir/name` (directories end with `/` and take no space after them). What the
-    /// project's ignore files leave out is left out, and hidden entries unless a `.` is typed.
+    /// as `@dir/name` (directories end with `/` and take no space after them; spaces escaped
+    /// with a backslash). What the project's ignore files leave out is left out, and hidden
+    /// entries unless a `.` is typed.
     fn paths(&self, typed: &str) -> Vec<Candidate> {
+        let typed = crate::mentions::unescape(typed);
         let (dir, prefix) = match typed.rfind('/') {
             Some(i) => (&typed[..=i], &typed[i + 1..]),
-            None => ("", typed),
+            None => ("", typed.as_str()),
         };
-        let base = if dir.starts_with('/') {
-            PathBuf::from(dir)
-        } else {
-            self.cwd.join(dir)
-        };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let base = crate::mentions::resolve(dir, &self.cwd, home.as_deref());
         let walk = ignore::WalkBuilder::new(&base)
             .max_depth(Some(1))
             .hidden(!prefix.starts_with('.'))
@@ -238,7 +236,10 @@ impl Completer {
                 let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
                 let slash = if is_dir { "/" } else { "" };
                 Some(Candidate {
-                    value: format!("@{dir}{name}{slash}"),
+                    value: format!(
+                        "@{}{slash}",
+                        crate::mentions::escape(&format!("{dir}{name}"))
+                    ),
                     about: None,
                     space_after: !is_dir,
                 })
@@ -331,5 +332,17 @@ mod tests {
         assert_eq!(values(completer.complete("@s")), vec!["@src/"]);
         assert_eq!(values(completer.complete("@src/m")), vec!["@src/main.rs"]);
         assert!(values(completer.complete("@t")).is_empty());
+    }
+
+    #[test]
+    fn paths_with_spaces_complete_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("My Shots")).unwrap();
+        std::fs::write(dir.path().join("My Shots/shot 1.png"), "x").unwrap();
+        let completer = completer(dir.path());
+        assert_eq!(values(completer.complete("see @My")), vec![r"@My\ Shots/"]);
+        let found = completer.complete(r"see @My\ Shots/sh").unwrap();
+        assert_eq!(found.from, "see ".len());
+        assert_eq!(values(Some(found)), vec![r"@My\ Shots/shot\ 1.png"]);
     }
 }
