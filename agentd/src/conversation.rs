@@ -135,6 +135,18 @@ pub struct ToolResult {
     pub images: Vec<ImageRef>,
 }
 
+impl Message {
+    /// The images the message carries, in order: a user message's, or its tool results'.
+    pub fn images(&self) -> impl Iterator<Item = &ImageRef> {
+        let (user, results): (&[ImageRef], &[ToolResult]) = match self {
+            Message::User { images, .. } => (images, &[]),
+            Message::ToolResults { results } => (&[], results),
+            _ => (&[], &[]),
+        };
+        user.iter().chain(results.iter().flat_map(|r| &r.images))
+    }
+}
+
 impl ToolResult {
     /// What the model receives, or `(no output)` for nothing: some APIs refuse empty content.
     pub fn output_or_placeholder(&self) -> &str {

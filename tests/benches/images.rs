@@ -1,5 +1,5 @@
 //! Image figures (docs/architecture.md#images): a session holding 50 screenshots (1920×1080
-//! PNGs, ten to a message) through the real daemon. The daemon's resident memory before the
+//! PNGs, five to a message) through the real daemon. The daemon's resident memory before the
 //! images, idle once they are stored and sent, during a model call that carries all 50, and
 //! while a second client replays the session and fetches every image's bytes (as an editor's
 //! `session/load` does).
@@ -16,7 +16,7 @@ use tests::{TestEnv, peak_rss, rss};
 /// Screenshots in all.
 const IMAGES: usize = 50;
 /// Screenshots per message.
-const PER_MESSAGE: usize = 10;
+const PER_MESSAGE: usize = 5;
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / f64::from(1 << 20)

@@ -170,6 +170,50 @@ async fn a_jpeg_and_a_screenshot_travel_together_as_sent() {
     assert_eq!(sent_images(&env.server.received()[0]), vec![photo, shot]);
 }
 
+/// An EXIF chunk (little-endian TIFF): Make (13 ASCII bytes at offset 38) a camera serial,
+/// Orientation 6 (turn 90° clockwise for display).
+const EXIF: &[u8] =
+    b"II*\0\x08\0\0\0\x02\0\x0f\x01\x02\0\x0d\0\0\0\x26\0\0\0\x12\x01\x03\0\x01\0\0\0\
+    \x06\0\0\0\0\0\0\0SERIAL-12345\0";
+
+/// A 40×30 JPEG (its left half red) with [`EXIF`]: displayed 30×40.
+fn jpeg_with_exif() -> Vec<u8> {
+    use image::ImageEncoder;
+    let photo = image::RgbImage::from_fn(40, 30, |x, _| {
+        image::Rgb([if x < 20 { 250 } else { 5 }, 5, 5])
+    });
+    let mut out = Vec::new();
+    let mut encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90);
+    encoder.set_exif_metadata(EXIF.to_vec()).unwrap();
+    photo.write_with_encoder(encoder).unwrap();
+    out
+}
+
+#[tokio::test]
+async fn a_photo_reaches_the_model_upright_without_its_exif() {
+    let mut env = TestEnv::builder()
+        .model(vec![anthropic::text("A photo.")])
+        .start()
+        .await;
+    let photo = jpeg_with_exif();
+    let has = |bytes: &[u8], needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    assert!(has(&photo, b"SERIAL-12345"));
+    let events = run_with_images(&mut env, "where?", vec![upload("photo.jpg", photo)]).await;
+    let image = &user_images(&events)[0];
+    assert_eq!(
+        (image.media_type.as_str(), image.width, image.height),
+        ("image/jpeg", 30, 40)
+    );
+    assert_eq!(image.label(), "[image: photo.jpg 30×40]");
+    let sent = sent_images(&env.server.received()[0]);
+    assert_eq!(sent.len(), 1);
+    assert!(!has(&sent[0], b"SERIAL-12345") && !has(&sent[0], b"Exif\0\0"));
+    assert_eq!(sha256_hex(&sent[0]), image.hash, "sent as stored");
+    let upright = image::load_from_memory(&sent[0]).unwrap().to_rgb8();
+    assert_eq!(upright.dimensions(), (30, 40));
+    assert!(upright.get_pixel(15, 5)[0] > 200, "red on top");
+}
+
 #[tokio::test]
 async fn a_text_file_renamed_png_is_refused_and_nothing_reaches_the_model() {
     let env = TestEnv::builder()
@@ -189,7 +233,8 @@ async fn a_text_file_renamed_png_is_refused_and_nothing_reaches_the_model() {
     .to_string();
     assert!(
         err.contains(
-            "shot.png is not a PNG, JPEG, GIF or WebP image (it looks like text): attach an image file"
+            "shot.png is not a PNG, JPEG, GIF or WebP image (it looks like text): attach an \
+             image file"
         ),
         "{err}"
     );
@@ -432,6 +477,13 @@ async fn a_profile_without_images_refuses_read_of_an_image() {
         result[0].2.starts_with("shot.png is an image, and "),
         "{result:?}"
     );
-    assert!(result[0].2.contains("images = false"), "{result:?}");
+    // Worded for the model: what it can do, not the user's setting or `--model`.
+    assert!(
+        result[0]
+            .2
+            .contains("the model of this run takes no images: describe what you need"),
+        "{result:?}"
+    );
+    assert!(!result[0].2.contains("--model"), "{result:?}");
     assert!(sent_images(&env.server.received()[1]).is_empty());
 }

@@ -36,6 +36,8 @@ mod hostile_files;
 mod hostile_input;
 mod images_acp;
 mod images_cli;
+mod images_history;
+mod images_queued;
 mod images_store;
 mod images_wire;
 mod layout;

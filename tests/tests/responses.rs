@@ -397,3 +397,27 @@ async fn a_previous_response_the_server_lost_is_sent_again_as_the_full_input() {
     assert_eq!(full[1]["type"], "function_call");
     assert_eq!(full[2]["type"], "function_call_output");
 }
+
+#[tokio::test]
+async fn the_next_run_of_the_session_goes_on_from_the_last_reply() {
+    let mut env = TestEnv::builder()
+        .config(CHAINED)
+        .model(vec![
+            responses::reply().id("resp_a").text("Hello.").build(),
+            responses::reply().id("resp_b").text("Still here.").build(),
+        ])
+        .start()
+        .await;
+    let options = RunOptions {
+        provider: Some("chained".into()),
+        ..responses_options(&env.server)
+    };
+    env.run_with("hi", options.clone()).await;
+    env.run_with("are you there?", options).await;
+    let requests = env.server.received();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].body["previous_response_id"], "resp_a");
+    let input = input(&requests[1]);
+    assert_eq!(input.len(), 1, "only the new message: {input:?}");
+    assert_eq!(input[0]["role"], "user");
+}

@@ -21,7 +21,6 @@ const TEXT_ONLY: &[(&str, &str)] = &[
     ("llama3.1", "Llama 3.1 reads text only"),
     ("llama-3.3", "Llama 3.3 reads text only"),
     ("llama3.3", "Llama 3.3 reads text only"),
-    ("kimi-k2", "Kimi K2 reads text only"),
     ("phi-3", "Phi-3 reads text only"),
 ];
 

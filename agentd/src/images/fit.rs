@@ -9,6 +9,7 @@ use image::codecs::gif::GifDecoder;
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::PngEncoder;
 use image::imageops::FilterType;
+use image::metadata::Orientation;
 use image::{AnimationDecoder, DynamicImage, ImageDecoder, ImageReader, Limits};
 
 use super::error::ImageError;
@@ -16,10 +17,20 @@ use super::format::{Format, looks_like};
 
 /// The longest side an image may claim in its header.
 pub(crate) const MAX_SIDE: u32 = 20_000;
-/// The most pixels an image may claim in its header.
-pub(crate) const MAX_PIXELS: u64 = 100_000_000;
-/// The most bytes a decoder may allocate for one image.
-const MAX_ALLOC: u64 = 512 << 20;
+/// The most pixels an image may claim in its header: an 8K photo (7680×4320) is 33 megapixels.
+pub(crate) const MAX_PIXELS: u64 = 40_000_000;
+/// The most bytes a decoded image may take: [`MAX_PIXELS`] at 8 bits a channel with alpha. A
+/// 16-bit image is counted at its real size, so it may have half the pixels.
+///
+/// With at most two decodes at once in the daemon (the store's decode slots), this bounds what
+/// images take: one decode holds the decoded image (≤ 160 MB) and, when it is scaled, first a
+/// box-filtered copy at most a quarter of it, then only that copy with Lanczos' buffer
+/// (`f32` RGBA of the copy's width × the fitted height: ≤ 4000 × 2000 × 16 B = 128 MB) and the
+/// result (≤ 16 MB): about 210 MB at the worst, ~420 MB for two. Measured (images' tests):
+/// two 40-megapixel RGBA PNGs at once grow the process by ~340 MB (~640 MB with Lanczos
+/// straight from the full image). A progressive JPEG's decoder also keeps its coefficients
+/// (2 B a sample: a camera's 4:2:0 photo adds 3 B a pixel, ≤ 120 MB).
+const MAX_ALLOC: u64 = 4 * MAX_PIXELS;
 /// The longest side an image is sent with (Anthropic's limit when a request carries many
 /// images; OpenAI fits to 2048).
 pub(crate) const FIT_SIDE: u32 = 2000;
@@ -35,39 +46,46 @@ pub(crate) struct Fitted {
     pub(crate) reencoded: Option<Vec<u8>>,
     /// The stored format.
     pub(crate) format: Format,
-    /// Width in pixels, as stored.
+    /// Width in pixels, as stored (and displayed).
     pub(crate) width: u32,
-    /// Height in pixels, as stored.
+    /// Height in pixels, as stored (and displayed).
     pub(crate) height: u32,
 }
 
-/// Checks `bytes` (the file `name`) and fits them: an image within the limits is kept byte for
-/// byte; a larger one is scaled to [`FIT_SIDE`] and re-encoded (PNG, or JPEG for a JPEG or
-/// when PNG stays too large); an animated GIF or WebP becomes its first frame. Blocking.
+/// A decoded image, not yet turned upright.
+struct Decoded {
+    /// Its first frame's pixels, as stored in the file.
+    image: DynamicImage,
+    /// How its metadata says to turn it for display.
+    orientation: Orientation,
+    /// Whether it carries EXIF or XMP metadata (a camera's serial, where a photo was taken).
+    metadata: bool,
+    /// Whether it has more frames.
+    animated: bool,
+}
+
+/// Checks `bytes` (the file `name`) and fits them: an image within the limits and without
+/// metadata is kept byte for byte; a larger one is scaled to [`FIT_SIDE`] and re-encoded (PNG,
+/// or JPEG for a JPEG or when PNG stays too large); one with EXIF or XMP metadata is re-encoded
+/// turned as its orientation says (the metadata is not kept: neither stored nor sent); an
+/// animated GIF or WebP becomes its first frame. Blocking.
 pub(crate) fn fit(name: &str, bytes: &[u8]) -> Result<Fitted, ImageError> {
     let Some(format) = Format::sniff(bytes) else {
-        return Err(ImageError(format!(
-            "{name} is not a PNG, JPEG, GIF or WebP image (it looks like {}): attach an image \
-             file",
-            looks_like(bytes)
-        )));
+        return Err(ImageError::NotAnImage {
+            name: name.to_owned(),
+            looks_like: looks_like(bytes),
+        });
     };
-    let kind = format.extension().to_ascii_uppercase();
-    let damaged = |err: image::ImageError| match err {
-        image::ImageError::Limits(_) => ImageError(format!(
-            "{name} needs more memory to decode than an attached image may take ({err}): scale \
-             it down before attaching it"
-        )),
-        _ => ImageError(format!(
-            "{name} is a damaged or unsupported {kind} image ({err}): attach an intact PNG, \
-             JPEG, GIF or WebP file"
-        )),
-    };
-    let (width, height) = header_size(format, bytes).map_err(damaged)?;
-    check_size(name, width, height)?;
-    let (image, animated) = decode(format, bytes).map_err(damaged)?;
-    let too_long = image.width().max(image.height()) > FIT_SIDE;
-    if !too_long && bytes.len() <= FIT_BYTES && !animated {
+    let (width, height) = header_size(format, bytes)
+        .map_err(|err| failed(name, format, err, || "too large to read".to_owned()))?;
+    check_size(name, format, width, height)?;
+    let decoded = decode(format, bytes).map_err(|err| {
+        failed(name, format, err, || {
+            format!("{width}×{height} pixels, too many bytes decoded at its colour depth")
+        })
+    })?;
+    let too_long = decoded.image.width().max(decoded.image.height()) > FIT_SIDE;
+    if !too_long && bytes.len() <= FIT_BYTES && !decoded.animated && !decoded.metadata {
         return Ok(Fitted {
             reencoded: None,
             format,
@@ -75,12 +93,60 @@ pub(crate) fn fit(name: &str, bytes: &[u8]) -> Result<Fitted, ImageError> {
             height,
         });
     }
-    let image = if too_long {
-        image.resize(FIT_SIDE, FIT_SIDE, FilterType::Lanczos3)
+    let mut image = if too_long {
+        shrink(decoded.image)
+    } else {
+        decoded.image
+    };
+    // Turned after scaling: turning a copy of the fitted image costs a fraction of the full one.
+    image.apply_orientation(decoded.orientation);
+    reencode(name, format, image)
+}
+
+/// Why the image `name` (in `format`) failed to decode with `err`: over a limit (its size as
+/// `size` words it) or damaged.
+fn failed(
+    name: &str,
+    format: Format,
+    err: image::ImageError,
+    size: impl FnOnce() -> String,
+) -> ImageError {
+    match err {
+        image::ImageError::Limits(_) => too_large(name, size()),
+        _ => ImageError::Damaged {
+            name: name.to_owned(),
+            kind: format.name(),
+            detail: err.to_string(),
+        },
+    }
+}
+
+/// The refusal of the image `name`, too large as `size` says.
+fn too_large(name: &str, size: String) -> ImageError {
+    ImageError::TooLarge {
+        name: name.to_owned(),
+        size,
+        limits: format!(
+            "{MAX_SIDE} px a side, {} megapixels, {} MB decoded",
+            MAX_PIXELS / 1_000_000,
+            MAX_ALLOC / 1_000_000
+        ),
+    }
+}
+
+/// `image` scaled to [`FIT_SIDE`] on its long side: first by an integer factor with a box
+/// filter (each source pixel counted once; cheap in memory), so that Lanczos, whose buffer grows
+/// with the source's width, scales a copy under twice the fitted size.
+fn shrink(image: DynamicImage) -> DynamicImage {
+    let long = image.width().max(image.height());
+    let factor = long / FIT_SIDE;
+    let image = if factor >= 2 {
+        let (width, height) = (image.width() / factor, image.height() / factor);
+        image.thumbnail_exact(width.max(1), height.max(1))
     } else {
         image
     };
-    reencode(name, format, image)
+    image.resize(FIT_SIDE, FIT_SIDE, FilterType::Lanczos3)
 }
 
 /// The size in pixels the header of `bytes` claims, read without decoding the pixels.
@@ -90,19 +156,17 @@ fn header_size(format: Format, bytes: &[u8]) -> image::ImageResult<(u32, u32)> {
     reader.into_dimensions()
 }
 
-/// Refuses an image whose header claims no pixels or absurdly many.
-fn check_size(name: &str, width: u32, height: u32) -> Result<(), ImageError> {
+/// Refuses an image whose header claims no pixels or too many.
+fn check_size(name: &str, format: Format, width: u32, height: u32) -> Result<(), ImageError> {
     if width == 0 || height == 0 {
-        return Err(ImageError(format!(
-            "{name} claims to be {width}×{height} pixels: attach an intact image file"
-        )));
+        return Err(ImageError::Damaged {
+            name: name.to_owned(),
+            kind: format.name(),
+            detail: format!("it claims to be {width}×{height} pixels"),
+        });
     }
     if width.max(height) > MAX_SIDE || u64::from(width) * u64::from(height) > MAX_PIXELS {
-        return Err(ImageError(format!(
-            "{name} is {width}×{height} pixels, more than an attached image may have ({MAX_SIDE} \
-             px a side, {} megapixels): scale it down before attaching it",
-            MAX_PIXELS / 1_000_000
-        )));
+        return Err(too_large(name, format!("{width}×{height} pixels")));
     }
     Ok(())
 }
@@ -116,8 +180,8 @@ fn limits(side: Option<u32>) -> Limits {
     limits
 }
 
-/// Decodes `bytes` (its first frame, turned upright), and whether it has more frames.
-fn decode(format: Format, bytes: &[u8]) -> image::ImageResult<(DynamicImage, bool)> {
+/// Decodes `bytes`: its first frame, its orientation and whether it carries metadata.
+fn decode(format: Format, bytes: &[u8]) -> image::ImageResult<Decoded> {
     if format == Format::Gif {
         let mut decoder = GifDecoder::new(Cursor::new(bytes))?;
         decoder.set_limits(limits(Some(MAX_SIDE)))?;
@@ -127,18 +191,29 @@ fn decode(format: Format, bytes: &[u8]) -> image::ImageResult<(DynamicImage, boo
                 image::error::DecodingError::from_format_hint(image::ImageFormat::Gif.into()),
             ));
         };
-        let first = DynamicImage::ImageRgba8(first?.into_buffer());
-        return Ok((first, frames.next().is_some()));
+        return Ok(Decoded {
+            image: DynamicImage::ImageRgba8(first?.into_buffer()),
+            orientation: Orientation::NoTransforms,
+            metadata: false,
+            animated: frames.next().is_some(),
+        });
     }
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format.image_format());
     reader.limits(limits(Some(MAX_SIDE)));
     let mut decoder = reader.into_decoder()?;
-    let orientation = decoder.orientation()?;
+    // Metadata that cannot be read counts as there: the image is re-encoded without it.
+    let metadata =
+        !matches!(decoder.exif_metadata(), Ok(None)) || !matches!(decoder.xmp_metadata(), Ok(None));
+    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+    // Counted at its real size: 16 bits a channel take twice the bytes.
     let mut budget = limits(Some(MAX_SIDE));
     budget.reserve(decoder.total_bytes())?;
-    let mut image = DynamicImage::from_decoder(decoder)?;
-    image.apply_orientation(orientation);
-    Ok((image, format == Format::WebP && webp_animated(bytes)))
+    Ok(Decoded {
+        image: DynamicImage::from_decoder(decoder)?,
+        orientation,
+        metadata,
+        animated: format == Format::WebP && webp_animated(bytes),
+    })
 }
 
 /// Whether a WebP file says it is animated (the animation flag of its `VP8X` header).
@@ -149,10 +224,10 @@ fn webp_animated(bytes: &[u8]) -> bool {
 /// Encodes `image` small enough to store: PNG for a PNG, GIF or WebP source, JPEG for a JPEG
 /// or when the PNG is too large; scaled down further while even the JPEG is.
 fn reencode(name: &str, source: Format, mut image: DynamicImage) -> Result<Fitted, ImageError> {
-    let failed = |err: image::ImageError| {
-        ImageError(format!(
-            "{name} could not be re-encoded ({err}): attach a smaller PNG or JPEG file"
-        ))
+    let failed = |err: image::ImageError| ImageError::TooManyBytesEncoded {
+        name: name.to_owned(),
+        limit: FIT_BYTES,
+        detail: format!("encoding it failed: {err}"),
     };
     for _ in 0..4 {
         if source != Format::Jpeg {
@@ -168,10 +243,11 @@ fn reencode(name: &str, source: Format, mut image: DynamicImage) -> Result<Fitte
         let (width, height) = (image.width() * 3 / 4, image.height() * 3 / 4);
         image = image.resize(width.max(1), height.max(1), FilterType::Lanczos3);
     }
-    Err(ImageError(format!(
-        "{name} stays larger than {FIT_BYTES} bytes however it is encoded: attach a smaller \
-         image"
-    )))
+    Err(ImageError::TooManyBytesEncoded {
+        name: name.to_owned(),
+        limit: FIT_BYTES,
+        detail: "it stays larger however it is encoded".to_owned(),
+    })
 }
 
 /// The stored form of `bytes` encoding `image` as `format`.

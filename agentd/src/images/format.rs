@@ -46,6 +46,21 @@ impl Format {
         }
     }
 
+    /// The format whose stored file has `extension` (as [`Format::extension`] gives it).
+    pub(crate) fn from_extension(extension: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.extension() == extension)
+    }
+
+    /// Its name in messages: "PNG", "JPEG", "GIF" or "WebP".
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Format::Png => "PNG",
+            Format::Jpeg => "JPEG",
+            Format::Gif => "GIF",
+            Format::WebP => "WebP",
+        }
+    }
+
     /// The format of a media type (`image/png`, ...).
     pub(crate) fn from_media_type(media_type: &str) -> Option<Format> {
         Format::ALL
@@ -145,6 +160,16 @@ mod tests {
         assert_eq!(Format::sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some(Format::WebP));
         assert_eq!(Format::sniff(b"RIFF\0\0\0\0WAVEfmt "), None);
         assert_eq!(Format::sniff(b"hello"), None);
+    }
+
+    #[test]
+    fn a_stored_extension_names_its_format_and_nothing_else_does() {
+        for format in Format::ALL {
+            assert_eq!(Format::from_extension(format.extension()), Some(format));
+        }
+        assert_eq!(Format::from_extension("jpeg"), None);
+        assert_eq!(Format::from_extension("PNG"), None);
+        assert_eq!(Format::from_extension(""), None);
     }
 
     #[test]

@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
 use protocol::{ImageRef, ImageUpload, MAX_MESSAGE_IMAGE_BYTES, MAX_MESSAGE_IMAGES};
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
@@ -49,12 +48,10 @@ impl ImageStore {
         let hash = hex(&Sha256::digest(bytes));
         let path = self.path(&hash, fitted.format);
         if !path.exists() {
-            self.write(&path, bytes).map_err(|err| {
-                ImageError(format!(
-                    "{shown} could not be stored in {} ({err}): check that the disk has room \
-                     and try again",
-                    self.dir.display()
-                ))
+            self.write(&path, bytes).map_err(|source| ImageError::Io {
+                name: shown.clone(),
+                dir: self.dir.clone(),
+                source,
             })?;
         }
         Ok(ImageRef {
@@ -74,20 +71,13 @@ impl ImageStore {
         uploads: Vec<ImageUpload>,
     ) -> Result<Vec<ImageRef>, ImageError> {
         if uploads.len() > MAX_MESSAGE_IMAGES {
-            return Err(ImageError(format!(
-                "a message carries at most {MAX_MESSAGE_IMAGES} images (this one has {}): send \
-                 the rest in a follow-up",
-                uploads.len()
-            )));
+            return Err(ImageError::TooMany {
+                count: uploads.len(),
+            });
         }
         let total: usize = uploads.iter().map(|u| u.data.len()).sum();
         if total > MAX_MESSAGE_IMAGE_BYTES {
-            return Err(ImageError(format!(
-                "the images of a message hold at most {} MB together (these hold {:.1} MB): \
-                 send some in a follow-up, or smaller files",
-                MAX_MESSAGE_IMAGE_BYTES >> 20,
-                total as f64 / f64::from(1 << 20)
-            )));
+            return Err(ImageError::TooManyBytes { total });
         }
         let mut refs = Vec::with_capacity(uploads.len());
         for upload in uploads {
@@ -105,35 +95,32 @@ impl ImageStore {
         let _slot = DECODES
             .acquire()
             .await
-            .map_err(|_| ImageError("the daemon is shutting down: try again".into()))?;
+            .map_err(|_| ImageError::Interrupted("the daemon is shutting down".into()))?;
         let store = self.clone();
         tokio::task::spawn_blocking(move || store.put(&name, &data))
             .await
-            .map_err(|err| ImageError(format!("storing the image failed ({err}): try again")))?
+            .map_err(|err| ImageError::Interrupted(format!("storing the image failed ({err})")))?
     }
 
     /// The stored image with `hash` and its bytes (refused for anything but a hash this
     /// store holds).
     pub(crate) async fn get(&self, hash: &str) -> Result<(ImageRef, Vec<u8>), ImageError> {
         if !is_hash(hash) {
-            return Err(ImageError(format!(
-                "{hash:?} is not an image hash (64 lowercase hex digits): take the hash from the \
-                 image's ref in the session's history"
-            )));
+            return Err(ImageError::NotAHash {
+                hash: hash.chars().take(80).collect(),
+            });
         }
         let store = self.clone();
         let hash = hash.to_owned();
         tokio::task::spawn_blocking(move || store.get_blocking(&hash))
             .await
-            .map_err(|err| ImageError(format!("reading the image failed ({err}): try again")))?
+            .map_err(|err| ImageError::Interrupted(format!("reading the image failed ({err})")))?
     }
 
     /// [`ImageStore::get`] on the calling thread, `hash` already checked.
     fn get_blocking(&self, hash: &str) -> Result<(ImageRef, Vec<u8>), ImageError> {
-        let missing = || {
-            ImageError(format!(
-                "this session has no image {hash}: it may have been deleted with its session"
-            ))
+        let missing = || ImageError::NotFound {
+            hash: hash.to_owned(),
         };
         let (format, path) = Format::ALL
             .into_iter()
@@ -156,8 +143,9 @@ impl ImageStore {
         Ok((image, bytes))
     }
 
-    /// The base64 text of each of `images` this store holds, read off the async threads, for
-    /// one model call; an image no longer here is left out (the call sends its label).
+    /// The bytes of each of `images` this store holds, read off the async threads, for one
+    /// model call (encoded only into the request's body); an image no longer here is left out
+    /// (the call sends its label).
     pub(crate) async fn load(&self, images: Vec<ImageRef>) -> ImageData {
         if images.is_empty() {
             return ImageData::none();
@@ -171,10 +159,7 @@ impl ImageStore {
                     continue;
                 };
                 if let Some(bytes) = read_stored(&store.path(&image.hash, format)) {
-                    data.insert(
-                        image,
-                        base64::engine::general_purpose::STANDARD.encode(bytes),
-                    );
+                    data.insert(image, format.media_type(), bytes);
                 }
             }
             data
@@ -210,8 +195,9 @@ fn read_stored(path: &Path) -> Option<Vec<u8>> {
     }
 }
 
-/// Whether `hash` is 64 lowercase hex digits (so it names no other path).
-fn is_hash(hash: &str) -> bool {
+/// Whether `hash` is 64 lowercase hex digits (so it names no other path): the one check of a
+/// stored image's name.
+pub(crate) fn is_hash(hash: &str) -> bool {
     hash.len() == 64
         && hash
             .bytes()

@@ -9,6 +9,9 @@ use sha2::{Digest, Sha256};
 
 use super::ImageStore;
 
+mod exif;
+mod limits;
+
 /// A PNG of `width`×`height` with some detail (so it compresses as a real picture would not).
 fn png(width: u32, height: u32) -> Vec<u8> {
     let image = RgbaImage::from_fn(width, height, |x, y| {
@@ -135,7 +138,7 @@ fn a_text_file_named_png_is_refused_saying_what_it_looks_like() {
     let (dir, store) = store();
     let err = store.put("shot.png", b"not an image at all\n").unwrap_err();
     assert_eq!(
-        err.0,
+        err.to_string(),
         "shot.png is not a PNG, JPEG, GIF or WebP image (it looks like text): attach an image file"
     );
     assert!(files(&dir).is_empty());
@@ -153,7 +156,7 @@ fn a_header_claiming_100000_px_a_side_is_refused_before_decoding() {
     let started = std::time::Instant::now();
     let err = store.put("huge.png", &bytes).unwrap_err();
     assert!(
-        err.0
+        err.to_string()
             .contains("huge.png is 100000×100000 pixels, more than an attached image may have"),
         "{err}"
     );
@@ -166,7 +169,7 @@ fn a_truncated_image_is_refused_as_damaged() {
     let bytes = png(300, 300);
     let err = store.put("cut.png", &bytes[..bytes.len() / 2]).unwrap_err();
     assert!(
-        err.0
+        err.to_string()
             .starts_with("cut.png is a damaged or unsupported PNG image"),
         "{err}"
     );
@@ -269,24 +272,30 @@ async fn get_returns_the_bytes_and_refuses_anything_but_a_hash() {
         "",
     ] {
         let err = store.get(bad).await.unwrap_err();
-        assert!(err.0.contains("is not an image hash"), "{bad}: {err}");
+        assert!(
+            err.to_string().contains("is not an image hash"),
+            "{bad}: {err}"
+        );
     }
     let err = store.get(&"0".repeat(64)).await.unwrap_err();
-    assert!(err.0.contains("this session has no image"), "{err}");
+    assert!(
+        err.to_string().contains("this session has no image"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
-async fn load_gives_base64_and_leaves_out_what_is_gone() {
+async fn load_gives_the_stored_bytes_and_leaves_out_what_is_gone() {
     let (_dir, store) = store();
     let bytes = png(3, 3);
     let image = store.put("a.png", &bytes).unwrap();
     let mut gone = image.clone();
     gone.hash = "f".repeat(64);
     let data = store.load(vec![image.clone(), gone.clone()]).await;
-    use base64::Engine;
-    let expected = base64::engine::general_purpose::STANDARD.encode(&bytes);
-    assert_eq!(data.base64(&image), Some(expected.as_str()));
-    assert_eq!(data.base64(&gone), None);
+    assert_eq!(data.get(&image.hash), Some(("image/png", bytes.as_slice())));
+    assert!(data.has(&image));
+    assert_eq!(data.get(&gone.hash), None);
+    assert!(!data.has(&gone));
 }
 
 #[tokio::test]
@@ -301,7 +310,9 @@ async fn put_all_caps_the_count_and_bytes_of_a_message() {
         .collect();
     let err = store.put_all(eleven).await.unwrap_err();
     assert!(
-        err.0.starts_with("a message carries at most 10 images") && err.0.contains("follow-up"),
+        err.to_string()
+            .starts_with("a message carries at most 10 images")
+            && err.to_string().contains("follow-up"),
         "{err}"
     );
     let big = vec![
@@ -309,7 +320,7 @@ async fn put_all_caps_the_count_and_bytes_of_a_message() {
         upload("b.png", vec![0; 7 << 20]),
     ];
     let err = store.put_all(big).await.unwrap_err();
-    assert!(err.0.contains("at most 12 MB together"), "{err}");
+    assert!(err.to_string().contains("at most 12 MB together"), "{err}");
     let refs = store
         .put_all(vec![upload("a.png", png(5, 5)), upload("b.png", png(6, 6))])
         .await
@@ -323,5 +334,8 @@ async fn put_all_caps_the_count_and_bytes_of_a_message() {
         ])
         .await
         .unwrap_err();
-    assert!(err.0.starts_with("notes.png is not a PNG"), "{err}");
+    assert!(
+        err.to_string().starts_with("notes.png is not a PNG"),
+        "{err}"
+    );
 }

@@ -109,6 +109,8 @@ pub struct SessionActor {
     workspace: workspace::Workspace,
     /// Its background shells, which outlive its runs.
     shells: shells::SessionShells,
+    /// The last Responses reply its next run may continue (`previous_response_id`).
+    responses_chain: Arc<crate::provider::ResponsesChain>,
     /// Messages screened by hooks are stored in the order they came: one at a time.
     screening: Arc<tokio::sync::Mutex<()>>,
     /// The session holds nothing and asked to be deleted.
@@ -161,6 +163,7 @@ impl Actor for SessionActor {
             family,
             workspace: workspace::Workspace::new(cwd, plan_file, files, watch_owner, checkpoints),
             shells: shells::SessionShells::new(&me),
+            responses_chain: Arc::default(),
             env: args.env,
             screening: Arc::default(),
             discarding: false,
@@ -349,31 +352,7 @@ impl SessionActor {
 
     /// Tells the clients what is queued.
     fn emit_queues(&mut self) {
-        let texts = |d| {
-            self.queues
-                .waiting(d)
-                .iter()
-                .map(|p| p.text.clone())
-                .collect()
-        };
-        let images = |d| {
-            let mut lists: Vec<Vec<protocol::ImageRef>> = self
-                .queues
-                .waiting(d)
-                .iter()
-                .map(|p| p.images.clone())
-                .collect();
-            while lists.last().is_some_and(Vec::is_empty) {
-                lists.pop();
-            }
-            lists
-        };
-        self.emit(Event::QueueChanged {
-            steer: texts(Delivery::Steer),
-            follow_up: texts(Delivery::FollowUp),
-            steer_images: images(Delivery::Steer),
-            follow_up_images: images(Delivery::FollowUp),
-        });
+        self.emit(self.queues.event());
     }
 
     /// The input of the next model call.

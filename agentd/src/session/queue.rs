@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use protocol::{Delivery, ImageRef, QueuedMessage};
+use protocol::{Delivery, Event, ImageRef, QueuedMessage};
 
 /// A user message as it waits or enters the history: its text and its images.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -78,12 +78,51 @@ impl Queues {
         self.steer.is_empty() && self.follow_up.is_empty()
     }
 
-    /// The messages waiting in the queue `delivery` names.
-    pub(crate) fn waiting(&self, delivery: Delivery) -> &VecDeque<Prompt> {
-        match delivery {
-            Delivery::Steer => &self.steer,
-            Delivery::FollowUp => &self.follow_up,
+    /// The event that tells the clients what waits: texts, and the images of each message
+    /// (empty lists left out at the end).
+    pub(crate) fn event(&self) -> Event {
+        let texts = |queue: &VecDeque<Prompt>| queue.iter().map(|p| p.text.clone()).collect();
+        let images = |queue: &VecDeque<Prompt>| {
+            let mut lists: Vec<Vec<ImageRef>> = queue.iter().map(|p| p.images.clone()).collect();
+            while lists.last().is_some_and(Vec::is_empty) {
+                lists.pop();
+            }
+            lists
+        };
+        Event::QueueChanged {
+            steer: texts(&self.steer),
+            follow_up: texts(&self.follow_up),
+            steer_images: images(&self.steer),
+            follow_up_images: images(&self.follow_up),
         }
+    }
+
+    /// The queues as a `QueueChanged` event told them; `None` for any other event.
+    pub(crate) fn from_event(event: &Event) -> Option<Queues> {
+        let Event::QueueChanged {
+            steer,
+            follow_up,
+            steer_images,
+            follow_up_images,
+        } = event
+        else {
+            return None;
+        };
+        let prompts = |texts: &[String], images: &[Vec<ImageRef>]| {
+            let images = images.iter().cloned().chain(std::iter::repeat(Vec::new()));
+            texts
+                .iter()
+                .zip(images)
+                .map(|(text, images)| Prompt {
+                    text: text.clone(),
+                    images,
+                })
+                .collect()
+        };
+        Some(Queues {
+            steer: prompts(steer, steer_images),
+            follow_up: prompts(follow_up, follow_up_images),
+        })
     }
 
     /// How many wait in each queue.
@@ -95,6 +134,44 @@ impl Queues {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_queues_come_back_whole_from_their_event() {
+        let image = ImageRef {
+            hash: "a".repeat(64),
+            media_type: "image/png".into(),
+            size: 3,
+            width: 1,
+            height: 1,
+            name: "shot.png".into(),
+        };
+        let mut queues = Queues::default();
+        queues.push(Prompt::text("s1"), Delivery::Steer);
+        queues.push(
+            Prompt {
+                text: "f1".into(),
+                images: vec![image.clone()],
+            },
+            Delivery::FollowUp,
+        );
+        queues.push(Prompt::text("f2"), Delivery::FollowUp);
+        let event = queues.event();
+        let Event::QueueChanged {
+            steer_images,
+            follow_up_images,
+            ..
+        } = &event
+        else {
+            panic!("not a queue event")
+        };
+        assert!(steer_images.is_empty());
+        assert_eq!(follow_up_images, &vec![vec![image.clone()]]);
+        let mut back = Queues::from_event(&event).unwrap();
+        assert_eq!(back.take_steer(), vec![Prompt::text("s1")]);
+        let first = back.take_follow_up().unwrap();
+        assert_eq!(first.images, vec![image]);
+        assert_eq!(back.take_follow_up(), Some(Prompt::text("f2")));
+    }
 
     #[test]
     fn steering_comes_before_follow_ups() {

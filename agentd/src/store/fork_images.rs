@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::images::{Format, is_hash};
+
 /// The directory of a session's stored images.
 const IMAGES: &str = "images";
 
@@ -38,16 +40,11 @@ pub(super) fn copy_images(from: &Path, to: &Path, sync: bool) -> Result<(), Stri
     Ok(())
 }
 
-/// Whether `name` is a stored image's file name: 64 lowercase hex digits and an extension.
+/// Whether `name` is a stored image's file name: its hash and its format's extension.
 fn is_stored_name(name: &str) -> bool {
-    let Some((hash, extension)) = name.split_once('.') else {
-        return false;
-    };
-    hash.len() == 64
-        && hash
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        && ["png", "jpg", "gif", "webp"].contains(&extension)
+    name.split_once('.').is_some_and(|(hash, extension)| {
+        is_hash(hash) && Format::from_extension(extension).is_some()
+    })
 }
 
 /// The message for a failure at `path`.
@@ -70,6 +67,8 @@ mod tests {
         let stored = format!("{}.png", "ab".repeat(32));
         std::fs::write(from.join(IMAGES).join(&stored), b"png bytes").unwrap();
         std::fs::write(from.join(IMAGES).join(".tmpXYZ"), b"half").unwrap();
+        let odd = format!("{}.jpeg", "ab".repeat(32));
+        std::fs::write(from.join(IMAGES).join(odd), b"not stored so").unwrap();
         std::fs::create_dir_all(&to).unwrap();
         copy_images(&from, &to, true).unwrap();
         let names: Vec<_> = std::fs::read_dir(to.join(IMAGES))

@@ -8,7 +8,8 @@ use super::SessionActor;
 use crate::images::ImageStore;
 
 /// The image store of the session, for a message with images sent with `options`: refused
-/// when the model that message's run would use does not take images.
+/// when the model that receives the message does not take images (the running run's, when one
+/// is going: the message steers or follows it).
 pub(crate) struct ImagesFor {
     /// The options of the message's run.
     pub(crate) options: RunOptions,
@@ -22,9 +23,14 @@ impl Message<ImagesFor> for SessionActor {
         msg: ImagesFor,
         _ctx: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
-        let (profile, model) = self.run_names(&msg.options);
+        let options = if self.runs.is_running() {
+            self.runs.last_options().clone()
+        } else {
+            msg.options
+        };
+        let (profile, model) = self.run_names(&options);
         let config = self.env.config();
-        let names = config.names(profile, model, &msg.options.env);
+        let names = config.names(profile, model, &options.env);
         let model = names.model.unwrap_or_default();
         config
             .takes_images(Some(&names.provider), &model)

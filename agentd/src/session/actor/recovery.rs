@@ -5,14 +5,14 @@
 //! the actor itself failed, or when the run was already resumed less than a minute before.
 
 use protocol::{
-    Delivery, Event, PermissionRequestId, ResumeReason, RunId, RunOptions, StopReason, TokenUsage,
+    Event, PermissionRequestId, ResumeReason, RunId, RunOptions, StopReason, TokenUsage,
 };
 
 use super::SessionActor;
 use super::asks::Withdrawn;
 use super::run_slot::Resume;
 use crate::conversation::{Message as HistoryMessage, ToolCall, ToolResult};
-use crate::session::queue::{Prompt, Queues};
+use crate::session::queue::Queues;
 use crate::session::run::Resumed;
 use crate::store::Record;
 
@@ -177,25 +177,9 @@ impl Replayer {
                         self.titled |= actor.shown.take_title(text);
                     }
                     Event::ModelChanged { model } => actor.shown.set_model(model.clone()),
-                    Event::QueueChanged {
-                        steer,
-                        follow_up,
-                        steer_images,
-                        follow_up_images,
-                    } => {
-                        actor.queues = Queues::default();
-                        let queued = [
-                            (steer, steer_images, Delivery::Steer),
-                            (follow_up, follow_up_images, Delivery::FollowUp),
-                        ];
-                        for (texts, images, delivery) in queued {
-                            for (i, text) in texts.iter().enumerate() {
-                                let prompt = Prompt {
-                                    text: text.clone(),
-                                    images: images.get(i).cloned().unwrap_or_default(),
-                                };
-                                actor.queues.push(prompt, delivery);
-                            }
+                    Event::QueueChanged { .. } => {
+                        if let Some(queues) = Queues::from_event(&event) {
+                            actor.queues = queues;
                         }
                     }
                     Event::PermissionRequested {

@@ -129,11 +129,21 @@ impl SessionActor {
         self.env.running.started(&self.shown.id().0, id.0);
         let cancel = CancellationToken::new();
         let (profile, model) = self.run_names(&options);
-        let choice = config.choose(&self.env.http, profile, model, &options.env);
+        let mut choice = config.choose(&self.env.http, profile, model, &options.env);
+        if let Ok((provider, _)) = &mut choice.provider {
+            provider.continue_chain(&self.responses_chain);
+        }
         let names = config.names(profile, model, &options.env);
         let images = config
             .takes_images(Some(&names.provider), names.model.as_deref().unwrap_or(""))
             .map(|()| self.image_store());
+        if let Err(reason) = &images
+            && !crate::images::images_of(&self.history.shared()).is_empty()
+        {
+            self.emit(Event::Notice {
+                text: format!("{reason}; this run sends the session's images as their names"),
+            });
+        }
         let children = self.task_setup(&options, &config);
         // A configured search service whose key is missing is not offered; the user is told.
         let search = match config.search_engine(&options.env) {

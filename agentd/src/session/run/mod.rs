@@ -294,6 +294,21 @@ impl Run {
                     Err(ProviderError::Cancelled) => {
                         return Ok(self.finish(StopReason::Aborted, false, None));
                     }
+                    // An image the provider cannot take would fail every call of the session
+                    // from now on: its images go as their labels instead.
+                    Err(err)
+                        if err.refuses_image()
+                            && !self.guards.images_refused
+                            && !crate::images::images_of(&input.messages).is_empty() =>
+                    {
+                        self.guards.images_refused = true;
+                        self.emit(Event::Notice {
+                            text: format!(
+                                "the provider refused an image of this session ({err}); this \
+                                 run sends the session's images as their names"
+                            ),
+                        });
+                    }
                     // Too long for the model: summarise once and try again.
                     Err(err)
                         if err.is_context_overflow()

@@ -64,9 +64,12 @@ impl Run {
             None => input.system.clone(),
         };
         let images = match &self.setup.place.images {
+            Ok(_) if self.guards.images_refused => crate::images::ImageData::none(),
             Ok(store) => {
                 let wanted = crate::images::images_of(&input.messages);
-                store.load(wanted.into_iter().cloned().collect()).await
+                store
+                    .load(crate::images::newest_within_budget(wanted))
+                    .await
             }
             Err(_) => crate::images::ImageData::none(),
         };

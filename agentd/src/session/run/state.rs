@@ -49,6 +49,8 @@ pub(super) struct Guards {
     pub(super) repeats: Repeats,
     /// Stop hooks that blocked in a row.
     pub(super) stop_blocks: u32,
+    /// The provider refused an image of the history: the run's calls send them as labels.
+    pub(super) images_refused: bool,
 }
 
 /// Whether the run made the change it was asked for.
