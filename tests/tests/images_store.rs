@@ -15,6 +15,8 @@ use tests::model_server::{Received, anthropic};
 use tests::{TestEnv, next_event, subscribe, until_finished};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+mod hostile;
+
 /// Sends `text` with `images` to `session`; the daemon's reply or refusal.
 async fn send(
     client: &Client,

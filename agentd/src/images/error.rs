@@ -102,6 +102,18 @@ pub(crate) enum ImageError {
         /// What was asked for (its first characters).
         hash: String,
     },
+    /// The stored file is not what the daemon wrote: a symlink, a FIFO, other bytes.
+    #[error(
+        "{} is {why}: the daemon did not store it so and does not read it; delete it (the image \
+         shows as its label)",
+        .path.display()
+    )]
+    Unsound {
+        /// The file (or the store's directory).
+        path: PathBuf,
+        /// What it is.
+        why: String,
+    },
     /// Asked for a hash this store does not hold.
     #[error(
         "this session has no image {hash}: it was deleted with its session, or the hash is from \

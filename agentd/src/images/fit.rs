@@ -3,6 +3,7 @@
 //! decoded, decoding under `image::Limits`, then scaled down and re-encoded only when it is
 //! too large (docs/architecture.md#images).
 
+use std::borrow::Cow;
 use std::io::Cursor;
 
 use image::codecs::gif::GifDecoder;
@@ -14,6 +15,8 @@ use image::{AnimationDecoder, DynamicImage, ImageDecoder, ImageReader, Limits};
 
 use super::error::ImageError;
 use super::format::{Format, looks_like};
+use super::png_chunks::{bulky_metadata, without_metadata};
+use super::whole::is_whole;
 
 /// The longest side an image may claim in its header.
 pub(crate) const MAX_SIDE: u32 = 20_000;
@@ -36,6 +39,9 @@ const MAX_ALLOC: u64 = 4 * MAX_PIXELS;
 pub(crate) const FIT_SIDE: u32 = 2000;
 /// The most bytes a stored image has, so that its base64 stays under Anthropic's 5 MB.
 pub(crate) const FIT_BYTES: usize = 3_750_000;
+/// The most bytes reading a stored image's size may take: its header only (a PNG's chunks
+/// before its pixels, an ICC profile inflated no further than this).
+const HEADER_ALLOC: u64 = 16 * 1024 * 1024;
 /// JPEG quality of a re-encoded image.
 const JPEG_QUALITY: u8 = 85;
 
@@ -64,11 +70,14 @@ struct Decoded {
     animated: bool,
 }
 
-/// Checks `bytes` (the file `name`) and fits them: an image within the limits and without
-/// metadata is kept byte for byte; a larger one is scaled to [`FIT_SIDE`] and re-encoded (PNG,
-/// or JPEG for a JPEG or when PNG stays too large); one with EXIF or XMP metadata is re-encoded
-/// turned as its orientation says (the metadata is not kept: neither stored nor sent); an
-/// animated GIF or WebP becomes its first frame. Blocking.
+/// Checks `bytes` (the file `name`) and fits them: an image within the limits, whole and
+/// without metadata is kept byte for byte; a larger one is scaled to [`FIT_SIDE`] and
+/// re-encoded (PNG, or JPEG for a JPEG or when PNG stays too large); one with EXIF or XMP
+/// metadata, or a PNG with more metadata than [`MAX_METADATA`](super::png_chunks::MAX_METADATA)
+/// (an ICC profile that inflates to megabytes), is re-encoded turned as its orientation says
+/// (the metadata is not kept: neither stored nor sent); one that is not whole (a cut JPEG the
+/// decoder reads leniently) is re-encoded from what decodes; an animated GIF or WebP becomes
+/// its first frame. Blocking.
 pub(crate) fn fit(name: &str, bytes: &[u8]) -> Result<Fitted, ImageError> {
     let Some(format) = Format::sniff(bytes) else {
         return Err(ImageError::NotAnImage {
@@ -76,16 +85,25 @@ pub(crate) fn fit(name: &str, bytes: &[u8]) -> Result<Fitted, ImageError> {
             looks_like: looks_like(bytes),
         });
     };
-    let (width, height) = header_size(format, bytes)
+    // Bulky metadata is left out before anything decodes: the PNG decoder inflates an ICC
+    // profile whole, whatever its size.
+    let bulky = format == Format::Png && bulky_metadata(bytes);
+    let source = if bulky {
+        Cow::Owned(without_metadata(bytes))
+    } else {
+        Cow::Borrowed(bytes)
+    };
+    let (width, height) = header_size(format, &source)
         .map_err(|err| failed(name, format, err, || "too large to read".to_owned()))?;
     check_size(name, format, width, height)?;
-    let decoded = decode(format, bytes).map_err(|err| {
+    let decoded = decode(format, &source).map_err(|err| {
         failed(name, format, err, || {
             format!("{width}×{height} pixels, too many bytes decoded at its colour depth")
         })
     })?;
     let too_long = decoded.image.width().max(decoded.image.height()) > FIT_SIDE;
-    if !too_long && bytes.len() <= FIT_BYTES && !decoded.animated && !decoded.metadata {
+    let as_is = !bulky && !decoded.animated && !decoded.metadata && is_whole(format, bytes);
+    if !too_long && bytes.len() <= FIT_BYTES && as_is {
         return Ok(Fitted {
             reencoded: None,
             format,
@@ -154,6 +172,16 @@ fn header_size(format: Format, bytes: &[u8]) -> image::ImageResult<(u32, u32)> {
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format.image_format());
     reader.limits(limits(None));
     reader.into_dimensions()
+}
+
+/// The size in pixels of a stored image (`bytes` in `format`), its header read with at most
+/// [`HEADER_ALLOC`] bytes; `None` when it cannot be read so.
+pub(crate) fn stored_size(format: Format, bytes: &[u8]) -> Option<(u32, u32)> {
+    let mut limits = limits(None);
+    limits.max_alloc = Some(HEADER_ALLOC);
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format.image_format());
+    reader.limits(limits);
+    reader.into_dimensions().ok()
 }
 
 /// Refuses an image whose header claims no pixels or too many.

@@ -6,9 +6,12 @@ mod budget;
 pub(crate) mod capability;
 mod data;
 mod error;
+mod files;
 mod fit;
 mod format;
+mod png_chunks;
 mod store;
+mod whole;
 
 pub(crate) use budget::newest_within_budget;
 pub(crate) use data::{ImageData, images_of};

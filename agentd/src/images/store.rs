@@ -1,5 +1,6 @@
 //! A session's stored images: `<session>/images/<hash>.<ext>`, each written once, by the
-//! SHA-256 of its stored bytes (docs/architecture.md#images).
+//! SHA-256 of its stored bytes, and read back only as the regular file holding those bytes
+//! (docs/architecture.md#images).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,11 +11,12 @@ use tokio::sync::Semaphore;
 
 use super::data::ImageData;
 use super::error::ImageError;
-use super::fit::{FIT_BYTES, fit};
+use super::files::{self, Unread};
+use super::fit::{FIT_BYTES, fit, stored_size};
 use super::format::Format;
 
 /// Images decoded at once in the whole daemon: decoding takes a core and up to hundreds of
-/// megabytes each.
+/// megabytes each (reading a stored image's size, a few).
 static DECODES: Semaphore = Semaphore::const_new(2);
 
 /// The longest name an image keeps (its end: the file name), in characters.
@@ -39,21 +41,19 @@ impl ImageStore {
     }
 
     /// Checks that `data` is a PNG, JPEG, GIF or WebP image, scales it down to what every
-    /// provider takes, and stores it (once: the same bytes are stored once). Blocking: it
-    /// decodes the image.
+    /// provider takes, and stores it (once: the same bytes are stored once; anything else
+    /// under its name, a link or other bytes, is replaced). Blocking: it decodes the image.
     pub(crate) fn put(&self, name: &str, data: &[u8]) -> Result<ImageRef, ImageError> {
         let shown = shown_name(name);
         let fitted = fit(&shown, data)?;
         let bytes = fitted.reencoded.as_deref().unwrap_or(data);
         let hash = hex(&Sha256::digest(bytes));
-        let path = self.path(&hash, fitted.format);
-        if !path.exists() {
-            self.write(&path, bytes).map_err(|source| ImageError::Io {
+        self.write_once(&file_name(&hash, fitted.format), bytes)
+            .map_err(|source| ImageError::Io {
                 name: shown.clone(),
                 dir: self.dir.clone(),
                 source,
             })?;
-        }
         Ok(ImageRef {
             hash,
             media_type: fitted.format.media_type().to_owned(),
@@ -103,13 +103,18 @@ impl ImageStore {
     }
 
     /// The stored image with `hash` and its bytes (refused for anything but a hash this
-    /// store holds).
+    /// store holds as a regular file with those bytes). Its size is read from its header, with
+    /// a few megabytes at most, in one of the daemon's decode slots.
     pub(crate) async fn get(&self, hash: &str) -> Result<(ImageRef, Vec<u8>), ImageError> {
         if !is_hash(hash) {
             return Err(ImageError::NotAHash {
                 hash: hash.chars().take(80).collect(),
             });
         }
+        let _slot = DECODES
+            .acquire()
+            .await
+            .map_err(|_| ImageError::Interrupted("the daemon is shutting down".into()))?;
         let store = self.clone();
         let hash = hash.to_owned();
         tokio::task::spawn_blocking(move || store.get_blocking(&hash))
@@ -119,19 +124,41 @@ impl ImageStore {
 
     /// [`ImageStore::get`] on the calling thread, `hash` already checked.
     fn get_blocking(&self, hash: &str) -> Result<(ImageRef, Vec<u8>), ImageError> {
-        let missing = || ImageError::NotFound {
-            hash: hash.to_owned(),
+        let unsound = |name: &str, why: String| ImageError::Unsound {
+            path: if name.is_empty() {
+                self.dir.clone()
+            } else {
+                self.dir.join(name)
+            },
+            why,
         };
-        let (format, path) = Format::ALL
-            .into_iter()
-            .map(|format| (format, self.path(hash, format)))
-            .find(|(_, path)| path.is_file())
-            .ok_or_else(missing)?;
-        let bytes = read_stored(&path).ok_or_else(missing)?;
-        let (width, height) =
-            image::ImageReader::with_format(std::io::Cursor::new(&bytes), format.image_format())
-                .into_dimensions()
-                .unwrap_or((0, 0));
+        let refused = |name: &str, unread| match unread {
+            Unread::Missing => ImageError::NotFound {
+                hash: hash.to_owned(),
+            },
+            Unread::Unsound(why) => unsound(name, why),
+        };
+        let dir = files::open_dir(&self.dir).map_err(|unread| refused("", unread))?;
+        let mut found = None;
+        for format in Format::ALL {
+            let name = file_name(hash, format);
+            match files::read_in(&dir, &name, MAX_STORED_BYTES) {
+                Ok(bytes) => {
+                    found = Some((format, name, bytes));
+                    break;
+                }
+                Err(Unread::Missing) => {}
+                Err(unread) => return Err(refused(&name, unread)),
+            }
+        }
+        let (format, name, bytes) = found.ok_or_else(|| refused("", Unread::Missing))?;
+        if hex(&Sha256::digest(&bytes)) != hash {
+            return Err(unsound(
+                &name,
+                "a file whose bytes do not match its name".into(),
+            ));
+        }
+        let (width, height) = stored_size(format, &bytes).unwrap_or((0, 0));
         let image = ImageRef {
             hash: hash.to_owned(),
             media_type: format.media_type().to_owned(),
@@ -144,8 +171,9 @@ impl ImageStore {
     }
 
     /// The bytes of each of `images` this store holds, read off the async threads, for one
-    /// model call (encoded only into the request's body); an image no longer here is left out
-    /// (the call sends its label).
+    /// model call (encoded only into the request's body), never decoded; an image no longer
+    /// here, or whose file is not the regular file holding its bytes, is left out (the call
+    /// sends its label).
     pub(crate) async fn load(&self, images: Vec<ImageRef>) -> ImageData {
         if images.is_empty() {
             return ImageData::none();
@@ -153,13 +181,24 @@ impl ImageStore {
         let store = self.clone();
         tokio::task::spawn_blocking(move || {
             let mut data = ImageData::none();
+            let Ok(dir) = files::open_dir(&store.dir) else {
+                return data;
+            };
             for image in &images {
                 let format = Format::from_media_type(&image.media_type);
                 let Some(format) = format.filter(|_| is_hash(&image.hash)) else {
                     continue;
                 };
-                if let Some(bytes) = read_stored(&store.path(&image.hash, format)) {
-                    data.insert(image, format.media_type(), bytes);
+                let name = file_name(&image.hash, format);
+                match files::read_in(&dir, &name, MAX_STORED_BYTES) {
+                    Ok(bytes) if hex(&Sha256::digest(&bytes)) == image.hash => {
+                        data.insert(image, format.media_type(), bytes);
+                    }
+                    Err(Unread::Missing) => {}
+                    Ok(_) | Err(Unread::Unsound(_)) => tracing::warn!(
+                        "{} is not the image the daemon stored: its label is sent instead",
+                        store.dir.join(&name).display()
+                    ),
                 }
             }
             data
@@ -168,13 +207,21 @@ impl ImageStore {
         .unwrap_or_default()
     }
 
-    /// Where the image with `hash` in `format` is stored.
-    fn path(&self, hash: &str, format: Format) -> PathBuf {
-        self.dir.join(format!("{hash}.{}", format.extension()))
+    /// Stores `bytes` as `name` unless the directory holds them so already: anything else
+    /// there (a symlink, a file with other bytes) is replaced. The directory itself must not be
+    /// a symlink.
+    fn write_once(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        if files::check_dir(&self.dir)?
+            && files::open_dir(&self.dir).is_ok_and(|dir| files::holds(&dir, name, bytes))
+        {
+            return Ok(());
+        }
+        self.write(&self.dir.join(name), bytes)
     }
 
-    /// Writes `bytes` to `path` whole or not at all (a temporary file renamed), readable by
-    /// the owner only, and durably.
+    /// Writes `bytes` to `path` whole or not at all (a temporary file renamed over whatever is
+    /// there, a symlink itself and not what it points to), readable by the owner only, and
+    /// durably.
     fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         // A temporary file is created with mode 0600.
@@ -187,12 +234,9 @@ impl ImageStore {
     }
 }
 
-/// The bytes of a stored file: a regular file, bounded; `None` when missing or unreadable.
-fn read_stored(path: &Path) -> Option<Vec<u8>> {
-    match crate::regular_file::read_at_most(path, MAX_STORED_BYTES) {
-        Ok((bytes, false)) => Some(bytes),
-        _ => None,
-    }
+/// The file name of the image with `hash` in `format`.
+fn file_name(hash: &str, format: Format) -> String {
+    format!("{hash}.{}", format.extension())
 }
 
 /// Whether `hash` is 64 lowercase hex digits (so it names no other path): the one check of a

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use super::ImageStore;
 
 mod exif;
+mod hostile;
 mod limits;
 
 /// A PNG of `width`×`height` with some detail (so it compresses as a real picture would not).
