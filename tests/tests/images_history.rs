@@ -133,3 +133,52 @@ async fn an_image_the_provider_refuses_goes_as_its_label_and_the_run_goes_on() {
     assert_eq!(images_and_labels(&user_blocks(&requests[0].body)), (1, 0));
     assert_eq!(images_and_labels(&user_blocks(&requests[1].body)), (0, 1));
 }
+
+#[tokio::test]
+async fn an_image_sent_again_goes_once_per_request_and_its_repeats_as_labels() {
+    let mut env = TestEnv::builder()
+        .model(
+            (0..3)
+                .map(|i| anthropic::text(&format!("Seen {i}.")))
+                .collect(),
+        )
+        .start()
+        .await;
+    let shot = png(60, 40);
+    for message in 0..3 {
+        let images = vec![upload("shot.png", shot.clone())];
+        send(&mut env, &format!("look again {message}"), images).await;
+    }
+    let requests = env.server.received();
+    let blocks = user_blocks(&requests[2].body);
+    assert_eq!(images_and_labels(&blocks), (1, 2));
+    let repeats = blocks
+        .iter()
+        .filter(|b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("the same image as above"))
+        })
+        .count();
+    assert_eq!(repeats, 2);
+    // The first mention carries it.
+    assert_eq!(blocks[0]["type"], "image");
+}
+
+#[tokio::test]
+async fn a_request_too_large_for_its_images_goes_again_with_labels() {
+    let mut env = TestEnv::builder()
+        .model(vec![
+            anthropic::error(413, "request_too_large", "Request exceeds the maximum size"),
+            anthropic::text("Fine."),
+        ])
+        .start()
+        .await;
+    let events = send(&mut env, "look", vec![upload("shot.png", png(40, 30))]).await;
+    let Some(Event::RunFinished { error, .. }) = events.last().map(|e| &e.event) else {
+        panic!("no end")
+    };
+    assert_eq!(error, &None);
+    let requests = env.server.received();
+    assert_eq!(images_and_labels(&user_blocks(&requests[1].body)), (0, 1));
+}

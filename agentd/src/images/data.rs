@@ -16,11 +16,14 @@ struct Loaded {
     bytes: Vec<u8>,
 }
 
-/// The images of one model call's history, by hash, as their stored bytes.
+/// The images of one model call's history, by hash, as their stored bytes. A request sends
+/// each image once: the first part that names it carries it, later ones its label.
 #[derive(Debug, Default)]
 pub(crate) struct ImageData {
     /// The loaded images by hash.
     by_hash: HashMap<String, Loaded>,
+    /// The images the request being built carries already.
+    sent: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl ImageData {
@@ -32,6 +35,22 @@ impl ImageData {
     /// Whether the bytes of `image` were loaded.
     pub(crate) fn has(&self, image: &ImageRef) -> bool {
         self.by_hash.contains_key(&image.hash)
+    }
+
+    /// A request's body is about to be built: no image is in it yet.
+    pub(crate) fn new_request(&self) {
+        self.sent_lock().clear();
+    }
+
+    /// Whether `image` goes in the request being built as itself: loaded, and not in it
+    /// already (a later part gets its label).
+    pub(crate) fn take(&self, image: &ImageRef) -> bool {
+        self.has(image) && self.sent_lock().insert(image.hash.clone())
+    }
+
+    /// The images of the request being built.
+    fn sent_lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.sent.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The media type and bytes of the image with `hash`, if it was loaded.

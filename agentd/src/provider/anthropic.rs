@@ -155,6 +155,7 @@ fn tool_json(tool: &ToolSpec) -> Value {
 /// messages of one role are merged (tool results followed by a steering message become one user
 /// message, results first).
 fn messages_json(history: &[Message], images: &ImageData) -> Vec<Value> {
+    images.new_request();
     let mut out: Vec<Value> = Vec::new();
     for message in history {
         let (role, blocks) = match message {

@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 use super::body::{Splice, placeholder};
 use crate::images::ImageData;
 
-/// The parts of `images`: `part` of each loaded one, given the placeholder of its data written
-/// as `splice` says, `label` of the label of each other.
+/// The parts of `images`: `part` of each loaded one the request does not carry yet, given the
+/// placeholder of its data written as `splice` says; `label` of the label of each other (an
+/// image sent earlier in the request is said to be).
 fn parts(
     images: &[ImageRef],
     data: &ImageData,
@@ -21,8 +22,10 @@ fn parts(
     images
         .iter()
         .map(|image| {
-            if data.has(image) {
+            if data.take(image) {
                 part(image, placeholder(splice, &image.hash))
+            } else if data.has(image) {
+                label(format!("{} (the same image as above)", image.label()))
             } else {
                 label(image.label())
             }
@@ -107,15 +110,18 @@ pub(crate) mod tests {
                 json!({"type": "text", "text": "[image: b.png 2×1]"}),
             ]
         );
+        data.new_request();
         let part = &anthropic_blocks(&both, &data)[0];
         assert!(
             !part.to_string().contains("QUJD"),
             "the part carries a placeholder, not the data: {part}"
         );
+        data.new_request();
         assert_eq!(
             sent(chat_parts(&both, &data), &data)[0],
             json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}})
         );
+        data.new_request();
         assert_eq!(
             sent(responses_parts(&both, &data), &data),
             vec![
@@ -123,5 +129,21 @@ pub(crate) mod tests {
                 json!({"type": "input_text", "text": "[image: b.png 2×1]"}),
             ]
         );
+    }
+
+    #[test]
+    fn a_request_carries_an_image_once_and_names_its_repeats() {
+        let a = image("a");
+        let data = data(&[&a]);
+        data.new_request();
+        let first = anthropic_blocks(std::slice::from_ref(&a), &data);
+        let again = anthropic_blocks(std::slice::from_ref(&a), &data);
+        assert_eq!(first[0]["type"], "image");
+        assert_eq!(
+            again[0],
+            json!({"type": "text", "text": "[image: a.png 2×1] (the same image as above)"})
+        );
+        data.new_request();
+        assert_eq!(anthropic_blocks(&[a], &data)[0]["type"], "image");
     }
 }

@@ -228,8 +228,10 @@ impl ProviderError {
     /// decode, or of a size or kind it does not take).
     pub(crate) fn refuses_image(&self) -> bool {
         match self {
+            // Too large: the images are most of a request that has any.
+            ProviderError::Http { status: 413, .. } => true,
             ProviderError::Http {
-                status: 400 | 413 | 415 | 422,
+                status: 400 | 415 | 422,
                 message,
                 ..
             } => message.to_ascii_lowercase().contains("image"),

@@ -11,6 +11,7 @@ use crate::images::ImageData;
 
 /// Maps the history to Chat Completions messages, with the images `images` holds.
 pub(super) fn messages_json(history: &[Message], images: &ImageData) -> Vec<Value> {
+    images.new_request();
     let mut out = Vec::new();
     for message in history {
         match message {

@@ -203,6 +203,7 @@ fn output_item(result: &ToolResult, images: &ImageData) -> Value {
 
 /// The history as `input` items, one list per message, in order.
 pub(crate) fn input_groups(history: &[Message], images: &ImageData) -> Vec<Vec<Value>> {
+    images.new_request();
     history
         .iter()
         .map(|message| match message {
