@@ -16,6 +16,7 @@ use tests::{TestEnv, next_event, subscribe, until_finished};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 mod hostile;
+mod metadata;
 
 /// Sends `text` with `images` to `session`; the daemon's reply or refusal.
 async fn send(

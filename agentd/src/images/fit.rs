@@ -15,6 +15,7 @@ use image::{AnimationDecoder, DynamicImage, ImageDecoder, ImageReader, Limits};
 
 use super::error::ImageError;
 use super::format::{Format, looks_like};
+use super::metadata::only_pixels;
 use super::png_chunks::{bulky_metadata, without_metadata};
 use super::whole::is_whole;
 
@@ -25,14 +26,14 @@ pub(crate) const MAX_PIXELS: u64 = 40_000_000;
 /// The most bytes a decoded image may take: [`MAX_PIXELS`] at 8 bits a channel with alpha. A
 /// 16-bit image is counted at its real size, so it may have half the pixels.
 ///
-/// With at most two decodes at once in the daemon (the store's decode slots), this bounds what
-/// images take: one decode holds the decoded image (≤ 160 MB) and, when it is scaled, first a
-/// box-filtered copy at most a quarter of it, then only that copy with Lanczos' buffer
-/// (`f32` RGBA of the copy's width × the fitted height: ≤ 4000 × 2000 × 16 B = 128 MB) and the
-/// result (≤ 16 MB): about 210 MB at the worst, ~420 MB for two. Measured (images' tests):
-/// two 40-megapixel RGBA PNGs at once grow the process by ~340 MB (~640 MB with Lanczos
-/// straight from the full image). A progressive JPEG's decoder also keeps its coefficients
-/// (2 B a sample: a camera's 4:2:0 photo adds 3 B a pixel, ≤ 120 MB).
+/// This bounds the image, not the decode: a decoder's own buffers come on top (a progressive
+/// JPEG keeps its coefficients, an animated WebP or a GIF composes frames over a canvas), and
+/// scaling adds a box-filtered copy (≤ a quarter), Lanczos' buffer (≤ 128 MB) and the result.
+/// Measured (debug build, optimised decoders), one decode of 40 megapixels grows the daemon by
+/// ~425 MB for a progressive CMYK JPEG or an animated WebP, ~350 MB for a progressive 4:4:4 JPEG,
+/// ~250–290 MB for a 20-megapixel GIF or 16-bit PNG. What decodes at once is bounded by the
+/// store's decode slots (`slots::SLOTS`, in megapixels): at the worst one 40-megapixel decode
+/// and 8 megapixels beside it, ~570 MB above an idle daemon (~610 MB in all).
 const MAX_ALLOC: u64 = 4 * MAX_PIXELS;
 /// The longest side an image is sent with (Anthropic's limit when a request carries many
 /// images; OpenAI fits to 2048).
@@ -71,7 +72,8 @@ struct Decoded {
 }
 
 /// Checks `bytes` (the file `name`) and fits them: an image within the limits, whole and
-/// without metadata is kept byte for byte; a larger one is scaled to [`FIT_SIDE`] and
+/// holding nothing but what draws its pixels ([`only_pixels`]: no EXIF, XMP, IPTC, comment or
+/// text, wherever it sits) is kept byte for byte; a larger one is scaled to [`FIT_SIDE`] and
 /// re-encoded (PNG, or JPEG for a JPEG or when PNG stays too large); one with EXIF or XMP
 /// metadata, or a PNG with more metadata than [`MAX_METADATA`](super::png_chunks::MAX_METADATA)
 /// (an ICC profile that inflates to megabytes), is re-encoded turned as its orientation says
@@ -102,7 +104,11 @@ pub(crate) fn fit(name: &str, bytes: &[u8]) -> Result<Fitted, ImageError> {
         })
     })?;
     let too_long = decoded.image.width().max(decoded.image.height()) > FIT_SIDE;
-    let as_is = !bulky && !decoded.animated && !decoded.metadata && is_whole(format, bytes);
+    let as_is = !bulky
+        && !decoded.animated
+        && !decoded.metadata
+        && only_pixels(format, bytes)
+        && is_whole(format, bytes);
     if !too_long && bytes.len() <= FIT_BYTES && as_is {
         return Ok(Fitted {
             reencoded: None,

@@ -9,7 +9,11 @@ mod error;
 mod files;
 mod fit;
 mod format;
+mod gif_blocks;
+mod jpeg_markers;
+mod metadata;
 mod png_chunks;
+mod slots;
 mod store;
 mod whole;
 

@@ -16,6 +16,14 @@ const RENDERING: [&[u8; 4]; 10] = [
     b"tRNS", b"gAMA", b"cHRM", b"sRGB", b"sBIT", b"pHYs", b"bKGD", b"cICP", b"mDCV", b"cLLI",
 ];
 
+/// The chunks a PNG is stored byte for byte with: the critical ones, those that tell how to
+/// show the pixels, and an ICC profile (within [`MAX_METADATA`]). Anything else (text, XMP,
+/// EXIF, an animation's frames, chunks of any other name) makes it re-encoded without them.
+const KEPT: [&[u8; 4]; 12] = [
+    b"IHDR", b"PLTE", b"IDAT", b"IEND", b"tRNS", b"gAMA", b"cHRM", b"sRGB", b"sBIT", b"pHYs",
+    b"bKGD", b"iCCP",
+];
+
 /// One chunk of a PNG file.
 struct Chunk<'a> {
     /// Its four-letter type.
@@ -136,6 +144,11 @@ pub(crate) fn without_metadata(bytes: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(bytes.get(walk.at..).unwrap_or_default());
     out
+}
+
+/// Whether every chunk of the PNG file `bytes` is one of [`KEPT`].
+pub(crate) fn only_pixels(bytes: &[u8]) -> bool {
+    chunks(bytes).all(|chunk| KEPT.contains(&&chunk.kind))
 }
 
 /// Whether the PNG file `bytes` is whole: its chunks fill it and the last is `IEND`.

@@ -7,17 +7,13 @@ use std::path::{Path, PathBuf};
 
 use protocol::{ImageRef, ImageUpload, MAX_MESSAGE_IMAGE_BYTES, MAX_MESSAGE_IMAGES};
 use sha2::{Digest, Sha256};
-use tokio::sync::Semaphore;
 
 use super::data::ImageData;
 use super::error::ImageError;
 use super::files::{self, Unread};
 use super::fit::{FIT_BYTES, fit, stored_size};
 use super::format::Format;
-
-/// Images decoded at once in the whole daemon: decoding takes a core and up to hundreds of
-/// megabytes each (reading a stored image's size, a few).
-static DECODES: Semaphore = Semaphore::const_new(2);
+use super::slots;
 
 /// The longest name an image keeps (its end: the file name), in characters.
 const MAX_NAME_CHARS: usize = 200;
@@ -86,16 +82,14 @@ impl ImageStore {
         Ok(refs)
     }
 
-    /// [`ImageStore::put`] on a blocking thread, once one of the daemon's decode slots is free.
+    /// [`ImageStore::put`] on a blocking thread, once as many of the daemon's decode slots are
+    /// free as the image claims megapixels ([`slots::weight`]).
     pub(crate) async fn put_async(
         &self,
         name: String,
         data: Vec<u8>,
     ) -> Result<ImageRef, ImageError> {
-        let _slot = DECODES
-            .acquire()
-            .await
-            .map_err(|_| ImageError::Interrupted("the daemon is shutting down".into()))?;
+        let _slots = slots::acquire(slots::weight(&data)).await?;
         let store = self.clone();
         tokio::task::spawn_blocking(move || store.put(&name, &data))
             .await
@@ -104,17 +98,14 @@ impl ImageStore {
 
     /// The stored image with `hash` and its bytes (refused for anything but a hash this
     /// store holds as a regular file with those bytes). Its size is read from its header, with
-    /// a few megabytes at most, in one of the daemon's decode slots.
+    /// a few megabytes at most, holding one of the daemon's decode slots.
     pub(crate) async fn get(&self, hash: &str) -> Result<(ImageRef, Vec<u8>), ImageError> {
         if !is_hash(hash) {
             return Err(ImageError::NotAHash {
                 hash: hash.chars().take(80).collect(),
             });
         }
-        let _slot = DECODES
-            .acquire()
-            .await
-            .map_err(|_| ImageError::Interrupted("the daemon is shutting down".into()))?;
+        let _slot = slots::acquire(1).await?;
         let store = self.clone();
         let hash = hash.to_owned();
         tokio::task::spawn_blocking(move || store.get_blocking(&hash))

@@ -12,6 +12,7 @@ use super::ImageStore;
 mod exif;
 mod hostile;
 mod limits;
+mod metadata;
 
 /// A PNG of `width`×`height` with some detail (so it compresses as a real picture would not).
 fn png(width: u32, height: u32) -> Vec<u8> {

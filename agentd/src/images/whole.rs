@@ -5,24 +5,20 @@
 
 use super::format::Format;
 use super::png_chunks::ends_with_iend;
+use super::{gif_blocks, jpeg_markers};
 
 /// Whether `bytes` (an image in `format`) end as the format says: a PNG with its `IEND`
-/// chunk, a JPEG with its end-of-image marker and a GIF with its trailer (trailing zero
-/// padding allowed), a WebP where its RIFF header says. Anything after the end, or missing
-/// before it, makes a file not whole.
+/// chunk, a JPEG with the end-of-image marker its markers and scans lead to, a GIF with the
+/// trailer its blocks lead to (trailing zero padding allowed), a WebP where its RIFF header
+/// says. Anything after the end (even data that itself ends like an image), or missing before
+/// it, makes a file not whole.
 pub(crate) fn is_whole(format: Format, bytes: &[u8]) -> bool {
     match format {
         Format::Png => ends_with_iend(bytes),
-        Format::Jpeg => without_zero_padding(bytes).ends_with(&[0xFF, 0xD9]),
-        Format::Gif => without_zero_padding(bytes).ends_with(&[0x3B]),
+        Format::Jpeg => jpeg_markers::walk(bytes).whole,
+        Format::Gif => gif_blocks::walk(bytes).whole,
         Format::WebP => riff_len(bytes) == Some(bytes.len()),
     }
-}
-
-/// `bytes` without the zero bytes at their end.
-fn without_zero_padding(bytes: &[u8]) -> &[u8] {
-    let len = bytes.iter().rposition(|&b| b != 0).map_or(0, |at| at + 1);
-    bytes.get(..len).unwrap_or(bytes)
 }
 
 /// The length of a RIFF file as its header gives it (the size field counts what follows it).
@@ -44,10 +40,16 @@ mod tests {
         assert!(!is_whole(Format::Jpeg, &[0xFF, 0xD8, 0xFF, 0xDA, 1]));
         assert!(!is_whole(
             Format::Jpeg,
-            &[0xFF, 0xD8, 0xFF, 0xD9, b'P', b'K']
+            &[0xFF, 0xD8, 0xFF, 0xD9, b'P', b'K', 0xFF, 0xD9]
         ));
-        assert!(is_whole(Format::Gif, b"GIF89a..;"));
-        assert!(!is_whole(Format::Gif, b"GIF89a..."));
+        let gif =
+            b"GIF89a\x01\x00\x01\x00\x00\x00\x00\x2c\0\0\0\0\x01\0\x01\0\0\x02\x01\x44\x00\x3b";
+        assert!(is_whole(Format::Gif, gif));
+        assert!(!is_whole(Format::Gif, &gif[..gif.len() - 1]));
+        let mut trailing = gif.to_vec();
+        trailing.extend(b"PK;");
+        assert!(!is_whole(Format::Gif, &trailing));
+        assert!(!is_whole(Format::Gif, b"GIF89a..;"));
         assert!(is_whole(Format::WebP, b"RIFF\x04\0\0\0WEBP"));
         assert!(!is_whole(Format::WebP, b"RIFF\x08\0\0\0WEBP"));
         assert!(!is_whole(Format::WebP, b"RIFF\x04\0\0\0WEBPmore"));
