@@ -3,7 +3,12 @@
 use clap::{Args, Parser, Subcommand};
 use protocol::Mode;
 
+use crate::host::Host;
 use crate::style::ColorChoice;
+
+mod actions;
+
+pub use actions::{ConfigAction, DaemonAction, ListAction, McpAction};
 
 /// Drive the agentd coding agent from any terminal: give it a task, watch it work, answer its
 /// questions, and come back to it later.
@@ -17,6 +22,19 @@ pub struct Cli {
     /// Colors: auto (on a terminal without NO_COLOR), always or never.
     #[arg(long, global = true, value_enum, default_value = "auto")]
     pub color: ColorChoice,
+    /// Talk to the daemon on another machine, over your own ssh (it runs `agentctl bridge`
+    /// there; agentctl and agentd must be installed on it).
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTCTL_HOST",
+        value_name = "[USER@]HOST[:PORT]"
+    )]
+    pub host: Option<Host>,
+    /// With --host: send this shell's provider keys and base URLs (`*_API_KEY`, `*_BASE_URL`) to
+    /// the other machine's runs; without it they use that daemon's own.
+    #[arg(long, global = true, env = "AGENTCTL_FORWARD_KEYS")]
+    pub forward_keys: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -381,6 +399,10 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Connect stdin/stdout to this machine's daemon, bytes untouched: what `--host` runs on
+    /// the other machine over ssh.
+    #[command(hide = true)]
+    Bridge,
     /// Print a completion script for a shell.
     ///
     /// Example: `agentctl completions bash > ~/.local/share/bash-completion/completions/agentctl`
@@ -413,86 +435,4 @@ pub enum AllowKind {
     Mcp,
     /// Web access from the daemon (fetch, web_search).
     Network,
-}
-
-#[derive(Subcommand)]
-pub enum McpAction {
-    /// List the configured servers: transport, scope, state, pid, tools and last error.
-    ///
-    /// Example: `agentctl mcp list --json`
-    List {
-        /// Print a JSON array instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum ListAction {
-    /// List them (a table, or JSON with --json).
-    ///
-    /// Example: `agentctl hooks list --json`
-    List {
-        /// Print a JSON array instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum ConfigAction {
-    /// Print where the configuration file is.
-    ///
-    /// Example: `$EDITOR "$(agentctl config path)"`
-    Path,
-    /// Print the configuration with its defaults.
-    ///
-    /// Example: `agentctl config show | grep max_turns`
-    Show,
-    /// Check the configuration file; exit code 1 with the problem when it is broken.
-    ///
-    /// Example: `agentctl config check && echo ok`
-    Check,
-}
-
-#[derive(Subcommand)]
-pub enum DaemonAction {
-    /// Start the daemon if it is not running.
-    ///
-    /// Example: `agentctl daemon start`
-    Start,
-    /// Stop the daemon; tool calls already running finish first (up to `[daemon]
-    /// stop_grace_secs`, 30 s by default), and the next daemon resumes the runs.
-    ///
-    /// Example: `agentctl daemon stop`
-    Stop {
-        /// Do not wait for running tool calls: they are interrupted.
-        #[arg(long)]
-        now: bool,
-    },
-    /// Stop the daemon and start it again (after an upgrade); sessions are kept, tool calls
-    /// already running finish first, and runs in progress go on in the new daemon.
-    ///
-    /// Example: `agentctl daemon restart`
-    Restart {
-        /// Stop a daemon of another protocol version by its pid file (it cannot be asked).
-        #[arg(long)]
-        force: bool,
-        /// Do not wait for running tool calls: they are interrupted.
-        #[arg(long)]
-        now: bool,
-    },
-    /// Run the daemon as a user service (systemd, or launchd on macOS), so that it comes back
-    /// after a reboot and resumes what was going; starting on demand stays the default.
-    ///
-    /// Example: `agentctl daemon install`
-    Install,
-    /// Remove the user service `install` wrote.
-    ///
-    /// Example: `agentctl daemon uninstall`
-    Uninstall,
-    /// Show version, pid, uptime, socket, sessions and memory.
-    ///
-    /// Example: `agentctl daemon status`
-    Status,
 }

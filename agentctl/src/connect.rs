@@ -1,13 +1,56 @@
-//! Reaching the daemon: connect to its socket, starting it first when none is running.
+//! Reaching the daemon: connect to its socket, starting it first when none is running; or,
+//! with `--host`, reach the daemon of another machine over ssh ([`crate::ssh_link`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use agentctl::client::connection::open_trusted;
 use agentctl::client::frames::FrameError;
 use agentctl::client::paths::Paths;
 use agentctl::client::{Client, ClientError, Reconnect, Unreachable};
+use interprocess::local_socket::tokio::Stream;
 use protocol::ErrorCode;
+
+use crate::host::Host;
+use crate::ssh_link::{self, LinkError, Outage};
+
+/// The machine whose daemon every command of this process talks to, when not this one
+/// (`--host`): set once, at start.
+static HOST: OnceLock<Host> = OnceLock::new();
+
+/// Whether this shell's provider keys go to the other machine's runs (`--forward-keys`).
+static FORWARD_KEYS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every connection of this process go to the daemon on `host`, over ssh; this shell's
+/// provider keys go with its runs only when `forward_keys`.
+pub fn set_host(host: Host, forward_keys: bool) {
+    FORWARD_KEYS.store(forward_keys, std::sync::atomic::Ordering::Relaxed);
+    let _ = HOST.set(host);
+}
+
+/// What of this shell's environment goes to the daemon with a run: all of it to this
+/// machine's; to another machine's nothing (its own environment and keys apply), or only the
+/// provider keys and base URLs with `--forward-keys`.
+pub fn environment_to_send() -> Option<fn(&str) -> bool> {
+    if remote_host().is_none() {
+        return Some(|_| true);
+    }
+    FORWARD_KEYS
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .then_some(is_provider_var as fn(&str) -> bool)
+}
+
+/// Whether `name` is a provider's key or base URL (`*_API_KEY`, `*_BASE_URL`).
+pub fn is_provider_var(name: &str) -> bool {
+    name.ends_with("_API_KEY") || name.ends_with("_BASE_URL")
+}
+
+/// The other machine this process talks to, if any.
+fn remote_host() -> Option<&'static Host> {
+    HOST.get()
+}
 
 /// How long a freshly started daemon may take to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -23,6 +66,8 @@ pub enum ConnectError {
     VersionMismatch(String),
     /// The daemon answered but refused, or the connection failed.
     Client(ClientError),
+    /// The ssh link to another machine's daemon could not be made.
+    Link(LinkError),
 }
 
 impl std::fmt::Display for ConnectError {
@@ -37,6 +82,7 @@ impl std::fmt::Display for ConnectError {
                 "{message}\nRun `agentctl daemon restart --force` to replace the running daemon with this version."
             ),
             ConnectError::Client(err) => write!(f, "{err}"),
+            ConnectError::Link(err) => write!(f, "{err}"),
         }
     }
 }
@@ -49,7 +95,15 @@ pub fn client_name(command: &str) -> String {
 /// Connects to a running daemon; `NotRunning` when nobody listens. A daemon of another
 /// version is named on stderr, with the fix.
 pub async fn connect_running(paths: &Paths, command: &str) -> Result<Client, ConnectError> {
-    match Client::connect(&paths.socket, &client_name(command)).await {
+    let connected = match remote_host() {
+        Some(host) => match ssh_link::connect(host, &client_name(command)).await {
+            Err(LinkError::Client(err)) => Err(err),
+            Err(err) => return Err(ConnectError::Link(err)),
+            Ok(client) => Ok(client),
+        },
+        None => Client::connect(&paths.socket, &client_name(command)).await,
+    };
+    match connected {
         Ok(client) => {
             if !command.starts_with("daemon") {
                 warn_on_version_skew(&client.welcome().daemon_version);
@@ -82,6 +136,10 @@ fn warn_on_version_skew(daemon_version: &str) {
 /// (just killed) or starting may accept a connection and drop it during the handshake: that is
 /// retried for a while, with a new daemon started when the old one is gone.
 pub async fn connect(paths: &Paths, command: &str) -> Result<Client, ConnectError> {
+    // The bridge on the other machine starts its daemon itself.
+    if remote_host().is_some() {
+        return connect_running(paths, command).await;
+    }
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         match connect_running(paths, command).await {
@@ -104,26 +162,50 @@ pub async fn connect(paths: &Paths, command: &str) -> Result<Client, ConnectErro
 /// start one, the daemon as [`connect`] starts it.
 pub fn reconnect(paths: &Paths, command: &str) -> Reconnect {
     let (paths, command) = (paths.clone(), command.to_string());
+    // Over ssh it is the link that went down, not the daemon: say so, and pace ssh.
+    let outage = Arc::new(Outage::default());
     Reconnect::new(move |start| {
-        let (paths, command) = (paths.clone(), command.clone());
+        let (paths, command, outage) = (paths.clone(), command.clone(), outage.clone());
         async move {
+            if let Some(host) = remote_host() {
+                outage.before_attempt(host).await;
+            }
             let connected = if start {
                 connect(&paths, &command).await
             } else {
                 connect_running(&paths, &command).await
             };
+            if let (Some(host), Ok(_)) = (remote_host(), &connected) {
+                outage.back(host);
+            }
             connected.map_err(|err| match err {
                 // An upgrade brought a daemon this client cannot speak to: the new agentctl can.
                 ConnectError::VersionMismatch(message) => Unreachable::Refused(format!(
                     "the daemon came back as another version, which this agentctl cannot follow ({message}); use the agentctl of that version"
                 )),
-                ConnectError::Client(ClientError::Untrusted(_)) => {
+                ConnectError::Client(ClientError::Untrusted(_))
+                | ConnectError::Link(LinkError::Spawn { .. }) => {
                     Unreachable::Refused(err.to_string())
                 }
                 err => Unreachable::Away(err.to_string()),
             })
         }
     })
+}
+
+/// A connection to this machine's daemon's socket with nothing sent on it yet (for the
+/// bridge, whose far end shakes hands), starting the daemon first when none runs. The socket's
+/// directory and the process behind it must be this user's, as for every command.
+pub async fn open_local(paths: &Paths) -> Result<Stream, ConnectError> {
+    match open_trusted(&paths.socket).await {
+        Err(ClientError::Connect { source, .. }) if nobody_listens(&source) => {
+            start(paths).await?;
+            open_trusted(&paths.socket)
+                .await
+                .map_err(ConnectError::Client)
+        }
+        opened => opened.map_err(ConnectError::Client),
+    }
 }
 
 /// How long to wait before trying again a connection that was dropped.

@@ -9,12 +9,14 @@ mod colored_diff;
 mod commands;
 mod connect;
 mod format;
+mod host;
 mod images;
 mod json;
 mod markdown;
 mod mentions;
 mod reply_text;
 mod screen;
+mod ssh_link;
 mod style;
 mod tool_progress;
 mod view;
@@ -52,8 +54,9 @@ impl<E: std::fmt::Display> From<E> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // An editor closing the ACP pipes is how a session there ends, not an error.
-    if !matches!(cli.command, Some(Command::Acp)) {
+    // An editor closing the ACP pipes, or ssh closing the bridge's, is how they end, not an
+    // error.
+    if !matches!(cli.command, Some(Command::Acp | Command::Bridge)) {
         stdout::end_when_closed();
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -78,6 +81,13 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<u8, Failure> {
     let paths = agentctl::client::paths::Paths::from_env()?;
     view::set_color_choice(cli.color);
+    // The bridge is the far end of `--host`: it only ever reaches this machine's daemon.
+    if let Some(host) = cli.host
+        && !matches!(cli.command, Some(Command::Bridge))
+    {
+        refuse_where_only_local(cli.command.as_ref(), &host)?;
+        connect::set_host(host, cli.forward_keys);
+    }
     let Some(command) = cli.command else {
         return without_command(&paths).await;
     };
@@ -281,6 +291,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             action: McpAction::List { json },
         } => commands::mcp::list(&paths, json).await,
         Command::Acp => acp::serve(&paths).await,
+        Command::Bridge => commands::bridge::bridge(&paths).await,
         Command::Hooks {
             action: ListAction::List { json },
         } => commands::extensions::list(&paths, Which::Hooks, json).await,
@@ -299,6 +310,24 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
     }
+}
+
+/// Refuses, before anything runs, a command that acts on this machine's daemon files (its pid
+/// file, its service unit, its config) rather than through the connection, when `--host` names
+/// another machine: it would act on the wrong one.
+fn refuse_where_only_local(command: Option<&Command>, host: &host::Host) -> Result<(), Failure> {
+    let what = match command {
+        Some(Command::Daemon {
+            action: DaemonAction::Status,
+        }) => return Ok(()),
+        Some(Command::Daemon { .. }) => "daemon",
+        Some(Command::Config { .. }) => "config",
+        _ => return Ok(()),
+    };
+    Err(commands::usage(format!(
+        "`agentctl {what} …` acts on this machine's daemon and cannot go through --host yet; \
+         run it there: `ssh {host} agentctl {what} …`"
+    )))
 }
 
 /// `agentctl` alone: chat on a terminal, the help otherwise.

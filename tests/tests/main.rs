@@ -58,6 +58,7 @@ mod planned_stop;
 mod providers;
 mod qwen_replay;
 mod reconnect;
+mod remote_bridge;
 mod responses;
 mod resume;
 mod rules;

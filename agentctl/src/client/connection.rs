@@ -1,5 +1,7 @@
 //! The connection to the daemon: connects, shakes hands, sends requests and routes what comes
-//! back, replies to their callers and events to one receiver.
+//! back, replies to their callers and events to one receiver. It runs over the daemon's local
+//! socket ([`Client::connect`], trust checked) or over any byte stream that leads to one
+//! ([`Client::over`]: an `ssh` to `agentctl bridge` on another machine, say).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -8,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use interprocess::local_socket::tokio::Stream;
 use interprocess::local_socket::traits::tokio::Stream as _;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -19,6 +22,7 @@ use protocol::{
 
 use super::frames as frame;
 use super::paths::socket_name;
+use super::socket::SocketHalf;
 use super::trust::{self, Untrusted};
 
 /// Why talking to the daemon failed.
@@ -109,10 +113,15 @@ type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Reply, ErrorI
 /// How long the daemon may take to answer the handshake.
 const HANDSHAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The half of a connection frames are read from, owned by the read loop.
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+
+/// The half of a connection frames are written to; one writer at a time.
+type Writer = tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>;
+
 /// A connection to the daemon after a successful handshake.
 pub struct Client {
-    stream: Arc<Stream>,
-    write_lock: tokio::sync::Mutex<()>,
+    writer: Writer,
     pending: Pending,
     closed: Arc<Mutex<Option<Option<String>>>>,
     stopping: Arc<AtomicBool>,
@@ -127,30 +136,46 @@ impl Client {
     /// Nothing is sent unless the socket's directory and the process behind the socket belong
     /// to this user.
     pub async fn connect(socket: &Path, client_name: &str) -> Result<Client, ClientError> {
-        let connect_error = |source| ClientError::Connect {
-            socket: socket.to_path_buf(),
-            source,
-        };
-        trust::check_socket_dir(socket)?;
-        let name = socket_name(socket).map_err(connect_error)?;
-        let stream = Stream::connect(name).await.map_err(connect_error)?;
-        trust::check_peer(socket, &stream)?;
+        let (reader, writer) = SocketHalf::pair(open_trusted(socket).await?);
+        let peer = socket.display().to_string();
+        Client::handshake(Box::new(reader), Box::new(writer), client_name, &peer).await
+    }
+
+    /// Shakes hands with the daemon at the other end of `reader` and `writer` (a byte stream
+    /// that leads to its socket: an `ssh` running `agentctl bridge`, say), naming this client
+    /// `client_name`. Whoever made the stream answers for whom it reaches: no local trust check
+    /// applies. `peer` names the other end in error messages.
+    pub async fn over(
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+        client_name: &str,
+        peer: &str,
+    ) -> Result<Client, ClientError> {
+        Client::handshake(Box::new(reader), Box::new(writer), client_name, peer).await
+    }
+
+    /// Sends Hello, waits for the Welcome and starts the read loop.
+    async fn handshake(
+        mut reader: Reader,
+        mut writer: Box<dyn AsyncWrite + Send + Unpin>,
+        client_name: &str,
+        peer: &str,
+    ) -> Result<Client, ClientError> {
         let hello = ClientFrame::Hello(Hello {
             protocol_version: PROTOCOL_VERSION,
             client: client_name.to_string(),
         });
-        frame::write_frame(&mut &stream, &hello).await?;
+        frame::write_frame(&mut writer, &hello).await?;
         // A peer that never answers the handshake is not a daemon: the client does not wait on.
         let answer = tokio::time::timeout(
             HANDSHAKE_WAIT,
-            frame::read_frame::<ServerFrame, _>(&mut &stream),
+            frame::read_frame::<ServerFrame, _>(&mut reader),
         )
         .await
         .map_err(|_| {
             ClientError::Unexpected(format!(
-                "no answer to the handshake at {} within {} s; stop whatever listens there \
+                "no answer to the handshake at {peer} within {} s; stop whatever listens there \
                      (`agentctl daemon stop`) and try again",
-                socket.display(),
                 HANDSHAKE_WAIT.as_secs()
             ))
         })?;
@@ -161,13 +186,12 @@ impl Client {
             None => return Err(ClientError::Closed(None)),
         };
 
-        let stream = Arc::new(stream);
         let pending: Pending = Arc::default();
         let closed = Arc::new(Mutex::new(None));
         let stopping = Arc::new(AtomicBool::new(false));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let reader = tokio::spawn(read_loop(
-            stream.clone(),
+            reader,
             pending.clone(),
             Ended {
                 closed: closed.clone(),
@@ -176,8 +200,7 @@ impl Client {
             events_tx,
         ));
         Ok(Client {
-            stream,
-            write_lock: tokio::sync::Mutex::new(()),
+            writer: tokio::sync::Mutex::new(writer),
             pending,
             closed,
             stopping,
@@ -221,8 +244,8 @@ impl Client {
             pending.insert(id, tx);
         }
         let written = {
-            let _guard = self.write_lock.lock().await;
-            frame::write_frame(&mut &*self.stream, &ClientFrame::Request { id, request }).await
+            let mut writer = self.writer.lock().await;
+            frame::write_frame(&mut *writer, &ClientFrame::Request { id, request }).await
         };
         if let Err(err) = written {
             self.pending
@@ -308,6 +331,20 @@ impl Client {
     }
 }
 
+/// Opens a connection to the daemon's socket without a byte sent on it, once the socket's
+/// directory and the process behind the socket are found to belong to this user.
+pub async fn open_trusted(socket: &Path) -> Result<Stream, ClientError> {
+    let connect_error = |source| ClientError::Connect {
+        socket: socket.to_path_buf(),
+        source,
+    };
+    trust::check_socket_dir(socket)?;
+    let name = socket_name(socket).map_err(connect_error)?;
+    let stream = Stream::connect(name).await.map_err(connect_error)?;
+    trust::check_peer(socket, &stream)?;
+    Ok(stream)
+}
+
 impl Drop for Client {
     fn drop(&mut self) {
         self.reader.abort();
@@ -321,14 +358,16 @@ struct Ended {
     stopping: Arc<AtomicBool>,
 }
 
+/// Reads frames from `reader` until the connection ends: replies go to their waiters in
+/// `pending`, everything else to `events`.
 async fn read_loop(
-    stream: Arc<Stream>,
+    mut reader: Reader,
     pending: Pending,
     ended: Ended,
     events: mpsc::UnboundedSender<Incoming>,
 ) {
     let reason = loop {
-        match frame::read_frame::<ServerFrame, _>(&mut &*stream).await {
+        match frame::read_frame::<ServerFrame, _>(&mut reader).await {
             Ok(Some(ServerFrame::Reply { id, result })) => {
                 let waiter = pending
                     .lock()

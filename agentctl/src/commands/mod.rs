@@ -1,6 +1,7 @@
 //! One module per group of commands.
 
 pub mod board;
+pub mod bridge;
 pub mod changes;
 pub mod chat;
 pub mod daemon;
@@ -33,10 +34,16 @@ pub async fn request(client: &Client, request: Request) -> Result<Reply, Failure
 }
 
 /// This shell's environment (the variables that are text), sent when a session is created so
-/// that its commands run with this shell's PATH and virtualenv; the daemon drops secrets.
+/// that its commands run with this shell's PATH and virtualenv; the daemon drops secrets. To
+/// another machine's daemon (`--host`) nothing goes, or only the provider keys and base URLs
+/// with `--forward-keys`: its own environment applies.
 pub fn client_env() -> Vec<(String, String)> {
+    let Some(sent) = crate::connect::environment_to_send() else {
+        return Vec::new();
+    };
     std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| sent(name))
         .collect()
 }
 

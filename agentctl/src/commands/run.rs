@@ -247,6 +247,6 @@ fn read_prompt(arg: Option<&str>) -> Result<String, Failure> {
 pub fn provider_env() -> Vec<(String, String)> {
     super::client_env()
         .into_iter()
-        .filter(|(key, _)| key.ends_with("_API_KEY") || key.ends_with("_BASE_URL"))
+        .filter(|(key, _)| crate::connect::is_provider_var(key))
         .collect()
 }

@@ -1,0 +1,384 @@
+//! `--host`: every command reaches the daemon of another machine through `ssh … agentctl
+//! bridge`. Here a stand-in ssh (`AGENTCTL_SSH`, a script that ignores the host and runs the
+//! bridge on this machine) stands for the network: the client speaks the usual protocol over
+//! its pipes, the bridge passes the bytes untouched, and a link that drops mid-run is made
+//! again with nothing lost or doubled.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use agentctl::client::frames as frame;
+use protocol::{ClientFrame, ErrorCode, ErrorInfo, PROTOCOL_VERSION, ServerFrame};
+use serde_json::{Value, json};
+use tests::model_server::{Gate, ModelServer, anthropic};
+use tests::{Daemon, Home, WAIT, binary, signal};
+use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// A stand-in for ssh in `dir`: writes its arguments, one per line, to `ssh-args` and its pid
+/// to `ssh-pids`, then becomes `agentctl bridge` (on this machine, with the caller's
+/// environment: the test daemon's home).
+struct FakeSsh {
+    dir: tempfile::TempDir,
+}
+
+impl FakeSsh {
+    fn new() -> FakeSsh {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{args}'\necho $$ >> '{pids}'\nexec '{agentctl}' bridge\n",
+            args = dir.path().join("ssh-args").display(),
+            pids = dir.path().join("ssh-pids").display(),
+            agentctl = binary("agentctl").display(),
+        );
+        let path = dir.path().join("ssh");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FakeSsh { dir }
+    }
+
+    fn program(&self) -> PathBuf {
+        self.dir.path().join("ssh")
+    }
+
+    /// The arguments of the last ssh started.
+    fn args(&self) -> Vec<String> {
+        let args = std::fs::read_to_string(self.dir.path().join("ssh-args")).unwrap();
+        args.lines().map(str::to_string).collect()
+    }
+
+    /// The pids of every ssh started, in order.
+    fn pids(&self) -> Vec<u32> {
+        std::fs::read_to_string(self.dir.path().join("ssh-pids"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+}
+
+/// `agentctl --host HOST --forward-keys ARGS…` against `server`, in `cwd`, over `ssh`: the
+/// "remote" daemon is this machine's, which has no key of its own, so this shell's go along.
+fn remote(
+    home: &Home,
+    server: &ModelServer,
+    cwd: &Path,
+    ssh: &FakeSsh,
+    host: &str,
+    args: &[&str],
+) -> tokio::process::Command {
+    let mut all = vec!["--forward-keys"];
+    all.extend_from_slice(args);
+    remote_without_keys(home, server, cwd, ssh, host, &all)
+}
+
+/// `agentctl --host HOST ARGS…` against `server`, in `cwd`, over `ssh`.
+fn remote_without_keys(
+    home: &Home,
+    server: &ModelServer,
+    cwd: &Path,
+    ssh: &FakeSsh,
+    host: &str,
+    args: &[&str],
+) -> tokio::process::Command {
+    let mut all = vec!["--host", host];
+    all.extend_from_slice(args);
+    let mut command = home.agentctl_with(server, cwd, &all);
+    command.env("AGENTCTL_SSH", ssh.program());
+    command
+}
+
+/// Runs `command` to its end: exit code, stdout, stderr.
+async fn output(mut command: tokio::process::Command) -> (Option<i32>, String, String) {
+    let out = tokio::time::timeout(WAIT, command.output())
+        .await
+        .expect("agentctl ends within the wait")
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_run_completes_and_its_session_is_listed() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![anthropic::text("Hello from the build box.")]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+
+    let run = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["run", "say hi"],
+    );
+    let (code, stdout, stderr) = output(run).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout.matches("Hello from the build box.").count(),
+        1,
+        "{stdout}"
+    );
+    assert_eq!(ssh.args(), ["-T", "--", "fake", "agentctl", "bridge"]);
+
+    let list = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["sessions", "--json"],
+    );
+    let (code, stdout, stderr) = output(list).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let sessions: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(sessions.len(), 1, "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_forward_keys_a_remote_run_uses_the_remote_keys_and_says_which_is_missing() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![anthropic::text("never")]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    let run = remote_without_keys(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["run", "say hi"],
+    );
+    let (code, _, stderr) = output(run).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("ANTHROPIC_API_KEY is not set"), "{stderr}");
+    assert!(server.received().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agentctl_host_names_the_host_and_its_user_and_port_reach_ssh() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    let mut by_env = daemon
+        .home
+        .agentctl_with(&server, project.path(), &["sessions"]);
+    by_env
+        .env("AGENTCTL_SSH", ssh.program())
+        .env("AGENTCTL_HOST", "me@build.internal:2222");
+    let (code, _, stderr) = output(by_env).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        ssh.args(),
+        [
+            "-T",
+            "-p",
+            "2222",
+            "--",
+            "me@build.internal",
+            "agentctl",
+            "bridge"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_ssh_would_read_as_an_option_is_refused_before_ssh_runs() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    let mut list = daemon.home.agentctl_with(
+        &server,
+        project.path(),
+        &["--host=-oProxyCommand=touch /tmp/owned", "sessions"],
+    );
+    list.env("AGENTCTL_SSH", ssh.program());
+    let (code, _, stderr) = output(list).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("[user@]HOST[:PORT]"), "{stderr}");
+    assert!(ssh.pids().is_empty(), "ssh ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_on_the_local_daemon_files_refuse_a_host() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    let stop = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["daemon", "stop"],
+    );
+    let (code, _, stderr) = output(stop).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("run it there: `ssh fake agentctl daemon"),
+        "{stderr}"
+    );
+    assert!(ssh.pids().is_empty(), "ssh ran");
+    let status = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["daemon", "status"],
+    );
+    let (code, stdout, stderr) = output(status).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!("pid       {}", daemon.pid())),
+        "{stdout}"
+    );
+}
+
+/// A daemon of another protocol version behind `listener`: refuses the first Hello (and
+/// returns it, to show it came through the bridge untouched).
+async fn daemon_of_another_version(listener: tokio::net::UnixListener) -> ClientFrame {
+    let (mut stream, _) = listener.accept().await.unwrap();
+    let hello: ClientFrame = frame::read_frame(&mut stream).await.unwrap().unwrap();
+    let refusal = ServerFrame::Error(ErrorInfo::new(
+        ErrorCode::VersionMismatch,
+        format!("this daemon speaks protocol {}", PROTOCOL_VERSION + 1),
+    ));
+    frame::write_frame(&mut stream, &refusal).await.unwrap();
+    hello
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_of_another_version_is_refused_end_to_end() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("agentd.sock");
+    let fake = tokio::spawn(daemon_of_another_version(
+        tokio::net::UnixListener::bind(&socket).unwrap(),
+    ));
+    let home = Home::new();
+    let ssh = FakeSsh::new();
+    let mut list = remote(&home, &server, project.path(), &ssh, "fake", &["sessions"]);
+    list.env("AGENTD_SOCKET", &socket);
+    let (code, _, stderr) = output(list).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "this daemon speaks protocol {}",
+            PROTOCOL_VERSION + 1
+        )) && stderr.contains("agentctl daemon restart --force"),
+        "{stderr}"
+    );
+    let ClientFrame::Hello(hello) = fake.await.unwrap() else {
+        panic!("the bridge did not pass the client's Hello through");
+    };
+    assert_eq!(hello.protocol_version, PROTOCOL_VERSION);
+    assert!(hello.client.starts_with("agentctl "), "{}", hello.client);
+}
+
+/// Reads `stream` to its end into `shown` as it comes; returns all of it.
+fn read_into(
+    mut stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    shown: watch::Sender<String>,
+) -> JoinHandle<String> {
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        let mut all = Vec::new();
+        while let Ok(n @ 1..) = stream.read(&mut buf).await {
+            all.extend_from_slice(&buf[..n]);
+            shown.send_modify(|s| s.push_str(&String::from_utf8_lossy(&buf[..n])));
+        }
+        String::from_utf8_lossy(&all).into_owned()
+    })
+}
+
+/// Waits until `shown` holds `what`.
+async fn wait_shown(shown: &mut watch::Receiver<String>, what: &str) {
+    let seen = tokio::time::timeout(WAIT, shown.wait_for(|s| s.contains(what)))
+        .await
+        .is_ok_and(|seen| seen.is_ok());
+    assert!(seen, "`{what}` not shown: {}", shown.borrow().clone());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_link_is_made_again_and_the_run_loses_and_doubles_nothing() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("notes.txt"), "notes\n").unwrap();
+    let gate = Gate::new();
+    let server = ModelServer::start(vec![
+        anthropic::tool("read", json!({"path": "notes.txt"})),
+        anthropic::text("the whole answer").hold_after(2, &gate),
+    ])
+    .await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    let mut run = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["run", "--json", "think hard"],
+    );
+    let mut child = run
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out_tx, mut out_shown) = watch::channel(String::new());
+    let (err_tx, mut err_shown) = watch::channel(String::new());
+    let stdout = read_into(child.stdout.take().unwrap(), out_tx);
+    let stderr = read_into(child.stderr.take().unwrap(), err_tx);
+
+    // Mid-run, in the held second model call: the link dies.
+    wait_shown(&mut out_shown, "notes.txt").await;
+    server.wait_for_requests(2).await;
+    let first = ssh.pids();
+    assert_eq!(first.len(), 1, "{first:?}");
+    signal(first[0], libc::SIGKILL);
+    wait_shown(&mut err_shown, "the link to fake is down").await;
+    wait_shown(&mut err_shown, "the link to fake is back").await;
+    assert_eq!(ssh.pids().len(), 2);
+    gate.release();
+
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .expect("the run ends within the wait")
+        .unwrap();
+    let (stdout, stderr) = (stdout.await.unwrap(), stderr.await.unwrap());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("is down").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("is back").count(), 1, "{stderr}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Each event once, in order; a gap only where a message replayed after its deltas stands
+    // for them (`folds`: the first and last delta it replaces).
+    let mut last = 0;
+    for event in &events {
+        let seq = event["seq"].as_u64().unwrap();
+        let folded = event["folds"] == json!([last + 1, seq.saturating_sub(1)]);
+        assert!(
+            seq == last + 1 || (seq > last + 1 && folded),
+            "event {seq} after {last}:\n{stdout}\n{stderr}"
+        );
+        last = seq;
+    }
+    let answers = events
+        .iter()
+        .filter(|e| e["type"] == "assistant_message")
+        .filter(|e| e.to_string().contains("the whole answer"))
+        .count();
+    assert_eq!(answers, 1, "{stdout}");
+}
