@@ -40,6 +40,14 @@ impl FromStr for Host {
         if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(bad("it has a space or a control character"));
         }
+        // Nothing a shell or an ssh config's `%` tokens could make more of: the characters of
+        // user and host names, IPv6 brackets and zone ids, and the port's colon.
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "._-@:[]%".contains(c);
+        if !value.chars().all(allowed) {
+            return Err(bad(
+                "it has a character no user or host name has (letters, digits, `.`, `-` and `_`)",
+            ));
+        }
         let (user, rest) = match value.rsplit_once('@') {
             Some((user, rest)) => (Some(user), rest),
             None => (None, value),
@@ -162,6 +170,11 @@ mod tests {
             "build:ssh",
             "a b",
             "[::1]x",
+            "x$(touch${IFS}/tmp/pwned)@h",
+            "a;b",
+            "h`id`",
+            "ssh://h",
+            "h\u{200b}",
         ] {
             let err = value.parse::<Host>().unwrap_err();
             assert!(
