@@ -5,6 +5,7 @@
 
 mod bridge;
 mod commands;
+mod editor_out;
 mod images;
 mod updates;
 
@@ -40,6 +41,7 @@ pub async fn serve(paths: &Paths) -> Result<u8, Failure> {
         .reconnecting(crate::connect::reconnect(paths, "acp"));
     let bridge = Arc::new(Bridge::new(feed.follower().clone()));
     let (output, input) = stdio();
+    let output = editor_out::EditorOut::new(output);
     let transport = ByteStreams::new(output.compat_write(), input.compat());
     let pump = bridge.clone();
     let (b_new, b_load, b_list, b_prompt, b_cancel, b_mode) = (
