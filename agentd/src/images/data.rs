@@ -70,27 +70,9 @@ impl ImageData {
 /// Every image `history` refers to, in order, each once.
 pub(crate) fn images_of(history: &[Message]) -> Vec<&ImageRef> {
     let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for message in history {
-        let images: &[ImageRef] = match message {
-            Message::User { images, .. } => images,
-            Message::ToolResults { results } => {
-                for result in results {
-                    for image in &result.images {
-                        if seen.insert(&image.hash) {
-                            out.push(image);
-                        }
-                    }
-                }
-                continue;
-            }
-            _ => continue,
-        };
-        for image in images {
-            if seen.insert(&image.hash) {
-                out.push(image);
-            }
-        }
-    }
-    out
+    history
+        .iter()
+        .flat_map(Message::images)
+        .filter(|image| seen.insert(&image.hash))
+        .collect()
 }
