@@ -121,3 +121,24 @@ pub fn pixels(bytes: &[u8]) -> (u32, u32) {
     let image = image::load_from_memory(bytes).expect("the bytes are an image");
     (image.width(), image.height())
 }
+
+/// CRC-32 (IEEE) of `bytes`, as PNG chunks carry it.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// Whether `bytes` contain `needle`.
+pub fn contains(bytes: &[u8], needle: &[u8]) -> bool {
+    bytes.windows(needle.len()).any(|w| w == needle)
+}

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use protocol::{Reply, Request};
-use tests::images::{jpeg, png, sha256_hex, upload};
+use tests::images::{contains, crc32, jpeg, png, sha256_hex, upload};
 use tests::model_server::anthropic;
 use tests::{TestEnv, until_finished};
 
@@ -44,22 +44,6 @@ fn zeros_zlib(count: usize) -> Vec<u8> {
     out
 }
 
-/// CRC-32 (IEEE) of `bytes`, as PNG chunks carry it.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
 /// An 8×8 PNG with an ICC profile of `size` zero bytes, compressed.
 fn png_with_icc(size: usize) -> Vec<u8> {
     let plain = png(8, 8);
@@ -75,11 +59,6 @@ fn png_with_icc(size: usize) -> Vec<u8> {
     out.extend(chunk);
     out.extend(&plain[33..]);
     out
-}
-
-/// Whether `bytes` contain `needle`.
-fn contains(bytes: &[u8], needle: &[u8]) -> bool {
-    bytes.windows(needle.len()).any(|w| w == needle)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

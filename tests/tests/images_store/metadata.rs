@@ -3,26 +3,10 @@
 //! one, never reach the model nor the store.
 
 use tests::TestEnv;
-use tests::images::{jpeg, png, sha256_hex, upload};
+use tests::images::{contains, crc32, jpeg, png, sha256_hex, upload};
 use tests::model_server::anthropic;
 
 use super::{run_with_images, sent_images, user_images};
-
-/// CRC-32 (IEEE) of `bytes`, as PNG chunks carry it.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
 
 /// `png` with the chunk `kind` holding `data` just before its `IEND` (after the pixels).
 fn before_iend(png: &[u8], kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
@@ -44,11 +28,6 @@ fn with_segment(jpeg: &[u8], code: u8, data: &[u8]) -> Vec<u8> {
     out.extend(data);
     out.extend(&jpeg[2..]);
     out
-}
-
-/// Whether `bytes` contain `needle`.
-fn contains(bytes: &[u8], needle: &[u8]) -> bool {
-    bytes.windows(needle.len()).any(|w| w == needle)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
