@@ -3,7 +3,6 @@
 use clap::{Args, Parser, Subcommand};
 use protocol::Mode;
 
-use crate::host::Host;
 use crate::style::ColorChoice;
 
 mod actions;
@@ -23,14 +22,14 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value = "auto")]
     pub color: ColorChoice,
     /// Talk to the daemon on another machine, over your own ssh (it runs `agentctl bridge`
-    /// there; agentctl and agentd must be installed on it).
-    #[arg(
-        long,
-        global = true,
-        env = "AGENTCTL_HOST",
-        value_name = "[USER@]HOST[:PORT]"
-    )]
-    pub host: Option<Host>,
+    /// there; agentctl and agentd must be installed on it): a name from client.toml's
+    /// `[hosts.NAME]`, or [USER@]HOST[:PORT]. `board` and `sessions --watch` take several.
+    #[arg(long, global = true, env = "AGENTCTL_HOST", value_name = "HOST")]
+    pub host: Vec<String>,
+    /// The directory sessions are created in and looked up by (`-`, `--continue`, `resume`)
+    /// instead of the current one; with --host, a directory on that machine.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<std::path::PathBuf>,
     /// With --host: send this shell's provider keys and base URLs (`*_API_KEY`, `*_BASE_URL`) to
     /// the other machine's runs; without it they use that daemon's own.
     #[arg(long, global = true, env = "AGENTCTL_FORWARD_KEYS")]
@@ -243,6 +242,9 @@ pub enum Command {
         /// board shows, for scripts).
         #[arg(long)]
         watch: bool,
+        /// With --watch: every named host of client.toml, and this machine.
+        #[arg(long, requires = "watch")]
+        all_hosts: bool,
     },
     /// Every session of the daemon on one live screen: who needs you, who works, who is done.
     ///
@@ -254,6 +256,9 @@ pub enum Command {
         /// No bell and no desktop notification when a session starts needing you.
         #[arg(long)]
         quiet: bool,
+        /// Every named host of client.toml, and this machine, on one board.
+        #[arg(long)]
+        all_hosts: bool,
     },
     /// Create a session in the current directory and print its id.
     ///

@@ -13,21 +13,25 @@ use agentctl::client::{Client, ClientError, Reconnect, Unreachable};
 use interprocess::local_socket::tokio::Stream;
 use protocol::ErrorCode;
 
-use crate::host::Host;
+use crate::hosts::Remote;
 use crate::ssh_link::{self, LinkError, Outage};
 
 /// The machine whose daemon every command of this process talks to, when not this one
 /// (`--host`): set once, at start.
-static HOST: OnceLock<Host> = OnceLock::new();
+static HOST: OnceLock<Remote> = OnceLock::new();
 
 /// Whether this shell's provider keys go to the other machine's runs (`--forward-keys`).
 static FORWARD_KEYS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Makes every connection of this process go to the daemon on `host`, over ssh; this shell's
-/// provider keys go with its runs only when `forward_keys`.
-pub fn set_host(host: Host, forward_keys: bool) {
-    FORWARD_KEYS.store(forward_keys, std::sync::atomic::Ordering::Relaxed);
-    let _ = HOST.set(host);
+/// Makes every connection of this process go to the daemon on `remote`, over ssh; this
+/// shell's provider keys go with its runs only when `forward_keys` (or the host's entry says
+/// so).
+pub fn set_host(remote: Remote, forward_keys: bool) {
+    FORWARD_KEYS.store(
+        forward_keys || remote.forward_keys,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    let _ = HOST.set(remote);
 }
 
 /// What of this shell's environment goes to the daemon with a run: all of it to this
@@ -48,7 +52,7 @@ pub fn is_provider_var(name: &str) -> bool {
 }
 
 /// The other machine this process talks to, if any.
-fn remote_host() -> Option<&'static Host> {
+pub fn remote_host() -> Option<&'static Remote> {
     HOST.get()
 }
 
@@ -95,8 +99,17 @@ pub fn client_name(command: &str) -> String {
 /// Connects to a running daemon; `NotRunning` when nobody listens. A daemon of another
 /// version is named on stderr, with the fix.
 pub async fn connect_running(paths: &Paths, command: &str) -> Result<Client, ConnectError> {
-    let connected = match remote_host() {
-        Some(host) => match ssh_link::connect(host, &client_name(command)).await {
+    connect_running_to(remote_host(), paths, command).await
+}
+
+/// Connects to the running daemon of `target` (this machine's when `None`).
+async fn connect_running_to(
+    target: Option<&Remote>,
+    paths: &Paths,
+    command: &str,
+) -> Result<Client, ConnectError> {
+    let connected = match target {
+        Some(remote) => match ssh_link::connect(remote, &client_name(command)).await {
             Err(LinkError::Client(err)) => Err(err),
             Err(err) => return Err(ConnectError::Link(err)),
             Ok(client) => Ok(client),
@@ -136,13 +149,22 @@ fn warn_on_version_skew(daemon_version: &str) {
 /// (just killed) or starting may accept a connection and drop it during the handshake: that is
 /// retried for a while, with a new daemon started when the old one is gone.
 pub async fn connect(paths: &Paths, command: &str) -> Result<Client, ConnectError> {
+    connect_to(remote_host(), paths, command).await
+}
+
+/// [`connect`] to the daemon of `target` (this machine's when `None`).
+pub async fn connect_to(
+    target: Option<&Remote>,
+    paths: &Paths,
+    command: &str,
+) -> Result<Client, ConnectError> {
     // The bridge on the other machine starts its daemon itself.
-    if remote_host().is_some() {
-        return connect_running(paths, command).await;
+    if target.is_some() {
+        return connect_running_to(target, paths, command).await;
     }
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        match connect_running(paths, command).await {
+        match connect_running_to(None, paths, command).await {
             Err(ConnectError::NotRunning(_)) => {
                 start(paths).await?;
             }
@@ -161,22 +183,28 @@ pub async fn connect(paths: &Paths, command: &str) -> Result<Client, ConnectErro
 /// [`agentctl::client::reconnect`]): the running daemon, or, when the library says it may
 /// start one, the daemon as [`connect`] starts it.
 pub fn reconnect(paths: &Paths, command: &str) -> Reconnect {
+    reconnect_to(remote_host().cloned(), paths, command)
+}
+
+/// [`reconnect`] to the daemon of `target` (this machine's when `None`).
+pub fn reconnect_to(target: Option<Remote>, paths: &Paths, command: &str) -> Reconnect {
     let (paths, command) = (paths.clone(), command.to_string());
     // Over ssh it is the link that went down, not the daemon: say so, and pace ssh.
     let outage = Arc::new(Outage::default());
     Reconnect::new(move |start| {
         let (paths, command, outage) = (paths.clone(), command.clone(), outage.clone());
+        let target = target.clone();
         async move {
-            if let Some(host) = remote_host() {
-                outage.before_attempt(host).await;
+            if let Some(remote) = &target {
+                outage.before_attempt(&remote.label).await;
             }
             let connected = if start {
-                connect(&paths, &command).await
+                connect_to(target.as_ref(), &paths, &command).await
             } else {
-                connect_running(&paths, &command).await
+                connect_running_to(target.as_ref(), &paths, &command).await
             };
-            if let (Some(host), Ok(_)) = (remote_host(), &connected) {
-                outage.back(host);
+            if let (Some(remote), Ok(_)) = (&target, &connected) {
+                outage.back(&remote.label);
             }
             connected.map_err(|err| match err {
                 // An upgrade brought a daemon this client cannot speak to: the new agentctl can.

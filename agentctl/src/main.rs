@@ -10,6 +10,7 @@ mod commands;
 mod connect;
 mod format;
 mod host;
+mod hosts;
 mod images;
 mod json;
 mod markdown;
@@ -29,6 +30,7 @@ use commands::extensions::Which;
 use protocol::{Decision, Delivery, PermissionClass};
 
 /// A failure to report on stderr, with the exit code to leave with.
+#[derive(Debug)]
 pub struct Failure {
     /// What went wrong.
     pub message: String,
@@ -82,25 +84,50 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     let paths = agentctl::client::paths::Paths::from_env()?;
     view::set_color_choice(cli.color);
     // The bridge is the far end of `--host`: it only ever reaches this machine's daemon.
-    if let Some(host) = cli.host
-        && !matches!(cli.command, Some(Command::Bridge))
-    {
-        refuse_where_only_local(cli.command.as_ref(), &host)?;
-        connect::set_host(host, cli.forward_keys);
+    let bridge = matches!(cli.command, Some(Command::Bridge));
+    let targets = match bridge {
+        true => vec![None],
+        false => hosts::targets(&paths, &cli.host, all_hosts(cli.command.as_ref()))?,
+    };
+    let remote = match targets.as_slice() {
+        [Some(remote)] => Some(remote.clone()),
+        _ => None,
+    };
+    if targets.len() > 1 && !takes_several_hosts(cli.command.as_ref()) {
+        return Err(commands::usage(
+            "only `agentctl board` and `agentctl sessions --watch` take several hosts; give one --host",
+        ));
+    }
+    if let Some(remote) = &remote {
+        refuse_where_only_local(cli.command.as_ref(), remote)?;
+        connect::set_host(remote.clone(), cli.forward_keys);
+    }
+    if !bridge {
+        commands::here::set_dir(cli.cwd.as_deref(), remote.as_ref())?;
     }
     let Some(command) = cli.command else {
         return without_command(&paths).await;
     };
     match command {
-        Command::Daemon { action } => match action {
-            DaemonAction::Start => commands::daemon::start(&paths).await,
-            DaemonAction::Stop { now } => commands::daemon::stop(&paths, now).await,
-            DaemonAction::Restart { force, now } => {
+        // Over --host the daemon's own pid file and socket are not here: the bridge is used.
+        Command::Daemon { action } => match (action, connect::remote_host()) {
+            (DaemonAction::Start, Some(remote)) => {
+                commands::daemon_remote::start(&paths, remote).await
+            }
+            (DaemonAction::Stop { now }, Some(remote)) => {
+                commands::daemon_remote::stop(&paths, remote, now).await
+            }
+            (DaemonAction::Restart { now, .. }, Some(remote)) => {
+                commands::daemon_remote::restart(&paths, remote, now).await
+            }
+            (DaemonAction::Start, None) => commands::daemon::start(&paths).await,
+            (DaemonAction::Stop { now }, None) => commands::daemon::stop(&paths, now).await,
+            (DaemonAction::Restart { force, now }, None) => {
                 commands::daemon::restart(&paths, force, now).await
             }
-            DaemonAction::Status => commands::daemon::status(&paths).await,
-            DaemonAction::Install => commands::service::install(&paths),
-            DaemonAction::Uninstall => commands::service::uninstall(),
+            (DaemonAction::Status, _) => commands::daemon::status(&paths).await,
+            (DaemonAction::Install, _) => commands::service::install(&paths),
+            (DaemonAction::Uninstall, _) => commands::service::uninstall(),
         },
         Command::Run {
             prompt,
@@ -233,16 +260,15 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             }
         }
         Command::Sessions {
-            json,
-            all: _,
-            watch: true,
-        } => commands::watch::watch(&paths, json).await,
+            json, watch: true, ..
+        } => commands::watch::watch(&paths, json, targets).await,
         Command::Sessions {
             json,
             all,
             watch: false,
+            ..
         } => commands::sessions::list(&paths, json, all).await,
-        Command::Board { quiet } => commands::board::board(&paths, quiet).await,
+        Command::Board { quiet, .. } => commands::board::board(&paths, quiet, targets).await,
         Command::New {
             mode,
             model,
@@ -312,21 +338,46 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     }
 }
 
-/// Refuses, before anything runs, a command that acts on this machine's daemon files (its pid
-/// file, its service unit, its config) rather than through the connection, when `--host` names
-/// another machine: it would act on the wrong one.
-fn refuse_where_only_local(command: Option<&Command>, host: &host::Host) -> Result<(), Failure> {
+/// Whether `command` asked for every named host (`--all-hosts`).
+fn all_hosts(command: Option<&Command>) -> bool {
+    matches!(
+        command,
+        Some(Command::Board {
+            all_hosts: true,
+            ..
+        }) | Some(Command::Sessions {
+            all_hosts: true,
+            ..
+        })
+    )
+}
+
+/// Whether `command` shows several daemons at once: the board and `sessions --watch`.
+fn takes_several_hosts(command: Option<&Command>) -> bool {
+    matches!(
+        command,
+        Some(Command::Board { .. }) | Some(Command::Sessions { watch: true, .. })
+    )
+}
+
+/// Refuses, before anything runs, a command that acts on this machine's files (its service
+/// unit, its config) rather than through the connection, when `--host` names another machine:
+/// it would act on the wrong one.
+fn refuse_where_only_local(
+    command: Option<&Command>,
+    remote: &hosts::Remote,
+) -> Result<(), Failure> {
     let what = match command {
         Some(Command::Daemon {
-            action: DaemonAction::Status,
-        }) => return Ok(()),
-        Some(Command::Daemon { .. }) => "daemon",
+            action: DaemonAction::Install | DaemonAction::Uninstall,
+        }) => "daemon install|uninstall",
         Some(Command::Config { .. }) => "config",
         _ => return Ok(()),
     };
     Err(commands::usage(format!(
-        "`agentctl {what} …` acts on this machine's daemon and cannot go through --host yet; \
-         run it there: `ssh {host} agentctl {what} …`"
+        "`agentctl {what}` acts on this machine's files and cannot go through --host; \
+         run it there: `ssh {} agentctl {what} …`",
+        remote.host
     )))
 }
 

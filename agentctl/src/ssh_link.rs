@@ -13,10 +13,8 @@ use agentctl::client::{Client, ClientError};
 use tokio::io::AsyncWrite;
 use tokio::process::{Child, ChildStdin, Command};
 
-use crate::host::{Host, SSH_VAR};
-
-/// The `agentctl` the remote shell runs, until a named host's config gives a path.
-const REMOTE_AGENTCTL: &str = "agentctl";
+use crate::host::SSH_VAR;
+use crate::hosts::Remote;
 
 /// Why the link could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +27,7 @@ pub enum LinkError {
         /// The program tried.
         program: String,
         /// The host.
-        host: Host,
+        host: String,
         /// What the OS said.
         source: std::io::Error,
     },
@@ -39,7 +37,7 @@ pub enum LinkError {
     )]
     NoBridge {
         /// The host.
-        host: Host,
+        host: String,
         /// How the handshake ended.
         reason: String,
     },
@@ -48,15 +46,16 @@ pub enum LinkError {
     Client(ClientError),
 }
 
-/// Starts ssh to `host` and shakes hands with the daemon behind its bridge, naming this client
-/// `client_name`. ssh's stderr is this program's: its prompts and errors reach the user.
-pub async fn connect(host: &Host, client_name: &str) -> Result<Client, LinkError> {
+/// Starts ssh to `remote` and shakes hands with the daemon behind its bridge, naming this
+/// client `client_name`. ssh's stderr is this program's: its prompts and errors reach the user.
+pub async fn connect(remote: &Remote, client_name: &str) -> Result<Client, LinkError> {
     let program = std::env::var(SSH_VAR)
         .ok()
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "ssh".to_string());
+    let host = remote.label.clone();
     let mut child = Command::new(&program)
-        .args(host.ssh_args(REMOTE_AGENTCTL))
+        .args(remote.ssh_args())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -74,7 +73,7 @@ pub async fn connect(host: &Host, client_name: &str) -> Result<Client, LinkError
         });
     };
     let writer = SshStdin { stdin, _ssh: child };
-    match Client::over(stdout, writer, client_name, &format!("ssh {host}")).await {
+    match Client::over(stdout, writer, client_name, &format!("ssh {}", remote.host)).await {
         Ok(client) => Ok(client),
         // A pipe broken or closed here means ssh (or the remote shell) ended: its own message,
         // on stderr, says why.
@@ -128,7 +127,7 @@ pub struct Outage {
 impl Outage {
     /// Before an attempt to reach `host`: says the link is down at the first, and waits the
     /// pause due after a failed one.
-    pub async fn before_attempt(&self, host: &Host) {
+    pub async fn before_attempt(&self, host: &str) {
         match self.attempts.fetch_add(1, Ordering::Relaxed) {
             0 => eprintln!("agentctl: the link to {host} is down; reconnecting"),
             failed => tokio::time::sleep(pause_after(failed)).await,
@@ -136,7 +135,7 @@ impl Outage {
     }
 
     /// After an attempt to reach `host` that made the link again.
-    pub fn back(&self, host: &Host) {
+    pub fn back(&self, host: &str) {
         self.attempts.store(0, Ordering::Relaxed);
         eprintln!("agentctl: the link to {host} is back");
     }

@@ -16,6 +16,14 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// The keep-alive options agentctl gives every ssh it starts.
+const KEEP_ALIVE: [&str; 4] = [
+    "-o",
+    "ServerAliveInterval=15",
+    "-o",
+    "ServerAliveCountMax=3",
+];
+
 /// A stand-in for ssh in `dir`: writes its arguments, one per line, to `ssh-args` and its pid
 /// to `ssh-pids`, then becomes `agentctl bridge` (on this machine, with the caller's
 /// environment: the test daemon's home).
@@ -125,7 +133,14 @@ async fn a_remote_run_completes_and_its_session_is_listed() {
         1,
         "{stdout}"
     );
-    assert_eq!(ssh.args(), ["-T", "--", "fake", "agentctl", "bridge"]);
+    assert_eq!(
+        ssh.args(),
+        [
+            KEEP_ALIVE.as_slice(),
+            &["-T", "--", "fake", "agentctl", "bridge"]
+        ]
+        .concat()
+    );
 
     let list = remote(
         &daemon.home,
@@ -178,14 +193,18 @@ async fn agentctl_host_names_the_host_and_its_user_and_port_reach_ssh() {
     assert_eq!(
         ssh.args(),
         [
-            "-T",
-            "-p",
-            "2222",
-            "--",
-            "me@build.internal",
-            "agentctl",
-            "bridge"
+            KEEP_ALIVE.as_slice(),
+            &[
+                "-T",
+                "-p",
+                "2222",
+                "--",
+                "me@build.internal",
+                "agentctl",
+                "bridge",
+            ]
         ]
+        .concat()
     );
 }
 
@@ -208,25 +227,20 @@ async fn a_host_ssh_would_read_as_an_option_is_refused_before_ssh_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn commands_on_the_local_daemon_files_refuse_a_host() {
+async fn commands_on_this_machines_files_refuse_a_host() {
     let project = tempfile::tempdir().unwrap();
     let server = ModelServer::start(vec![]).await;
     let daemon = Daemon::start();
     let ssh = FakeSsh::new();
-    let stop = remote(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["daemon", "stop"],
-    );
-    let (code, _, stderr) = output(stop).await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("run it there: `ssh fake agentctl daemon"),
-        "{stderr}"
-    );
+    for args in [&["daemon", "install"][..], &["config", "check"]] {
+        let refused = remote(&daemon.home, &server, project.path(), &ssh, "fake", args);
+        let (code, _, stderr) = output(refused).await;
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            stderr.contains("run it there: `ssh fake agentctl"),
+            "{stderr}"
+        );
+    }
     assert!(ssh.pids().is_empty(), "ssh ran");
     let status = remote(
         &daemon.home,
@@ -242,6 +256,178 @@ async fn commands_on_the_local_daemon_files_refuse_a_host() {
         stdout.contains(&format!("pid       {}", daemon.pid())),
         "{stdout}"
     );
+    assert!(stdout.contains("host      fake"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_restart_over_the_link_starts_a_new_daemon_there() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let mut daemon = Daemon::start();
+    let old = daemon.pid();
+    let ssh = FakeSsh::new();
+    let restart = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["daemon", "restart"],
+    );
+    let (code, stdout, stderr) = output(restart).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!("agentd on fake restarted (pid {old} → ")),
+        "{stdout}"
+    );
+    assert_eq!(daemon.wait_exit().code(), Some(0), "the old daemon stopped");
+    let new: u32 = stdout
+        .split(" → ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("a new pid in {stdout}"));
+    assert_ne!(new, old);
+    let stop = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["daemon", "stop"],
+    );
+    let (code, stdout, stderr) = output(stop).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!("agentd on fake stopped (pid {new})")),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_host_of_client_toml_gives_ssh_its_options_and_the_remote_agentctl() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    write_client_toml(
+        &daemon.home,
+        "[hosts.box]\nssh = \"me@box.internal:2200\"\nagentctl = \"~/bin/agentctl\"\nssh_options = [\"-o\", \"BatchMode=yes\"]\n",
+        0o600,
+    );
+    let list = remote_without_keys(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "box",
+        &["sessions"],
+    );
+    let (code, _, stderr) = output(list).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let expected: Vec<&str> = [
+        &["-o", "BatchMode=yes"][..],
+        &KEEP_ALIVE,
+        &[
+            "-T",
+            "-p",
+            "2200",
+            "--",
+            "me@box.internal",
+            "~/bin/agentctl",
+            "bridge",
+        ],
+    ]
+    .concat();
+    assert_eq!(ssh.args(), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_toml_with_a_typo_or_writable_by_others_is_refused() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    write_client_toml(
+        &daemon.home,
+        "[hosts.box]\nssh = \"box\"\nforward_key = true\n",
+        0o600,
+    );
+    let list = remote_without_keys(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "box",
+        &["sessions"],
+    );
+    let (code, _, stderr) = output(list).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("client.toml"), "{stderr}");
+    assert!(stderr.contains("forward_key"), "{stderr}");
+    write_client_toml(
+        &daemon.home,
+        "[hosts.box]\nssh = \"box\"\nssh_options = [\"-oProxyCommand=touch /tmp/x\"]\n",
+        0o666,
+    );
+    let list = remote_without_keys(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "box",
+        &["sessions"],
+    );
+    let (code, _, stderr) = output(list).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("chmod go-w"), "{stderr}");
+    assert!(ssh.pids().is_empty(), "ssh ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_missing_on_the_remote_says_to_give_cwd() {
+    let project = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    let missing = project.path().join("only-here");
+    let run = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["--cwd", missing.to_str().unwrap(), "run", "hi"],
+    );
+    let (code, _, stderr) = output(run).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is not a directory on fake; give --cwd DIR"),
+        "{stderr}"
+    );
+    assert!(server.received().is_empty());
+
+    let relative = remote(
+        &daemon.home,
+        &server,
+        project.path(),
+        &ssh,
+        "fake",
+        &["--cwd", "rel", "run", "hi"],
+    );
+    let (code, _, stderr) = output(relative).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("give an absolute path on fake"), "{stderr}");
+}
+
+/// Writes the client's config file of `home` with `mode`.
+fn write_client_toml(home: &Home, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = home.paths().config_dir;
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("client.toml");
+    std::fs::write(&file, text).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// A daemon of another protocol version behind `listener`: refuses the first Hello (and

@@ -171,6 +171,9 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
         status.daemon_version,
         status.protocol_version
     );
+    if let Some(remote) = connect::remote_host() {
+        outln!("host      {}", remote.label);
+    }
     outln!("pid       {}", status.pid);
     outln!("uptime    {}", format::duration(status.uptime_ms));
     outln!("socket    {}", status.socket);

@@ -21,8 +21,7 @@ pub enum Which {
 
 /// Prints one list as a table or a JSON array.
 pub async fn list(paths: &Paths, which: Which, json: bool) -> Result<u8, Failure> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
+    let cwd = super::here::current_dir()?;
     let client = connect::connect(paths, "list").await?;
     let found = match request(
         &client,

@@ -15,11 +15,66 @@ use crate::{Failure, connect};
 /// What names the latest session of the current directory where a session id is taken.
 pub const LATEST: &str = "-";
 
-/// The current directory, as sessions record theirs (symbolic links resolved).
+/// The directory `--cwd` named, when it did.
+static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Where this process's sessions are created and looked up: `dir` (`--cwd`) instead of the
+/// current directory. On this machine it must be a directory (relative to the current one); on
+/// another machine (`remote`) it is that machine's path, so it must be absolute there.
+pub fn set_dir(dir: Option<&Path>, remote: Option<&crate::hosts::Remote>) -> Result<(), Failure> {
+    let Some(dir) = dir else { return Ok(()) };
+    let resolved = match remote {
+        Some(remote) if !dir.is_absolute() => {
+            return Err(crate::commands::usage(format!(
+                "--cwd {}: give an absolute path on {}",
+                dir.display(),
+                remote.label
+            )));
+        }
+        Some(_) => dir.to_path_buf(),
+        None => dir.canonicalize().map_err(|e| {
+            crate::commands::usage(format!(
+                "--cwd {}: {e}; give a directory on this machine",
+                dir.display()
+            ))
+        })?,
+    };
+    let _ = DIR.set(resolved);
+    Ok(())
+}
+
+/// The directory of this process's sessions (see [`set_dir`]), as sessions record theirs
+/// (symbolic links resolved): `--cwd`, else the current directory, whose path a remote run
+/// uses on the other machine.
 pub fn current_dir() -> Result<PathBuf, Failure> {
+    if let Some(dir) = DIR.get() {
+        return Ok(dir.clone());
+    }
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
     Ok(cwd.canonicalize().unwrap_or(cwd))
+}
+
+/// `failure` with what to do when it says the session's directory does not exist on the other
+/// machine: a remote run works in the same path there, or in `--cwd`.
+pub fn on_missing_dir(failure: Failure) -> Failure {
+    let Some(remote) = crate::connect::remote_host() else {
+        return failure;
+    };
+    if !failure.message.contains("session directory") {
+        return failure;
+    }
+    let dir = current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let why = match DIR.get() {
+        Some(_) => "given with --cwd".to_string(),
+        None => "this directory's path, which a run there uses unless --cwd".to_string(),
+    };
+    Failure::new(format!(
+        "{}\n{dir} ({why}) is not a directory on {}; give --cwd DIR, a directory there",
+        failure.message, remote.label
+    ))
 }
 
 /// The sessions of `cwd` (not subagents), newest first by last activity; every session of the

@@ -5,6 +5,7 @@ pub mod bridge;
 pub mod changes;
 pub mod chat;
 pub mod daemon;
+pub mod daemon_remote;
 pub mod extensions;
 pub mod here;
 pub mod mcp;

@@ -55,8 +55,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<u8, Failure> {
     // The images are read before the prompt from stdin: a wrong path fails at once.
     let images = super::read_images(&args.images)?;
     let (prompt, images) = super::with_mentions(read_prompt(args.prompt.as_deref())?, images)?;
-    let cwd = std::env::current_dir()
-        .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
+    let cwd = super::here::current_dir()?;
     let client = connect::connect(paths, "run").await?;
     let session = match &args.session {
         Some(id) => super::here::session_named(&client, id).await?,
@@ -203,7 +202,10 @@ async fn new_session(
         env: super::client_env(),
         worktree: args.worktree,
     });
-    match request(client, create).await? {
+    match request(client, create)
+        .await
+        .map_err(super::here::on_missing_dir)?
+    {
         Reply::SessionCreated(info) => {
             if let (Some(branch), false) = (&info.branch, args.json) {
                 eprintln!("agentctl: working in {} on branch {branch}", info.cwd);

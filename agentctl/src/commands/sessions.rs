@@ -214,8 +214,7 @@ pub async fn new(
     title: Option<String>,
     worktree: bool,
 ) -> Result<u8, Failure> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
+    let cwd = super::here::current_dir()?;
     let client = connect::connect(paths, "new").await?;
     let reply = request(
         &client,
@@ -230,7 +229,8 @@ pub async fn new(
             worktree,
         }),
     )
-    .await?;
+    .await
+    .map_err(super::here::on_missing_dir)?;
     match reply {
         Reply::SessionCreated(info) => {
             outln!("{}", info.id);

@@ -17,10 +17,15 @@ use super::board::describe;
 use crate::{Failure, connect, format};
 
 /// Prints changes until the daemon goes away for good (exit code 1) or the user interrupts.
-pub async fn watch(paths: &Paths, json: bool) -> Result<u8, Failure> {
+pub async fn watch(
+    paths: &Paths,
+    json: bool,
+    targets: Vec<Option<crate::hosts::Remote>>,
+) -> Result<u8, Failure> {
     const NAME: &str = "sessions --watch";
-    let client = connect::connect(paths, NAME).await?;
-    let feed = Summaries::follow_reconnecting(client, connect::reconnect(paths, NAME))
+    let target = targets.into_iter().next().flatten();
+    let client = connect::connect_to(target.as_ref(), paths, NAME).await?;
+    let feed = Summaries::follow_reconnecting(client, connect::reconnect_to(target, paths, NAME))
         .await
         .map_err(Failure::new)?;
     // What was last printed of each session: a change of nothing shown prints nothing.

@@ -30,16 +30,22 @@ mod tests;
 mod ui;
 
 /// Shows the board until `q` (or a signal); `quiet` keeps the bell and notifications off.
-pub async fn board(paths: &Paths, quiet: bool) -> Result<u8, Failure> {
+pub async fn board(
+    paths: &Paths,
+    quiet: bool,
+    targets: Vec<Option<crate::hosts::Remote>>,
+) -> Result<u8, Failure> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(Failure::new(
             "agentctl board needs a terminal; in a script, `agentctl sessions --watch [--json]` prints the same changes as lines",
         ));
     }
-    let client = connect::connect(paths, "board").await?;
-    let feed = Summaries::follow_reconnecting(client, connect::reconnect(paths, "board"))
-        .await
-        .map_err(Failure::new)?;
+    let target = targets.into_iter().next().flatten();
+    let client = connect::connect_to(target.as_ref(), paths, "board").await?;
+    let feed =
+        Summaries::follow_reconnecting(client, connect::reconnect_to(target, paths, "board"))
+            .await
+            .map_err(Failure::new)?;
     let mut screen = Screen::enter().map_err(terminal_error)?;
     let mut shown =
         Terminal::new(CrosstermBackend::new(std::io::stdout())).map_err(terminal_error)?;

@@ -46,8 +46,7 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     let session = match &args.session {
         Some(id) => SessionId(id.clone()),
         None => {
-            let cwd = std::env::current_dir()
-                .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
+            let cwd = crate::commands::here::current_dir()?;
             let create = CreateSession {
                 cwd: cwd.to_string_lossy().into_owned(),
                 model: args.model.clone(),
@@ -58,7 +57,10 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
                 env: super::client_env(),
                 worktree: args.worktree,
             };
-            match request(&client, Request::CreateSession(create)).await? {
+            match request(&client, Request::CreateSession(create))
+                .await
+                .map_err(crate::commands::here::on_missing_dir)?
+            {
                 Reply::SessionCreated(info) => info.id,
                 other => return Err(unexpected(other)),
             }
