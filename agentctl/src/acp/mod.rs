@@ -341,7 +341,7 @@ async fn use_mcp_servers(
 
 async fn new_session(bridge: &Bridge, req: NewSessionRequest) -> Result<NewSessionResponse, Error> {
     let create = CreateSession {
-        cwd: req.cwd.to_string_lossy().into_owned(),
+        cwd: crate::commands::here::dir_or(&req.cwd),
         model: None,
         provider: None,
         mode: None,

@@ -101,8 +101,13 @@ pub fn with_mentions(
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::new(format!("cannot read the current directory: {e}")))?;
     let attached = crate::mentions::attach(&text, &cwd).map_err(usage)?;
+    // Over --host the files are read here and sent as their content: say so.
+    let from = match crate::connect::remote_host() {
+        Some(_) => " (read on this machine)",
+        None => "",
+    };
     for file in attached.notes {
-        eprintln!("agentctl: attached {file}");
+        eprintln!("agentctl: attached {file}{from}");
     }
     // A file given with -i and mentioned with @ too goes once.
     for image in attached.images {

@@ -56,7 +56,23 @@ pub fn install(paths: &Paths) -> Result<u8, Failure> {
     );
     run_all(&enable)?;
     outln!("the daemon now starts with your session and resumes what was going");
+    if !cfg!(target_os = "macos") && !lingering() {
+        outln!(
+            "systemd stops it when your last login ends, and starts it only when you log in: \
+             on a machine you reach over ssh, `loginctl enable-linger` keeps it running and \
+             starts it at boot"
+        );
+    }
     Ok(0)
+}
+
+/// Whether systemd keeps this user's services running without a login (`loginctl
+/// enable-linger`): its flag file exists.
+fn lingering() -> bool {
+    let Some(user) = std::env::var_os("USER").filter(|u| !u.is_empty()) else {
+        return false;
+    };
+    Path::new("/var/lib/systemd/linger").join(user).exists()
 }
 
 /// Disables the service and removes its file.
