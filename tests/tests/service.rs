@@ -28,6 +28,8 @@ fn agentctl(home: &Home, bin: &Path, config: &Path, args: &[&str]) -> std::proce
     home.agentctl(args)
         .env("PATH", path)
         .env("XDG_CONFIG_HOME", config)
+        // A user systemd keeps no lingering flag for.
+        .env("USER", "agentd-test-user-without-linger")
         .output()
         .unwrap()
 }
@@ -59,6 +61,9 @@ fn install_writes_and_enables_a_user_unit_and_uninstall_removes_it() {
         "{unit}"
     );
     assert!(unit.contains("Restart=on-failure") && unit.contains("WantedBy=default.target"));
+    // On a machine reached over ssh the service would stop with the last login.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("`loginctl enable-linger`"), "{said}");
     let calls = std::fs::read_to_string(bin.path().join("calls")).unwrap();
     assert_eq!(
         calls,
