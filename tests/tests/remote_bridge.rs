@@ -420,6 +420,62 @@ async fn a_directory_missing_on_the_remote_says_to_give_cwd() {
     assert!(stderr.contains("give an absolute path on fake"), "{stderr}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cwd_names_the_remote_directory_of_a_run_and_of_its_lookups() {
+    let (here, there) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let there_path = there.path().canonicalize().unwrap();
+    let server = ModelServer::start(vec![anthropic::text("Working there.")]).await;
+    let daemon = Daemon::start();
+    let ssh = FakeSsh::new();
+    let dir = there_path.to_str().unwrap();
+    let run = remote(
+        &daemon.home,
+        &server,
+        here.path(),
+        &ssh,
+        "fake",
+        &["--cwd", dir, "run", "hi"],
+    );
+    let (code, _, stderr) = output(run).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let list = remote(
+        &daemon.home,
+        &server,
+        here.path(),
+        &ssh,
+        "fake",
+        &["sessions", "--json"],
+    );
+    let (code, stdout, stderr) = output(list).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let sessions: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(sessions.len(), 1, "{stdout}");
+    assert_eq!(sessions[0]["cwd"], json!(dir), "{stdout}");
+    // `-` is the latest session of that directory, not of this one.
+    let show = remote(
+        &daemon.home,
+        &server,
+        here.path(),
+        &ssh,
+        "fake",
+        &["--cwd", dir, "show", "-"],
+    );
+    let (code, stdout, stderr) = output(show).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("Working there."), "{stdout}");
+    let show_here = remote(
+        &daemon.home,
+        &server,
+        here.path(),
+        &ssh,
+        "fake",
+        &["show", "-"],
+    );
+    let (code, _, stderr) = output(show_here).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("no session in"), "{stderr}");
+}
+
 /// Writes the client's config file of `home` with `mode`.
 fn write_client_toml(home: &Home, text: &str, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
