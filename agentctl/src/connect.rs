@@ -212,7 +212,7 @@ pub fn reconnect_to(target: Option<Remote>, paths: &Paths, command: &str) -> Rec
                     "the daemon came back as another version, which this agentctl cannot follow ({message}); use the agentctl of that version"
                 )),
                 ConnectError::Client(ClientError::Untrusted(_))
-                | ConnectError::Link(LinkError::Spawn { .. }) => {
+                | ConnectError::Link(LinkError::Spawn { .. } | LinkError::Banner { .. }) => {
                     Unreachable::Refused(err.to_string())
                 }
                 err => Unreachable::Away(err.to_string()),

@@ -119,7 +119,7 @@ impl ClientConfig {
                 true => String::new(),
                 false => format!(" (named hosts: {})", names.join(", ")),
             };
-            crate::commands::usage(format!("{err}{known}"))
+            Failure::usage(format!("{err}{known}"))
         })?;
         Ok(Remote::plain(host))
     }
@@ -253,7 +253,7 @@ pub fn targets(
     if all_hosts {
         let named = config.named();
         if named.is_empty() {
-            return Err(crate::commands::usage(format!(
+            return Err(Failure::usage(format!(
                 "--all-hosts: {} names no host; add one as `[hosts.NAME]` with `ssh = \"[user@]HOST\"`",
                 paths.config_dir.join(FILE).display()
             )));

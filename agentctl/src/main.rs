@@ -46,6 +46,14 @@ impl Failure {
             code: 1,
         }
     }
+
+    /// A mistake in how the command was called: exit code 2.
+    pub fn usage(message: impl std::fmt::Display) -> Self {
+        Failure {
+            message: message.to_string(),
+            code: 2,
+        }
+    }
 }
 
 impl<E: std::fmt::Display> From<E> for Failure {

@@ -41,6 +41,16 @@ pub enum LinkError {
         /// How the handshake ended.
         reason: String,
     },
+    /// The remote shell printed text on stdout where the bridge's frames should be.
+    #[error(
+        "the remote shell on {host} printed text before the bridge started: `{text}`; make its startup files print nothing for non-interactive shells (e.g. `[ -z \"$PS1\" ] && return` at the top of ~/.bashrc)"
+    )]
+    Banner {
+        /// The host.
+        host: String,
+        /// What it printed (made printable and short).
+        text: String,
+    },
     /// The daemon at the other end answered but refused the handshake.
     #[error(transparent)]
     Client(ClientError),
@@ -81,6 +91,9 @@ pub async fn connect(remote: &Remote, client_name: &str) -> Result<Client, LinkE
             host: host.clone(),
             reason: "ssh ended before a daemon answered".to_string(),
         }),
+        // Text where the handshake should be: the remote shell's startup files print on
+        // stdout, before (or instead of) the bridge.
+        Err(ClientError::NotAFrame { text, .. }) => Err(LinkError::Banner { host, text }),
         Err(err) => Err(LinkError::Client(err)),
     }
 }

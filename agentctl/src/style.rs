@@ -102,13 +102,7 @@ pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn shown(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| {
-        (c.is_control() && !(keep_lines && (c == '\t' || c == '\n')))
-            || ('\u{80}'..='\u{9f}').contains(&c)
-            // Bidirectional overrides and isolates reorder what follows them on screen.
-            || ('\u{202a}'..='\u{202e}').contains(&c)
-            || ('\u{2066}'..='\u{2069}').contains(&c)
-    };
+    let unsafe_char = |c: char| agentctl::client::far_text::obeyed(c, keep_lines);
     if text.chars().any(unsafe_char) {
         std::borrow::Cow::Owned(
             text.chars()

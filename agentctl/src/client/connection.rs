@@ -20,10 +20,14 @@ use protocol::{
     ServerFrame, SessionEvent, SessionId, SessionInfo, Welcome,
 };
 
+use super::far_text;
+use super::first_bytes::FirstBytes;
 use super::frames as frame;
+pub use super::incoming::Incoming;
 use super::paths::socket_name;
 use super::socket::SocketHalf;
 use super::trust::{self, Untrusted};
+use super::unread::{Events, UNREAD_LIMIT, Unread};
 
 /// Why talking to the daemon failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,16 +41,26 @@ pub enum ClientError {
         source: std::io::Error,
     },
     /// The daemon refused the request or the handshake.
-    #[error("{0}")]
+    #[error("{}", far_text::printable(&.0.message, far_text::MESSAGE_CHARS))]
     Daemon(ErrorInfo),
     /// The connection ended before the reply came.
-    #[error("the daemon closed the connection{}", .0.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
+    #[error("the daemon closed the connection{}", .0.as_ref().map(|e| format!(": {}", far_text::printable(e, far_text::MESSAGE_CHARS))).unwrap_or_default())]
     Closed(Option<String>),
+    /// What answered is not a daemon: its first bytes are text, not a frame (a remote shell's
+    /// startup files printed something before `agentctl bridge` ran, say).
+    #[error("{peer} answered with text instead of agentd's handshake: `{text}`")]
+    NotAFrame {
+        /// The other end, as the caller named it.
+        peer: String,
+        /// The text, printable, on one line, at most
+        /// [`SHOWN_CHARS`](super::first_bytes::SHOWN_CHARS) characters.
+        text: String,
+    },
     /// A frame could not be written or read.
     #[error(transparent)]
     Frame(#[from] FrameError),
     /// The daemon answered with something this client does not expect.
-    #[error("unexpected answer from the daemon: {0}")]
+    #[error("unexpected answer from the daemon: {}", far_text::printable(.0, far_text::MESSAGE_CHARS))]
     Unexpected(String),
     /// The socket or the process behind it is not the user's own daemon; nothing was sent.
     #[error(transparent)]
@@ -54,6 +68,15 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// The daemon's refusal `info`, its message made printable and capped (see
+    /// [`far_text::printable`]): whoever shows it need not trust it.
+    pub fn daemon(info: ErrorInfo) -> ClientError {
+        ClientError::Daemon(ErrorInfo {
+            message: far_text::printable(&info.message, far_text::MESSAGE_CHARS),
+            ..info
+        })
+    }
+
     /// The daemon's error code, when the daemon refused the request.
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
@@ -70,42 +93,6 @@ impl ClientError {
             ClientError::Closed(_) | ClientError::Frame(_) | ClientError::Connect { .. }
         )
     }
-}
-
-/// Something the daemon sent that is not a reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Incoming {
-    /// An event of a subscribed session.
-    Event(SessionEvent),
-    /// A subscription was dropped because this client read too slowly; resubscribe from the
-    /// last `seq` received.
-    Lagged {
-        /// The session.
-        session: SessionId,
-        /// The last `seq` queued before the drop.
-        last_seq: u64,
-    },
-    /// A subscription's replay is over; its live events follow.
-    ReplayDone {
-        /// The session.
-        session: SessionId,
-        /// Live events have a `seq` above this.
-        last_seq: u64,
-    },
-    /// A session's summary (after `SubscribeSummaries`).
-    Summary(Box<protocol::SessionSummary>),
-    /// Every session was summarised once; changes follow.
-    SummariesReady {
-        /// How many sessions there were.
-        sessions: u64,
-    },
-    /// A session was deleted (after `SubscribeSummaries`).
-    SummaryRemoved {
-        /// The session.
-        session: SessionId,
-    },
-    /// The connection ended; nothing more will arrive.
-    Closed(Option<String>),
 }
 
 type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Reply, ErrorInfo>>>>>;
@@ -126,7 +113,9 @@ pub struct Client {
     closed: Arc<Mutex<Option<Option<String>>>>,
     stopping: Arc<AtomicBool>,
     next_id: AtomicU64,
-    incoming: Option<mpsc::UnboundedReceiver<Incoming>>,
+    /// What the reader holds for the front end, and what was asked for.
+    unread: Arc<Unread>,
+    incoming: Option<Events>,
     welcome: Welcome,
     reader: JoinHandle<()>,
 }
@@ -154,9 +143,10 @@ impl Client {
         Client::handshake(Box::new(reader), Box::new(writer), client_name, peer).await
     }
 
-    /// Sends Hello, waits for the Welcome and starts the read loop.
+    /// Sends Hello, waits for the Welcome and starts the read loop. Text where the Welcome
+    /// should be is [`ClientError::NotAFrame`]; the daemon's version is kept printable.
     async fn handshake(
-        mut reader: Reader,
+        reader: Reader,
         mut writer: Box<dyn AsyncWrite + Send + Unpin>,
         client_name: &str,
         peer: &str,
@@ -165,31 +155,49 @@ impl Client {
             protocol_version: PROTOCOL_VERSION,
             client: client_name.to_string(),
         });
-        frame::write_frame(&mut writer, &hello).await?;
+        let mut reader = FirstBytes::new(reader);
+        if let Err(err) = frame::write_frame(&mut writer, &hello).await {
+            // A far end that printed something and went away: what it printed says why.
+            return Err(not_a_frame(&mut reader, peer).await.unwrap_or(err.into()));
+        }
         // A peer that never answers the handshake is not a daemon: the client does not wait on.
         let answer = tokio::time::timeout(
             HANDSHAKE_WAIT,
             frame::read_frame::<ServerFrame, _>(&mut reader),
         )
-        .await
-        .map_err(|_| {
-            ClientError::Unexpected(format!(
-                "no answer to the handshake at {peer} within {} s; stop whatever listens there \
-                     (`agentctl daemon stop`) and try again",
-                HANDSHAKE_WAIT.as_secs()
-            ))
-        })?;
-        let welcome = match answer? {
+        .await;
+        let answer = match answer {
+            Ok(Ok(answer)) => answer,
+            failed => {
+                if let Some(err) = not_a_frame(&mut reader, peer).await {
+                    return Err(err);
+                }
+                match failed {
+                    Ok(Err(err)) => return Err(err.into()),
+                    _ => {
+                        return Err(ClientError::Unexpected(format!(
+                            "no answer to the handshake at {peer} within {} s; stop whatever \
+                             listens there (`agentctl daemon stop`) and try again",
+                            HANDSHAKE_WAIT.as_secs()
+                        )));
+                    }
+                }
+            }
+        };
+        let mut welcome = match answer {
             Some(ServerFrame::Welcome(welcome)) => welcome,
-            Some(ServerFrame::Error(info)) => return Err(ClientError::Daemon(info)),
+            Some(ServerFrame::Error(info)) => return Err(ClientError::daemon(info)),
             Some(other) => return Err(ClientError::Unexpected(format!("{other:?}"))),
             None => return Err(ClientError::Closed(None)),
         };
+        welcome.daemon_version = far_text::one_line(&welcome.daemon_version, far_text::NAME_CHARS);
+        let reader: Reader = Box::new(reader.into_inner());
 
         let pending: Pending = Arc::default();
         let closed = Arc::new(Mutex::new(None));
         let stopping = Arc::new(AtomicBool::new(false));
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (unread, events) = Unread::new(UNREAD_LIMIT);
+        let unread = Arc::new(unread);
         let reader = tokio::spawn(read_loop(
             reader,
             pending.clone(),
@@ -197,7 +205,7 @@ impl Client {
                 closed: closed.clone(),
                 stopping: stopping.clone(),
             },
-            events_tx,
+            unread.clone(),
         ));
         Ok(Client {
             writer: tokio::sync::Mutex::new(writer),
@@ -205,7 +213,8 @@ impl Client {
             closed,
             stopping,
             next_id: AtomicU64::new(1),
-            incoming: Some(events_rx),
+            unread,
+            incoming: Some(events),
             welcome,
             reader,
         })
@@ -222,9 +231,19 @@ impl Client {
         self.stopping.load(Ordering::Relaxed)
     }
 
-    /// Takes the receiver of events and other unsolicited frames; `None` after the first call.
-    pub fn take_incoming(&mut self) -> Option<mpsc::UnboundedReceiver<Incoming>> {
+    /// Takes the receiver of events and other frames that are not replies; `None` after the
+    /// first call (of this or [`Client::take_incoming`]). Only what this connection asked for
+    /// arrives, and a front end that leaves more than [`UNREAD_LIMIT`] bytes of it unread ends
+    /// the connection (see [`super::unread`]).
+    pub fn take_events(&mut self) -> Option<Events> {
         self.incoming.take()
+    }
+
+    /// [`Client::take_events`] without the limit on what is left unread, for a reader that
+    /// keeps up with a daemon it trusts (tests, benchmarks); `None` after the first call.
+    pub fn take_incoming(&mut self) -> Option<mpsc::UnboundedReceiver<Incoming>> {
+        let events = self.incoming.take()?;
+        Some(self.unread.unbounded(events))
     }
 
     /// Sends `request` and waits for its reply.
@@ -243,6 +262,7 @@ impl Client {
             }
             pending.insert(id, tx);
         }
+        self.unread.asking(&request);
         let written = {
             let mut writer = self.writer.lock().await;
             frame::write_frame(&mut *writer, &ClientFrame::Request { id, request }).await
@@ -256,7 +276,7 @@ impl Client {
         }
         match rx.await {
             Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(info)) => Err(ClientError::Daemon(info)),
+            Ok(Err(info)) => Err(ClientError::daemon(info)),
             Err(_) => Err(ClientError::Closed(
                 self.closed
                     .lock()
@@ -266,6 +286,15 @@ impl Client {
             )),
         }
     }
+}
+
+/// [`ClientError::NotAFrame`] when what `reader` read (or reads within a moment) is text.
+async fn not_a_frame(reader: &mut FirstBytes<Reader>, peer: &str) -> Option<ClientError> {
+    let text = reader.printed_text().await?;
+    Some(ClientError::NotAFrame {
+        peer: peer.to_string(),
+        text,
+    })
 }
 
 /// Every session, read page by page.
@@ -359,16 +388,21 @@ struct Ended {
 }
 
 /// Reads frames from `reader` until the connection ends: replies go to their waiters in
-/// `pending`, everything else to `events`.
-async fn read_loop(
-    mut reader: Reader,
-    pending: Pending,
-    ended: Ended,
-    events: mpsc::UnboundedSender<Incoming>,
-) {
+/// `pending` (replies to requests never made are dropped), everything else is held in
+/// `unread` for the front end, which drops what was never asked for and ends the connection
+/// when the front end leaves too much unread.
+async fn read_loop(mut reader: Reader, pending: Pending, ended: Ended, unread: Arc<Unread>) {
     let reason = loop {
-        match frame::read_frame::<ServerFrame, _>(&mut reader).await {
-            Ok(Some(ServerFrame::Reply { id, result })) => {
+        let (frame, payload) = match frame::read_payload(&mut reader).await {
+            Ok(Some(payload)) => match frame::decode::<ServerFrame>(&payload) {
+                Ok(frame) => (frame, payload.len()),
+                Err(err) => break Some(err.to_string()),
+            },
+            Ok(None) => break None,
+            Err(err) => break Some(err.to_string()),
+        };
+        let incoming = match frame {
+            ServerFrame::Reply { id, result } => {
                 let waiter = pending
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -376,41 +410,33 @@ async fn read_loop(
                 if let Some(waiter) = waiter {
                     let _ = waiter.send(result);
                 }
+                continue;
             }
-            Ok(Some(ServerFrame::Event(event))) => {
-                let _ = events.send(Incoming::Event(event));
+            ServerFrame::Event(event) => Incoming::Event(event),
+            ServerFrame::Lagged { session, last_seq } => Incoming::Lagged { session, last_seq },
+            ServerFrame::ReplayDone { session, last_seq } => {
+                Incoming::ReplayDone { session, last_seq }
             }
-            Ok(Some(ServerFrame::Lagged { session, last_seq })) => {
-                let _ = events.send(Incoming::Lagged { session, last_seq });
-            }
-            Ok(Some(ServerFrame::ReplayDone { session, last_seq })) => {
-                let _ = events.send(Incoming::ReplayDone { session, last_seq });
-            }
-            Ok(Some(ServerFrame::Summary(summary))) => {
-                let _ = events.send(Incoming::Summary(summary));
-            }
-            Ok(Some(ServerFrame::SummariesReady { sessions })) => {
-                let _ = events.send(Incoming::SummariesReady { sessions });
-            }
-            Ok(Some(ServerFrame::SummaryRemoved { session })) => {
-                let _ = events.send(Incoming::SummaryRemoved { session });
-            }
-            Ok(Some(ServerFrame::Error(info))) => {
+            ServerFrame::Summary(summary) => Incoming::Summary(summary),
+            ServerFrame::SummariesReady { sessions } => Incoming::SummariesReady { sessions },
+            ServerFrame::SummaryRemoved { session } => Incoming::SummaryRemoved { session },
+            ServerFrame::Error(info) => {
                 if info.code == ErrorCode::ShuttingDown {
                     ended.stopping.store(true, Ordering::Relaxed);
                 }
-                break Some(info.message);
+                break Some(far_text::printable(&info.message, far_text::MESSAGE_CHARS));
             }
-            Ok(Some(ServerFrame::Welcome(_))) => {
+            ServerFrame::Welcome(_) => {
                 break Some("unexpected second welcome".to_string());
             }
-            Ok(None) => break None,
-            Err(err) => break Some(err.to_string()),
+        };
+        if let Err(overflow) = unread.hold(incoming, payload) {
+            break Some(overflow.to_string());
         }
     };
     // Mark closed before dropping the waiters, so a caller woken by the drop sees the reason.
     let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
     *ended.closed.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
     pending.clear();
-    let _ = events.send(Incoming::Closed(reason));
+    unread.close(reason);
 }

@@ -14,9 +14,11 @@ use std::sync::Arc;
 use protocol::{SessionEvent, SessionId};
 use tokio::sync::mpsc;
 
-use super::connection::{Client, ClientError, Incoming};
+use super::connection::{Client, ClientError};
 use super::follower::{Follower, Refollowed};
+use super::incoming::Incoming;
 use super::reconnect::{Lost, Reconnect};
+use super::unread::Events;
 
 /// What the feed passes on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +68,7 @@ enum Report {
     Refollow(SessionId, ClientError),
     /// A new connection, its sessions followed again.
     Back {
-        incoming: mpsc::UnboundedReceiver<Incoming>,
+        incoming: Events,
         refollowed: Refollowed,
     },
     /// The daemon did not come back.
@@ -76,7 +78,7 @@ enum Report {
 /// The events of the sessions a front end follows, each once and in order.
 pub struct Feed {
     follower: Follower,
-    incoming: mpsc::UnboundedReceiver<Incoming>,
+    incoming: Events,
     reconnect: Option<Reconnect>,
     reports: mpsc::UnboundedReceiver<Report>,
     report: mpsc::UnboundedSender<Report>,
@@ -88,7 +90,7 @@ impl Feed {
     /// A feed over `client`'s events; `None` when they were taken already. It ends with the
     /// connection unless given a [`Reconnect`] ([`Feed::reconnecting`]).
     pub fn new(mut client: Client) -> Option<Feed> {
-        let incoming = client.take_incoming()?;
+        let incoming = client.take_events()?;
         let (report, reports) = mpsc::unbounded_channel();
         Some(Feed {
             follower: Follower::new(client),
@@ -264,7 +266,7 @@ async fn come_back(
                 return;
             }
         };
-        let Some(incoming) = client.take_incoming() else {
+        let Some(incoming) = client.take_events() else {
             let _ = report.send(Report::GaveUp("the new connection has no events".into()));
             return;
         };

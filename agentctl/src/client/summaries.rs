@@ -8,11 +8,13 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use protocol::{Reply, Request, SessionId, SessionSummary};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::connection::{Client, ClientError, Incoming};
+use super::connection::{Client, ClientError};
+use super::incoming::Incoming;
 use super::reconnect::{Lost, Reconnect};
+use super::unread::Events;
 
 /// Every session's latest summary, kept up to date by the daemon.
 pub struct Summaries {
@@ -79,7 +81,7 @@ impl Summaries {
         mut client: Client,
         reconnect: Option<Reconnect>,
     ) -> Result<Summaries, ClientError> {
-        let Some(incoming) = client.take_incoming() else {
+        let Some(incoming) = client.take_events() else {
             return Err(ClientError::Unexpected(
                 "the connection's frames are already taken".to_string(),
             ));
@@ -150,7 +152,7 @@ async fn subscribe(client: &Client) -> Result<(), ClientError> {
 
 /// Keeps the summaries as frames arrive, over one connection after another.
 async fn keep(
-    mut incoming: mpsc::UnboundedReceiver<Incoming>,
+    mut incoming: Events,
     state: Arc<Shared>,
     slot: Arc<Mutex<Arc<Client>>>,
     reconnect: Option<Reconnect>,
@@ -175,7 +177,7 @@ async fn keep(
                     return;
                 }
             };
-            let Some(incoming) = client.take_incoming() else {
+            let Some(incoming) = client.take_events() else {
                 continue;
             };
             match subscribe(&client).await {
@@ -198,10 +200,7 @@ async fn keep(
 }
 
 /// Applies frames until the connection ends; returns why it ended.
-async fn pass_on(
-    incoming: &mut mpsc::UnboundedReceiver<Incoming>,
-    state: &Shared,
-) -> Option<String> {
+async fn pass_on(incoming: &mut Events, state: &Shared) -> Option<String> {
     while let Some(frame) = incoming.recv().await {
         let mut s = lock(&state.state);
         match frame {

@@ -152,6 +152,11 @@ async fn wait_gone(paths: &Paths, pid: u32, grace: Duration) -> Result<(), Failu
     Ok(())
 }
 
+/// What the daemon (maybe another machine's) says, as it is shown: never obeyed.
+fn shown(text: &str) -> String {
+    agentctl::client::printable(text, agentctl::client::far_text::MESSAGE_CHARS)
+}
+
 /// Prints the daemon's status; exit code 1 when it is not running.
 pub async fn status(paths: &Paths) -> Result<u8, Failure> {
     let client = match connect::connect_running(paths, "daemon status").await {
@@ -168,7 +173,7 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
     };
     outln!(
         "agentd {} (protocol {})",
-        status.daemon_version,
+        shown(&status.daemon_version),
         status.protocol_version
     );
     if let Some(remote) = connect::remote_host() {
@@ -176,8 +181,8 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
     }
     outln!("pid       {}", status.pid);
     outln!("uptime    {}", format::duration(status.uptime_ms));
-    outln!("socket    {}", status.socket);
-    outln!("data      {}", status.data_dir);
+    outln!("socket    {}", shown(&status.socket));
+    outln!("data      {}", shown(&status.data_dir));
     outln!("sessions  {} ({} running)", status.sessions, status.running);
     outln!("clients   {}", status.clients);
     match status.rss_bytes {
@@ -185,14 +190,14 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
         None => outln!("memory    unknown"),
     }
     // Which of the two a broken file means: runs refused, or the last good one in force.
-    match status.config_error {
+    match status.config_error.as_deref().map(shown) {
         Some(error) if status.config_fail_closed => outln!(
             "config    {error} — runs are refused until it is fixed (or run with --ignore-config)"
         ),
         Some(error) => outln!("config    {error} — the last good configuration is in force"),
         None => {}
     }
-    outln!("sandbox   {}", status.sandbox);
+    outln!("sandbox   {}", shown(&status.sandbox));
     if status.mcp_servers.is_empty() {
         outln!("mcp       no servers configured");
     } else {

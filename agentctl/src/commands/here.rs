@@ -57,7 +57,10 @@ pub fn current_dir() -> Result<PathBuf, Failure> {
 
 /// `--cwd` when given, else `dir` (an editor's directory), as the path a session is created in.
 pub fn dir_or(dir: &Path) -> String {
-    DIR.get().map_or(dir, |d| d.as_path()).to_string_lossy().into_owned()
+    DIR.get()
+        .map_or(dir, |d| d.as_path())
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// `failure` with what to do when it says the session's directory does not exist on the other

@@ -50,7 +50,9 @@ pub fn client_env() -> Vec<(String, String)> {
 
 /// The failure for a reply of the wrong kind.
 pub fn unexpected(reply: Reply) -> Failure {
-    Failure::new(format!("unexpected reply from the daemon: {reply:?}"))
+    let chars = agentctl::client::far_text::MESSAGE_CHARS;
+    let reply = agentctl::client::printable(&format!("{reply:?}"), chars);
+    Failure::new(format!("unexpected reply from the daemon: {reply}"))
 }
 
 /// Room a message's frame needs besides its text (the request around it, the client's
@@ -76,10 +78,7 @@ pub fn check_message_size(text: &str, image_bytes: usize) -> Result<(), Failure>
 
 /// A usage failure (exit code 2).
 pub fn usage(message: impl std::fmt::Display) -> Failure {
-    Failure {
-        message: message.to_string(),
-        code: 2,
-    }
+    Failure::usage(message)
 }
 
 /// The image files `paths` (`-i`, as given, relative to the current directory), read; a

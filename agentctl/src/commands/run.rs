@@ -208,7 +208,9 @@ async fn new_session(
     {
         Reply::SessionCreated(info) => {
             if let (Some(branch), false) = (&info.branch, args.json) {
-                eprintln!("agentctl: working in {} on branch {branch}", info.cwd);
+                let shown = |text: &str| agentctl::client::one_line(text, 4096);
+                let (cwd, branch) = (shown(&info.cwd), shown(branch));
+                eprintln!("agentctl: working in {cwd} on branch {branch}");
             }
             Ok(info.id)
         }
