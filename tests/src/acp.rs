@@ -95,8 +95,19 @@ pub async fn with_editor<R: Send + 'static>(
     cwd: &Path,
     body: impl AsyncFnOnce(v1::ConnectionTo<Agent>, Received, InitializeResponse) -> R + Send + 'static,
 ) -> (R, tokio::process::Child) {
+    with_editor_running(home, model, cwd, &["acp"], body).await
+}
+
+/// [`with_editor`] for `agentctl ARGS…` (`acp` with global flags, such as `--host NAME acp`).
+pub async fn with_editor_running<R: Send + 'static>(
+    home: &crate::Home,
+    model: &crate::model_server::ModelServer,
+    cwd: &Path,
+    args: &[&str],
+    body: impl AsyncFnOnce(v1::ConnectionTo<Agent>, Received, InitializeResponse) -> R + Send + 'static,
+) -> (R, tokio::process::Child) {
     let mut child = home
-        .agentctl_with(model, cwd, &["acp"])
+        .agentctl_with(model, cwd, args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

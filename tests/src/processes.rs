@@ -80,3 +80,50 @@ pub fn live_members(pgid: i32) -> bool {
         fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z"
     })
 }
+
+/// Every live process descended from `pid`.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|entry| {
+                    let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+                    Some((child, parent_of(child)?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(child, of) in &parents {
+            if of == parent && !found.contains(&child) {
+                found.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// The children of `pid` running `program` (by their executable's path).
+pub fn children_running(pid: u32, program: &Path) -> Vec<u32> {
+    descendants(pid)
+        .into_iter()
+        .filter(|&child| parent_of(child) == Some(pid))
+        .filter(|&child| {
+            std::fs::read_link(format!("/proc/{child}/exe")).is_ok_and(|exe| exe == program)
+        })
+        .collect()
+}
+
+/// The parent of process `pid`, while it lives.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}

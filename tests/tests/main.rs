@@ -60,6 +60,7 @@ mod providers;
 mod qwen_replay;
 mod reconnect;
 mod remote_bridge;
+mod remote_sshd;
 mod responses;
 mod resume;
 mod rules;
