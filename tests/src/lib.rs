@@ -17,6 +17,7 @@ pub mod restart;
 pub mod sandboxed;
 mod session;
 pub mod shells;
+pub mod shown;
 pub mod sshd;
 mod test_env;
 pub mod web_server;

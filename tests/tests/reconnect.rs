@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use tests::acp::{agent_text, new_session, with_editor};
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::pty::Pty;
+use tests::shown::read_into;
 use tests::{Daemon, Home, WAIT, titled};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -108,22 +109,6 @@ impl Run {
             stderr: stderr.await.unwrap(),
         }
     }
-}
-
-/// Reads `stream` to its end, adding what comes to `shown`; returns all of it.
-fn read_into(
-    mut stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-    shown: watch::Sender<String>,
-) -> JoinHandle<String> {
-    tokio::spawn(async move {
-        let mut buf = [0u8; 4096];
-        let mut all = Vec::new();
-        while let Ok(n @ 1..) = stream.read(&mut buf).await {
-            all.extend_from_slice(&buf[..n]);
-            shown.send_modify(|s| s.push_str(&String::from_utf8_lossy(&buf[..n])));
-        }
-        text(&all)
-    })
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -11,10 +11,9 @@ use agentctl::client::frames as frame;
 use protocol::{ClientFrame, ErrorCode, ErrorInfo, PROTOCOL_VERSION, ServerFrame};
 use serde_json::{Value, json};
 use tests::model_server::{Gate, ModelServer, anthropic};
+use tests::shown::{read_into, wait_shown};
 use tests::{Daemon, Home, WAIT, binary, signal};
-use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 /// The keep-alive options agentctl gives every ssh it starts.
 const KEEP_ALIVE: [&str; 4] = [
@@ -526,30 +525,6 @@ async fn a_daemon_of_another_version_is_refused_end_to_end() {
     };
     assert_eq!(hello.protocol_version, PROTOCOL_VERSION);
     assert!(hello.client.starts_with("agentctl "), "{}", hello.client);
-}
-
-/// Reads `stream` to its end into `shown` as it comes; returns all of it.
-fn read_into(
-    mut stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-    shown: watch::Sender<String>,
-) -> JoinHandle<String> {
-    tokio::spawn(async move {
-        let mut buf = [0u8; 4096];
-        let mut all = Vec::new();
-        while let Ok(n @ 1..) = stream.read(&mut buf).await {
-            all.extend_from_slice(&buf[..n]);
-            shown.send_modify(|s| s.push_str(&String::from_utf8_lossy(&buf[..n])));
-        }
-        String::from_utf8_lossy(&all).into_owned()
-    })
-}
-
-/// Waits until `shown` holds `what`.
-async fn wait_shown(shown: &mut watch::Receiver<String>, what: &str) {
-    let seen = tokio::time::timeout(WAIT, shown.wait_for(|s| s.contains(what)))
-        .await
-        .is_ok_and(|seen| seen.is_ok());
-    assert!(seen, "`{what}` not shown: {}", shown.borrow().clone());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,11 +14,10 @@ use tempfile::TempDir;
 use tests::model_server::{Gate, ModelServer, anthropic};
 use tests::pty::Pty;
 use tests::restart::provider_env;
+use tests::shown::{read_into, wait_shown};
 use tests::sshd::{Sshd, ssh_children};
 use tests::{Daemon, Home, WAIT, next_event, session_mid_reply, signal, subscribe, until_finished};
-use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 /// The name the laptop's `client.toml` gives the sshd.
 const HOST: &str = "box";
@@ -216,30 +215,6 @@ async fn approve_over_ssh_answers_a_remote_ask() {
     );
     until_finished(&mut events).await;
     assert!(m.remote_dir.path().join("approved.txt").exists());
-}
-
-/// Reads `stream` to its end into `shown` as it comes; returns all of it.
-fn read_into(
-    mut stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-    shown: watch::Sender<String>,
-) -> JoinHandle<String> {
-    tokio::spawn(async move {
-        let mut buf = [0u8; 4096];
-        let mut all = Vec::new();
-        while let Ok(n @ 1..) = stream.read(&mut buf).await {
-            all.extend_from_slice(&buf[..n]);
-            shown.send_modify(|s| s.push_str(&String::from_utf8_lossy(&buf[..n])));
-        }
-        String::from_utf8_lossy(&all).into_owned()
-    })
-}
-
-/// Waits until `shown` holds `what`.
-async fn wait_shown(shown: &mut watch::Receiver<String>, what: &str) {
-    let seen = tokio::time::timeout(WAIT, shown.wait_for(|s| s.contains(what)))
-        .await
-        .is_ok_and(|seen| seen.is_ok());
-    assert!(seen, "`{what}` not shown: {}", shown.borrow().clone());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
