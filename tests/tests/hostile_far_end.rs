@@ -368,8 +368,11 @@ async fn text_a_remote_shell_prints_before_the_bridge_is_told_apart_from_a_lost_
             ran.stderr
         );
         assert!(
-            ran.stderr.contains("printed text before the bridge started")
-                && ran.stderr.contains("print nothing for non-interactive shells"),
+            ran.stderr
+                .contains("printed text before the bridge started")
+                && ran
+                    .stderr
+                    .contains("print nothing for non-interactive shells"),
             "{before}: {}",
             ran.stderr
         );
