@@ -276,7 +276,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             watch: false,
             ..
         } => commands::sessions::list(&paths, json, all).await,
-        Command::Board { quiet, .. } => commands::board::board(&paths, quiet, targets).await,
+        Command::Board { quiet, .. } => {
+            commands::board::board(&paths, quiet, targets, cli.forward_keys).await
+        }
         Command::New {
             mode,
             model,

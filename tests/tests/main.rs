@@ -59,6 +59,7 @@ mod planned_stop;
 mod providers;
 mod qwen_replay;
 mod reconnect;
+mod remote_board;
 mod remote_bridge;
 mod remote_sshd;
 mod responses;

@@ -1,56 +1,78 @@
 //! `agentctl board` (docs/architecture.md#the-board): every session of the daemon on one live
 //! screen, grouped by what it needs, with one key for each thing a person does with a session. It
-//! follows the daemon's summaries ([`Summaries`]), never each session's full stream.
+//! follows the daemon's summaries ([`Summaries`]), never each session's full stream. Given
+//! several hosts (docs/architecture.md#another-machine-over-ssh), it follows each one's
+//! summaries, names the host on every row, acts on the host of the row, and shows a host that
+//! cannot be reached as a line of its own while it tries it again.
 
 use std::io::IsTerminal;
 
 use agentctl::client::Summaries;
 use agentctl::client::paths::Paths;
 use crossterm::event::Event;
-use protocol::{Decision, Delivery, Group, Reply, Request, RunOptions, SessionId};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::signal::unix::SignalKind;
 
 use super::run_keys::Signal;
+use crate::hosts::Remote;
 use crate::{Failure, connect, format};
+use arrange::Key;
+use feeds::{Feeds, Update};
 use input::Input;
 use model::Board;
 use terminal::Screen;
 use ui::{Action, Ui};
 
+mod act;
 mod arrange;
 pub mod describe;
+pub mod feeds;
 mod input;
 mod model;
 pub mod render;
+mod stderr;
 pub mod terminal;
 #[cfg(test)]
 mod tests;
 mod ui;
 
-/// Shows the board until `q` (or a signal); `quiet` keeps the bell and notifications off.
+/// Shows the board of `targets` (`None`: this machine's daemon) until `q` (or a signal);
+/// `quiet` keeps the bell and notifications off; `forward_keys` sends this shell's provider
+/// keys with steering messages to other machines.
 pub async fn board(
     paths: &Paths,
     quiet: bool,
-    targets: Vec<Option<crate::hosts::Remote>>,
+    mut targets: Vec<Option<Remote>>,
+    forward_keys: bool,
 ) -> Result<u8, Failure> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(Failure::new(
             "agentctl board needs a terminal; in a script, `agentctl sessions --watch [--json]` prints the same changes as lines",
         ));
     }
-    let target = targets.into_iter().next().flatten();
-    let client = connect::connect_to(target.as_ref(), paths, "board").await?;
-    let feed =
-        Summaries::follow_reconnecting(client, connect::reconnect_to(target, paths, "board"))
-            .await
-            .map_err(Failure::new)?;
-    let mut screen = Screen::enter().map_err(terminal_error)?;
+    for remote in targets.iter_mut().flatten() {
+        remote.forward_keys |= forward_keys;
+    }
+    // One daemon: reached before the board shows (or the command fails), and lost for good
+    // ends the board, as without hosts. Several: each is reached, and retried, on its own.
+    let single = targets.len() == 1;
+    let mut feeds = match targets.as_slice() {
+        [target] => {
+            let client = connect::connect_to(target.as_ref(), paths, "board").await?;
+            let reconnect = connect::reconnect_to(target.clone(), paths, "board");
+            let feed = Summaries::follow_reconnecting(client, reconnect)
+                .await
+                .map_err(Failure::new)?;
+            Feeds::reached(paths, target.clone(), feed, "board")
+        }
+        _ => Feeds::open(paths, targets, "board"),
+    };
+    let mut screen = Screen::enter_capturing_stderr().map_err(terminal_error)?;
     let mut shown =
         Terminal::new(CrosstermBackend::new(std::io::stdout())).map_err(terminal_error)?;
     let mut input = Input::start();
-    let mut board = Board::default();
+    let mut board = Board::new((0..feeds.len()).map(|i| feeds.label(i)).collect());
     let mut ui = Ui {
         color: crate::style::Style::detect().colored(),
         ..Ui::default()
@@ -71,22 +93,49 @@ pub async fn board(
             .map_err(terminal_error)?;
         let [term, hup, int] = &mut signals;
         tokio::select! {
-            () = feed.changed() => {
-                let changes = feed.take();
-                if let Some(reason) = changes.closed {
+            updates = feeds.next() => {
+                let mut new_asks = Vec::new();
+                let mut lost = None;
+                for (host, update) in updates {
+                    let changes = match update {
+                        Update::Up => continue,
+                        Update::Unreachable(reason) => {
+                            board.unreachable(host, said_of(&feeds, host, reason));
+                            continue;
+                        }
+                        Update::Changes(changes) => changes,
+                    };
+                    if let Some(reason) = changes.closed {
+                        if single {
+                            lost = Some(reason);
+                            break;
+                        }
+                        let reason = reason.unwrap_or_else(|| "the link closed".to_string());
+                        board.unreachable(host, said_of(&feeds, host, reason));
+                        continue;
+                    }
+                    // The daemon went away and came back: the bottom line says so until a key
+                    // (with several hosts, the host's own line).
+                    if let Some(reason) = changes.reconnecting {
+                        match single {
+                            true => ui.message = Some("the daemon went away; waiting for it to come back…".into()),
+                            false => board.reconnecting(host, reason),
+                        }
+                    }
+                    if changes.reconnected {
+                        match single {
+                            true => ui.message = Some("the daemon restarted; every session is shown again".into()),
+                            false => board.back(host),
+                        }
+                    }
+                    new_asks.extend(board.apply(host, changes.updated, &changes.removed, changes.ready));
+                }
+                if let Some(reason) = lost {
                     break Err(Failure::new(format!(
                         "lost the daemon{}; run `agentctl board` again once it is back",
                         reason.map(|r| format!(": {r}")).unwrap_or_default()
                     )));
                 }
-                // The daemon went away and came back: the bottom line says so until a key.
-                if changes.reconnecting.is_some() {
-                    ui.message = Some("the daemon went away; waiting for it to come back…".into());
-                }
-                if changes.reconnected {
-                    ui.message = Some("the daemon restarted; every session is shown again".into());
-                }
-                let new_asks = board.apply(changes.updated, &changes.removed, changes.ready);
                 if !quiet && !new_asks.is_empty() {
                     terminal::attention(&attention_text(&board, &new_asks));
                 }
@@ -101,19 +150,27 @@ pub async fn board(
                 match action {
                     Action::Quit => break Ok(0),
                     Action::Attach => {
-                        let Some(id) = board.selected().cloned() else { continue };
+                        let Some(key) = board.selected().cloned() else { continue };
                         input.pause();
-                        screen.suspend();
-                        // The chat view until the user leaves it (Ctrl+D, /detach).
-                        let attached =
-                            super::chat::chat(paths, super::chat::ChatArgs::attach(id.0)).await;
+                        // The chat view until the user leaves it (Ctrl+D, /detach): here with
+                        // one host, else in a child while the other hosts go on.
+                        let attached = match single {
+                            true => {
+                                screen.suspend();
+                                act::attach_here(paths, &key).await
+                            }
+                            false => {
+                                screen.lend();
+                                act::attach_child(feeds.target(key.host), &key, ui.color).await
+                            }
+                        };
                         screen.resume().map_err(terminal_error)?;
                         shown.clear().map_err(terminal_error)?;
                         input.resume();
                         ui.message = attached.err().map(|f| f.message);
                     }
                     action => {
-                        if let Some(message) = act(&feed, &mut board, action).await {
+                        if let Some(message) = act::act(&feeds, &mut board, action).await {
                             ui.message = Some(message);
                         }
                     }
@@ -130,98 +187,32 @@ pub async fn board(
     ended
 }
 
-/// Does what a key asked for; returns what to tell the user.
-async fn act(feed: &Summaries, board: &mut Board, action: Action) -> Option<String> {
-    let selected = board.selected().cloned();
-    let (request, done) = match action {
-        Action::None | Action::Quit | Action::Attach => return None,
-        Action::Move(by) => {
-            board.move_selection(by);
-            return None;
-        }
-        Action::Filter(text) => {
-            board.filter = text;
-            board.arrange();
-            return None;
-        }
-        Action::Answer(decision) => match board.answerable() {
-            None => return Some("nothing to answer in this session".to_string()),
-            // A key typed before the question showed is not its answer.
-            Some(Err(_)) => return Some("a new request just came: look, then answer".to_string()),
-            Some(Ok((session, ask))) => (
-                Request::Answer {
-                    session,
-                    request: ask.request,
-                    decision,
-                },
-                format!("{}: {} {}", answered(decision), ask.tool, ask.summary),
-            ),
-        },
-        Action::Cancel => {
-            let session = selected?;
-            let going = board
-                .summary(&session)
-                .is_some_and(|s| matches!(s.group(), Group::Working | Group::NeedsYou));
-            if !going {
-                return Some(format!("nothing is running in {session}"));
-            }
-            let done = format!("cancelled the run of {session}");
-            (Request::Cancel { session }, done)
-        }
-        Action::Steer(session, text) => {
-            let done = format!("steered {session}");
-            let options = RunOptions {
-                env: super::run::provider_env(),
-                ..RunOptions::default()
-            };
-            let request = Request::Send {
-                session,
-                text,
-                images: Vec::new(),
-                delivery: Delivery::Steer,
-                options,
-            };
-            (request, done)
-        }
-        Action::Delete(session) => {
-            let done = format!("deleted {session}");
-            (
-                Request::DeleteSession {
-                    session,
-                    force: false,
-                },
-                done,
-            )
-        }
-    };
-    Some(match feed.client().request(request).await {
-        Ok(Reply::Done | Reply::Sent { .. } | Reply::Deleted { .. }) => done,
-        Ok(other) => format!("unexpected answer: {other:?}"),
-        Err(err) => err.to_string(),
-    })
-}
-
-fn answered(decision: Decision) -> &'static str {
-    match decision {
-        Decision::Allow => "allowed",
-        Decision::AllowAlways => "always allowed",
-        Decision::Deny => "denied",
-    }
-}
-
-/// "agentd: fix-tests needs you" (and how many more).
-fn attention_text(board: &Board, sessions: &[SessionId]) -> String {
-    let name = sessions
-        .first()
-        .and_then(|id| board.summary(id))
+/// "agentd: fix-tests needs you" (and how many more; with several hosts, on which).
+fn attention_text(board: &Board, sessions: &[Key]) -> String {
+    let first = sessions.first();
+    let mut name = first
+        .and_then(|key| board.summary(key))
         .map(describe::name)
         .unwrap_or_default();
+    if let Some(key) = first.filter(|_| board.several_hosts()) {
+        name = format!("{name} on {}", board.label(key.host));
+    }
     match sessions.len() {
         1 => format!("agentd: {name} needs you"),
         n => format!("agentd: {name} and {} more need you", n - 1),
     }
 }
 
+/// Why host number `host` cannot be reached: what ssh last said of it on stderr, when it
+/// named it, else `reason`.
+fn said_of(feeds: &Feeds, host: usize, reason: String) -> String {
+    feeds
+        .target(host)
+        .and_then(|remote| stderr::last_naming(&remote.host.name))
+        .unwrap_or(reason)
+}
+
+/// The board's failure when the terminal fails it, with the terminal given back.
 fn terminal_error(err: std::io::Error) -> Failure {
     terminal::restore();
     Failure::new(format!("the terminal cannot show the board: {err}"))

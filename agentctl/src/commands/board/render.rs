@@ -26,9 +26,10 @@ pub fn draw(frame: &mut Frame, board: &Board, ui: &mut Ui, now_ms: u64) {
     .areas(frame.area());
     frame.render_widget(Paragraph::new(title(board, ui)), top);
     frame.render_widget(Paragraph::new(body_lines(board, ui, body, now_ms)), body);
-    frame.render_widget(Paragraph::new(footer(ui, bottom.width)), bottom);
+    frame.render_widget(Paragraph::new(footer(board, ui, bottom.width)), bottom);
 }
 
+/// The top line: the counts of each group (and of hosts), or that the board loads.
 fn title(board: &Board, ui: &Ui) -> Line<'static> {
     let text = if board.ready() {
         let mut text = format!(
@@ -38,6 +39,9 @@ fn title(board: &Board, ui: &Ui) -> Line<'static> {
             board.count(Group::Done),
             board.count(Group::Failed)
         );
+        if board.several_hosts() {
+            text.push_str(&format!(" · {} hosts", board.hosts().len()));
+        }
         if !board.filter.is_empty() {
             text.push_str(&format!(" · filter: {}", board.filter));
         }
@@ -48,6 +52,7 @@ fn title(board: &Board, ui: &Ui) -> Line<'static> {
     Line::from(Span::styled(text, ui.paint(Modifier::BOLD, None)))
 }
 
+/// The lines between the title and the bottom line, scrolled to keep the selection in view.
 fn body_lines(board: &Board, ui: &mut Ui, area: Rect, now_ms: u64) -> Vec<Line<'static>> {
     let height = area.height as usize;
     let rows = board.rows();
@@ -71,10 +76,25 @@ fn body_lines(board: &Board, ui: &mut Ui, area: Rect, now_ms: u64) -> Vec<Line<'
     }
     ui.offset = ui.offset.min(rows.len().saturating_sub(height));
     let width = area.width as usize;
+    let host_width = host_column(board);
     rows.iter()
         .skip(ui.offset)
         .take(height)
         .map(|row| match row {
+            Row::Unreachable(host) => {
+                let Some(state) = board.hosts().get(*host) else {
+                    return Line::from("");
+                };
+                let reason = state.unreachable.as_deref().unwrap_or_default();
+                let text = match state.ready {
+                    true => format!("{}: link down, reconnecting — {reason}", state.label),
+                    false => format!("{}: unreachable, retrying — {reason}", state.label),
+                };
+                Line::from(Span::styled(
+                    cut(&text, width),
+                    ui.paint(Modifier::empty(), Some(Color::Red)),
+                ))
+            }
             Row::Heading(group, n) => {
                 let text = format!("{} ({n})", describe::heading(*group));
                 Line::from(Span::styled(
@@ -82,10 +102,14 @@ fn body_lines(board: &Board, ui: &mut Ui, area: Rect, now_ms: u64) -> Vec<Line<'
                     ui.paint(Modifier::BOLD, Some(color_of(*group))),
                 ))
             }
-            Row::Session(id, depth) => {
-                let selected = board.selected() == Some(id);
-                match board.summary(id) {
-                    Some(summary) => session_line(summary, *depth, selected, width, ui, now_ms),
+            Row::Session(key, depth) => {
+                let selected = board.selected() == Some(key);
+                let host = (host_width > 0)
+                    .then(|| pad(&cut(board.label(key.host), host_width), host_width));
+                match board.summary(key) {
+                    Some(summary) => {
+                        session_line(summary, host, *depth, selected, width, ui, now_ms)
+                    }
                     None => Line::from(""),
                 }
             }
@@ -93,8 +117,30 @@ fn body_lines(board: &Board, ui: &mut Ui, area: Rect, now_ms: u64) -> Vec<Line<'
         .collect()
 }
 
+/// The longest host label a row shows: the host column's width (none with one host).
+const HOST_WIDTH: usize = 10;
+
+/// How wide the host column is: the longest name shown, at most [`HOST_WIDTH`]; 0 (no column)
+/// with a single host.
+fn host_column(board: &Board) -> usize {
+    if !board.several_hosts() {
+        return 0;
+    }
+    board
+        .hosts()
+        .iter()
+        .map(|h| h.label.width())
+        .max()
+        .unwrap_or(0)
+        .clamp(1, HOST_WIDTH)
+}
+
+/// One session's line: the selection marker, its host (already fitted to the host column)
+/// when the board shows several, its id, name, what it does, and how far its run got.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn session_line(
     summary: &protocol::SessionSummary,
+    host: Option<String>,
     depth: usize,
     selected: bool,
     width: usize,
@@ -105,7 +151,8 @@ pub(super) fn session_line(
     let indent = "  ".repeat(depth.min(4));
     let id = &summary.info.id.0;
     let id = id.get(..8).unwrap_or(id);
-    let lead = format!("{marker}{indent}{id} ");
+    let host = host.map(|h| format!("{h} ")).unwrap_or_default();
+    let lead = format!("{marker}{host}{indent}{id} ");
     let name_width = (width / 4).clamp(8, 28);
     let name = pad(&cut(&describe::name(summary), name_width), name_width);
     let what = describe::what(summary, now_ms);
@@ -179,12 +226,19 @@ pub(super) fn session_line(
     ])
 }
 
-fn footer(ui: &Ui, width: u16) -> Line<'static> {
+/// The bottom line: the prompt being typed, the last message, or the keys.
+fn footer(board: &Board, ui: &Ui, width: u16) -> Line<'static> {
     let width = width as usize;
+    let several_hosts = board.several_hosts();
     let text = match &ui.prompt {
         Prompt::Filter(text) => format!("filter: {text}▏ (Enter keeps it, Esc clears it)"),
         Prompt::Steer(_, text) => format!("steer: {text}▏ (Enter sends, Esc drops it)"),
-        Prompt::Delete(id) => format!("delete session {id} and its history? y / n"),
+        Prompt::Delete(key) if several_hosts => format!(
+            "delete session {} on {} and its history? y / n",
+            key.id,
+            board.label(key.host)
+        ),
+        Prompt::Delete(key) => format!("delete session {} and its history? y / n", key.id),
         Prompt::None => match &ui.message {
             Some(message) => message.clone(),
             None => HELP.to_string(),
@@ -196,6 +250,7 @@ fn footer(ui: &Ui, width: u16) -> Line<'static> {
     ))
 }
 
+/// The colour of a group's heading and of what its sessions do.
 fn color_of(group: Group) -> Color {
     match group {
         Group::NeedsYou => Color::Yellow,
@@ -228,6 +283,7 @@ pub fn cut(text: &str, width: usize) -> String {
     out
 }
 
+/// `text` filled with spaces to `width` columns.
 fn pad(text: &str, width: usize) -> String {
     let fill = width.saturating_sub(text.width());
     format!("{text}{}", " ".repeat(fill))

@@ -8,15 +8,29 @@ use crossterm::{cursor, execute, terminal};
 
 /// Holds the terminal in the board's state; gives it back when dropped.
 pub struct Screen {
+    /// Whether the terminal is held now.
     on: bool,
+    /// Whether stderr goes aside while the terminal is held ([`super::stderr`]).
+    capture: bool,
 }
 
 impl Screen {
     /// Raw mode, the alternate screen, no cursor. A panic from now on gives the terminal back
     /// before its message is printed.
     pub fn enter() -> std::io::Result<Screen> {
+        Screen::enter_with(false)
+    }
+
+    /// [`Screen::enter`], with what this process writes to stderr kept aside while the
+    /// terminal is held, and written out when it is given back.
+    pub fn enter_capturing_stderr() -> std::io::Result<Screen> {
+        Screen::enter_with(true)
+    }
+
+    /// Takes the terminal, stderr aside when `capture`.
+    fn enter_with(capture: bool) -> std::io::Result<Screen> {
         install_panic_hook();
-        let mut screen = Screen { on: false };
+        let mut screen = Screen { on: false, capture };
         screen.resume()?;
         Ok(screen)
     }
@@ -25,6 +39,9 @@ impl Screen {
     pub fn resume(&mut self) -> std::io::Result<()> {
         terminal::enable_raw_mode()?;
         self.on = true;
+        if self.capture {
+            super::stderr::capture();
+        }
         execute!(
             std::io::stdout(),
             terminal::EnterAlternateScreen,
@@ -39,6 +56,15 @@ impl Screen {
             restore();
         }
     }
+
+    /// Gives the terminal back to a child process for a while, stderr still kept aside
+    /// (what this process's other work writes there would land in the child's screen); the
+    /// child is given the real stderr ([`super::stderr::real`]).
+    pub fn lend(&mut self) {
+        if std::mem::take(&mut self.on) {
+            restore_terminal();
+        }
+    }
 }
 
 impl Drop for Screen {
@@ -47,9 +73,15 @@ impl Drop for Screen {
     }
 }
 
-/// Leaves the alternate screen, shows the cursor and ends raw mode; harmless when the board
-/// did not take the terminal.
+/// Leaves the alternate screen, shows the cursor, ends raw mode and gives stderr back;
+/// harmless when the board did not take the terminal.
 pub fn restore() {
+    restore_terminal();
+    super::stderr::release();
+}
+
+/// Leaves the alternate screen, shows the cursor and ends raw mode.
+fn restore_terminal() {
     let _ = execute!(
         std::io::stdout(),
         terminal::LeaveAlternateScreen,
@@ -58,6 +90,7 @@ pub fn restore() {
     let _ = terminal::disable_raw_mode();
 }
 
+/// Makes a panic give the terminal back before its message is printed.
 fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -89,6 +122,7 @@ pub fn attention(message: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
+/// The desktop notifications terminals understand.
 enum Osc {
     Nine,
     SevenSevenSeven,

@@ -3,7 +3,7 @@ use protocol::{
     SessionInfo, SessionState, SessionSummary, StopReason,
 };
 
-use super::arrange::Row;
+use super::arrange::{Key, Row};
 use super::model::Board;
 
 fn summary(id: &str, parent: Option<&str>, group: Group, time: u64) -> SessionSummary {
@@ -64,15 +64,17 @@ fn ids(board: &Board) -> Vec<String> {
         .iter()
         .map(|row| match row {
             Row::Heading(group, n) => format!("{}:{n}", group.as_str()),
-            Row::Session(id, depth) => format!("{}{}", "-".repeat(*depth), id.0),
+            Row::Session(key, depth) => format!("{}{}", "-".repeat(*depth), key.id.0),
+            Row::Unreachable(host) => format!("unreachable:{host}"),
         })
         .collect()
 }
 
 #[test]
 fn groups_come_in_order_with_working_children_under_their_parent() {
-    let mut board = Board::default();
+    let mut board = Board::new(vec!["local".into()]);
     board.apply(
+        0,
         vec![
             summary("done1", None, Group::Done, 10),
             summary("done2", None, Group::Done, 20),
@@ -104,24 +106,25 @@ fn groups_come_in_order_with_working_children_under_their_parent() {
         ]
     );
     // It opens on the oldest request.
-    assert_eq!(board.selected().unwrap().0, "ask1");
+    assert_eq!(board.selected().unwrap().id.0, "ask1");
     board.move_selection(100);
-    assert_eq!(board.selected().unwrap().0, "fail");
+    assert_eq!(board.selected().unwrap().id.0, "fail");
     board.filter = "DONE".to_string();
     board.arrange();
     assert_eq!(ids(&board), ["done:2", "done2", "done1"]);
-    assert_eq!(board.selected().unwrap().0, "done2");
+    assert_eq!(board.selected().unwrap().id.0, "done2");
 }
 
 #[test]
 fn only_requests_that_come_after_the_board_opened_ring() {
-    let mut board = Board::default();
-    let rang = board.apply(vec![summary("a", None, Group::NeedsYou, 1)], &[], true);
+    let mut board = Board::new(vec!["local".into()]);
+    let rang = board.apply(0, vec![summary("a", None, Group::NeedsYou, 1)], &[], true);
     assert!(rang.is_empty());
-    let rang = board.apply(vec![summary("b", None, Group::NeedsYou, 2)], &[], false);
-    assert_eq!(rang, [SessionId("b".into())]);
+    let rang = board.apply(0, vec![summary("b", None, Group::NeedsYou, 2)], &[], false);
+    assert_eq!(rang, [Key::new(0, SessionId("b".into()))]);
     // The same request again rings nothing; a deleted session leaves the board.
     let rang = board.apply(
+        0,
         vec![summary("b", None, Group::NeedsYou, 2)],
         &[SessionId("a".into())],
         false,
@@ -166,7 +169,7 @@ fn a_narrow_row_keeps_the_plan_and_the_shells_whole() {
         color: false,
     };
     for width in [60, 80, 120] {
-        let line = super::render::session_line(&s, 0, true, width, &ui, 12_001);
+        let line = super::render::session_line(&s, None, 0, true, width, &ui, 12_001);
         let text: String = line
             .spans
             .iter()
@@ -178,4 +181,92 @@ fn a_narrow_row_keeps_the_plan_and_the_shells_whole() {
             "{text}"
         );
     }
+}
+
+#[test]
+fn the_same_id_on_two_hosts_is_two_sessions_each_answered_on_its_host() {
+    let mut board = Board::new(vec!["local".into(), "build".into()]);
+    board.apply(0, vec![summary("same", None, Group::Done, 5)], &[], true);
+    // Not open before every host was heard from.
+    assert!(!board.ready());
+    board.apply(
+        1,
+        vec![summary("same", None, Group::NeedsYou, 9)],
+        &[],
+        true,
+    );
+    assert!(board.ready());
+    assert_eq!(ids(&board), ["needs_you:1", "same", "done:1", "same"]);
+    assert_eq!(
+        board.selected(),
+        Some(&Key::new(1, SessionId("same".into())))
+    );
+    std::thread::sleep(super::model::ANSWER_GUARD);
+    let Some(Ok((asker, _))) = board.answerable() else {
+        panic!("nothing to answer")
+    };
+    assert_eq!(asker, Key::new(1, SessionId("same".into())));
+    // A deletion on one host leaves the other's session.
+    board.apply(1, Vec::new(), &[SessionId("same".into())], false);
+    assert_eq!(ids(&board), ["done:1", "same"]);
+    // The filter matches the host's name.
+    board.apply(1, vec![summary("other", None, Group::Done, 7)], &[], false);
+    board.filter = "build".into();
+    board.arrange();
+    assert_eq!(ids(&board), ["done:1", "other"]);
+}
+
+#[test]
+fn an_unreachable_host_is_a_line_of_its_own_and_its_sessions_leave_until_it_is_back() {
+    let mut board = Board::new(vec!["local".into(), "build".into()]);
+    board.apply(0, vec![summary("mine", None, Group::Done, 5)], &[], true);
+    board.unreachable(1, "ssh ended before a daemon answered".into());
+    // A host found unreachable counts as heard from: the board opens.
+    assert!(board.ready());
+    assert_eq!(ids(&board), ["unreachable:1", "done:1", "mine"]);
+    assert_eq!(
+        board.selected(),
+        Some(&Key::new(0, SessionId("mine".into())))
+    );
+    // Its first summaries once back do not ring, and its line goes.
+    let rang = board.apply(1, vec![summary("far", None, Group::NeedsYou, 1)], &[], true);
+    assert!(rang.is_empty());
+    assert_eq!(ids(&board), ["needs_you:1", "far", "done:1", "mine"]);
+    board.unreachable(1, "the link closed".into());
+    assert_eq!(ids(&board), ["unreachable:1", "done:1", "mine"]);
+}
+
+#[test]
+fn with_several_hosts_each_row_names_its_host_within_80_columns() {
+    let mut s = summary("4014c02e-long-id", None, Group::Working, 1);
+    s.info.title = Some("a title that goes on and on and on and on".into());
+    let ui = super::ui::Ui::default();
+    for width in [60, 80, 120] {
+        let host = Some("build-box ".to_string());
+        let line = super::render::session_line(&s, host, 0, false, width, &ui, 2_000);
+        let text: String = line
+            .spans
+            .iter()
+            .map(|span| span.content.as_ref())
+            .collect();
+        assert!(text.starts_with("  build-box  4014c02e "), "{text}");
+        assert!(
+            unicode_width::UnicodeWidthStr::width(text.as_str()) <= width,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_letter_with_ctrl_is_not_the_letter() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut ui = super::ui::Ui::default();
+    let selected = Key::new(0, SessionId("s".into()));
+    let ctrl_d = KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL);
+    assert_eq!(ui.key(ctrl_d, Some(&selected)), super::ui::Action::None);
+    assert_eq!(ui.prompt, super::ui::Prompt::None);
+    let ctrl_y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::CONTROL);
+    assert_eq!(ui.key(ctrl_y, Some(&selected)), super::ui::Action::None);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(ui.key(ctrl_c, Some(&selected)), super::ui::Action::Quit);
 }

@@ -2,8 +2,10 @@
 //! delete to confirm), the last message, the scroll position, colours, and what a key does.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use protocol::{Decision, SessionId};
+use protocol::Decision;
 use ratatui::style::{Color, Modifier, Style};
+
+use super::arrange::Key;
 
 /// What the bottom line is asking for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -14,9 +16,9 @@ pub enum Prompt {
     /// A filter being typed.
     Filter(String),
     /// A steering message for a session being typed.
-    Steer(SessionId, String),
+    Steer(Key, String),
     /// A delete waiting for y or n.
-    Delete(SessionId),
+    Delete(Key),
 }
 
 /// What a key asks the board to do.
@@ -35,9 +37,9 @@ pub enum Action {
     /// Cancel the selected session's run.
     Cancel,
     /// Send a steering message.
-    Steer(SessionId, String),
+    Steer(Key, String),
     /// Delete a session.
-    Delete(SessionId),
+    Delete(Key),
     /// The filter changed.
     Filter(String),
 }
@@ -69,7 +71,7 @@ impl Ui {
     }
 
     /// What `key` does, given the selected session.
-    pub fn key(&mut self, key: KeyEvent, selected: Option<&SessionId>) -> Action {
+    pub fn key(&mut self, key: KeyEvent, selected: Option<&Key>) -> Action {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && matches!(key.code, KeyCode::Char('c')) {
             return Action::Quit;
@@ -89,6 +91,14 @@ impl Ui {
             }
         }
         self.message = None;
+        // A letter with Ctrl or Alt is not the letter (Ctrl+D left a chat view just now).
+        if key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            && matches!(key.code, KeyCode::Char(_))
+        {
+            return Action::None;
+        }
         match key.code {
             KeyCode::Char('q') => Action::Quit,
             KeyCode::Up | KeyCode::Char('k') => Action::Move(-1),
@@ -122,6 +132,7 @@ impl Ui {
         }
     }
 
+    /// A key while the filter is typed.
     fn filter_key(&mut self, key: KeyEvent, mut text: String) -> Action {
         let plain = !key
             .modifiers
@@ -141,7 +152,8 @@ impl Ui {
         Action::Filter(text)
     }
 
-    fn steer_key(&mut self, key: KeyEvent, id: SessionId, mut text: String) -> Action {
+    /// A key while a steering message is typed.
+    fn steer_key(&mut self, key: KeyEvent, id: Key, mut text: String) -> Action {
         let plain = !key
             .modifiers
             .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
