@@ -86,6 +86,18 @@ pub fn agent_text(updates: &[SessionUpdate]) -> String {
         .collect()
 }
 
+/// The text of each user message chunk among `updates`, in order.
+pub fn user_texts(updates: &[SessionUpdate]) -> Vec<String> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::UserMessageChunk(chunk) => serde_json::to_value(&chunk.content).ok(),
+            _ => None,
+        })
+        .map(|c| c["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// Starts `agentctl acp` for `home` in `cwd` (with the scripted model's address in its
 /// environment), initializes it and runs `body` as the editor. Returns what `body` returned
 /// and the `agentctl` process, whose stdin is closed once `body` is done.

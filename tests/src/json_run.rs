@@ -59,3 +59,25 @@ impl JsonRun {
         rest
     }
 }
+
+/// The events of `run --json`'s `stdout`, checked to hold each event once and in order, as a
+/// client that lost its link or daemon and followed again must show them: a gap only where a
+/// message replayed after its deltas stands for them (`folds`: the first and last delta it
+/// replaces). `stderr` goes into the failure message.
+pub fn events_once_in_order(stdout: &str, stderr: &str) -> Vec<serde_json::Value> {
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut last = 0;
+    for event in &events {
+        let seq = event["seq"].as_u64().unwrap();
+        let folded = event["folds"] == serde_json::json!([last + 1, seq.saturating_sub(1)]);
+        assert!(
+            seq == last + 1 || (seq > last + 1 && folded),
+            "event {seq} after {last}:\n{stdout}\n{stderr}"
+        );
+        last = seq;
+    }
+    events
+}

@@ -271,17 +271,10 @@ async fn an_editor_opens_a_session_a_terminal_started_replayed_then_live() {
                 .unwrap();
             // The history came before the answer.
             let replayed = got.drain();
-            let users: Vec<String> = replayed
-                .iter()
-                .filter_map(|u| match u {
-                    SessionUpdate::UserMessageChunk(chunk) => {
-                        serde_json::to_value(&chunk.content).ok()
-                    }
-                    _ => None,
-                })
-                .map(|c| c["text"].as_str().unwrap_or_default().to_string())
-                .collect();
-            assert_eq!(users, ["first question", "second question"]);
+            assert_eq!(
+                tests::acp::user_texts(&replayed),
+                ["first question", "second question"]
+            );
             assert!(
                 agent_text(&replayed).starts_with("first answer"),
                 "{}",

@@ -576,22 +576,7 @@ async fn a_dropped_link_is_made_again_and_the_run_loses_and_doubles_nothing() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert_eq!(stderr.matches("is down").count(), 1, "{stderr}");
     assert_eq!(stderr.matches("is back").count(), 1, "{stderr}");
-    let events: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    // Each event once, in order; a gap only where a message replayed after its deltas stands
-    // for them (`folds`: the first and last delta it replaces).
-    let mut last = 0;
-    for event in &events {
-        let seq = event["seq"].as_u64().unwrap();
-        let folded = event["folds"] == json!([last + 1, seq.saturating_sub(1)]);
-        assert!(
-            seq == last + 1 || (seq > last + 1 && folded),
-            "event {seq} after {last}:\n{stdout}\n{stderr}"
-        );
-        last = seq;
-    }
+    let events = tests::json_run::events_once_in_order(&stdout, &stderr);
     let answers = events
         .iter()
         .filter(|e| e["type"] == "assistant_message")

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use agent_client_protocol::v1::schema::{LoadSessionRequest, SessionUpdate};
+use agent_client_protocol::v1::schema::LoadSessionRequest;
 use protocol::Event;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -262,22 +262,7 @@ async fn killing_ssh_mid_run_and_reconnecting_loses_and_doubles_nothing() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert_eq!(stderr.matches("is down").count(), 1, "{stderr}");
     assert_eq!(stderr.matches("is back").count(), 1, "{stderr}");
-    let events: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    // Each event once, in order; a gap only where a message replayed after its deltas stands
-    // for them (`folds`: the first and last delta it replaces).
-    let mut last = 0;
-    for event in &events {
-        let seq = event["seq"].as_u64().unwrap();
-        let folded = event["folds"] == json!([last + 1, seq.saturating_sub(1)]);
-        assert!(
-            seq == last + 1 || (seq > last + 1 && folded),
-            "event {seq} after {last}:\n{stdout}\n{stderr}"
-        );
-        last = seq;
-    }
+    let events = tests::json_run::events_once_in_order(&stdout, &stderr);
     let answers = events
         .iter()
         .filter(|e| e["type"] == "assistant_message")
@@ -313,17 +298,10 @@ async fn acp_over_ssh_loads_a_remote_session_in_the_editor() {
                 .await
                 .unwrap();
             let replayed = got.drain();
-            let users: Vec<String> = replayed
-                .iter()
-                .filter_map(|u| match u {
-                    SessionUpdate::UserMessageChunk(chunk) => {
-                        serde_json::to_value(&chunk.content).ok()
-                    }
-                    _ => None,
-                })
-                .map(|c| c["text"].as_str().unwrap_or_default().to_string())
-                .collect();
-            assert_eq!(users, ["first question", "second question"]);
+            assert_eq!(
+                tests::acp::user_texts(&replayed),
+                ["first question", "second question"]
+            );
             let mut text = tests::acp::agent_text(&replayed);
             assert!(text.starts_with("first answer"), "{text}");
             release.release();

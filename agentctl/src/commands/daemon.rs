@@ -92,7 +92,19 @@ async fn shut_down(
     now: bool,
 ) -> Result<u32, Failure> {
     let pid = client.welcome().pid;
-    let grace = match request(&client, Request::Shutdown { now }).await? {
+    let grace = ask_to_stop(&client, now).await?;
+    drop(client);
+    wait_gone(paths, pid, grace).await?;
+    Ok(pid)
+}
+
+/// Asks the daemon behind `client` to shut down (at once with `now`, else once its running tool
+/// calls finished), saying when it waits for them; returns the longest it waits.
+pub(super) async fn ask_to_stop(
+    client: &agentctl::client::Client,
+    now: bool,
+) -> Result<Duration, Failure> {
+    match request(client, Request::Shutdown { now }).await? {
         Reply::Stopping { calls, grace_ms } => {
             if calls > 0 && grace_ms > 0 {
                 outln!(
@@ -101,13 +113,10 @@ async fn shut_down(
                     format::duration(grace_ms)
                 );
             }
-            Duration::from_millis(grace_ms)
+            Ok(Duration::from_millis(grace_ms))
         }
-        other => return Err(unexpected(other)),
-    };
-    drop(client);
-    wait_gone(paths, pid, grace).await?;
-    Ok(pid)
+        other => Err(unexpected(other)),
+    }
 }
 
 /// Sends SIGTERM to the daemon its pid file names and waits until it is gone.

@@ -11,7 +11,7 @@ use protocol::{Reply, Request};
 
 use super::{request, unexpected};
 use crate::hosts::Remote;
-use crate::{Failure, connect, format};
+use crate::{Failure, connect};
 
 /// Reaches the daemon on `remote` (its bridge starts it when none runs) and says which runs.
 pub async fn start(paths: &Paths, remote: &Remote) -> Result<u8, Failure> {
@@ -61,19 +61,7 @@ pub async fn restart(paths: &Paths, remote: &Remote, now: bool) -> Result<u8, Fa
 /// gone, and the bridge with it); returns its pid.
 async fn shut_down(mut client: Client, remote: &Remote, now: bool) -> Result<u32, Failure> {
     let pid = client.welcome().pid;
-    let grace = match request(&client, Request::Shutdown { now }).await? {
-        Reply::Stopping { calls, grace_ms } => {
-            if calls > 0 && grace_ms > 0 {
-                outln!(
-                    "waiting for {} to finish (at most {}; --now interrupts them)",
-                    format::count(calls, "running tool call"),
-                    format::duration(grace_ms)
-                );
-            }
-            Duration::from_millis(grace_ms)
-        }
-        other => return Err(unexpected(other)),
-    };
+    let grace = super::daemon::ask_to_stop(&client, now).await?;
     let limit = grace + Duration::from_secs(10);
     let Some(mut incoming) = client.take_incoming() else {
         return Ok(pid);
