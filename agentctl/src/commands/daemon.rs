@@ -51,16 +51,7 @@ pub async fn stop(paths: &Paths, now: bool) -> Result<u8, Failure> {
 pub async fn restart(paths: &Paths, force: bool, now: bool) -> Result<u8, Failure> {
     let old = match connect::connect_running(paths, "daemon restart").await {
         Ok(client) => {
-            let status = match request(&client, Request::Status).await? {
-                Reply::Status(status) => status,
-                other => return Err(unexpected(other)),
-            };
-            if status.running > 0 {
-                outln!(
-                    "{} run(s) going: they go on in the new daemon",
-                    status.running
-                );
-            }
+            say_runs_go_on(&client).await?;
             Some(shut_down(paths, client, now).await?)
         }
         Err(ConnectError::NotRunning(_)) => None,
@@ -96,6 +87,22 @@ async fn shut_down(
     drop(client);
     wait_gone(paths, pid, grace).await?;
     Ok(pid)
+}
+
+/// Before a restart: says how many runs are going on the daemon behind `client` (they go on
+/// in the new one).
+pub(super) async fn say_runs_go_on(client: &agentctl::client::Client) -> Result<(), Failure> {
+    let status = match request(client, Request::Status).await? {
+        Reply::Status(status) => status,
+        other => return Err(unexpected(other)),
+    };
+    if status.running > 0 {
+        outln!(
+            "{} run(s) going: they go on in the new daemon",
+            status.running
+        );
+    }
+    Ok(())
 }
 
 /// Asks the daemon behind `client` to shut down (at once with `now`, else once its running tool

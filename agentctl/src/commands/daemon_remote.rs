@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use agentctl::client::Client;
 use agentctl::client::paths::Paths;
-use protocol::{Reply, Request};
 
-use super::{request, unexpected};
 use crate::hosts::Remote;
 use crate::{Failure, connect};
 
@@ -36,16 +34,7 @@ pub async fn stop(paths: &Paths, remote: &Remote, now: bool) -> Result<u8, Failu
 /// Stops the daemon on `remote` and starts it again there, through a new link.
 pub async fn restart(paths: &Paths, remote: &Remote, now: bool) -> Result<u8, Failure> {
     let client = connect::connect(paths, "daemon restart").await?;
-    let status = match request(&client, Request::Status).await? {
-        Reply::Status(status) => status,
-        other => return Err(unexpected(other)),
-    };
-    if status.running > 0 {
-        outln!(
-            "{} run(s) going: they go on in the new daemon",
-            status.running
-        );
-    }
+    super::daemon::say_runs_go_on(&client).await?;
     let old = shut_down(client, remote, now).await?;
     let client = connect::connect(paths, "daemon restart").await?;
     outln!(
