@@ -97,6 +97,57 @@ fn remote_without_keys(
     command
 }
 
+/// One test's laptop: its daemon's home, the scripted model, the directory `agentctl` runs in
+/// and the stand-in ssh.
+struct Laptop<'a> {
+    /// The home whose daemon the stand-in reaches.
+    home: &'a Home,
+    /// The model server.
+    server: &'a ModelServer,
+    /// Where `agentctl` runs.
+    cwd: &'a Path,
+    /// The stand-in ssh.
+    ssh: &'a FakeSsh,
+}
+
+impl<'a> Laptop<'a> {
+    /// The laptop of `home`, `server`, `cwd` and `ssh`.
+    fn new(home: &'a Home, server: &'a ModelServer, cwd: &'a Path, ssh: &'a FakeSsh) -> Self {
+        Laptop {
+            home,
+            server,
+            cwd,
+            ssh,
+        }
+    }
+
+    /// `agentctl --host HOST --forward-keys ARGS…` run to its end.
+    async fn run(&self, host: &str, args: &[&str]) -> (Option<i32>, String, String) {
+        output(remote(
+            self.home,
+            self.server,
+            self.cwd,
+            self.ssh,
+            host,
+            args,
+        ))
+        .await
+    }
+
+    /// `agentctl --host HOST ARGS…` run to its end.
+    async fn run_without_keys(&self, host: &str, args: &[&str]) -> (Option<i32>, String, String) {
+        output(remote_without_keys(
+            self.home,
+            self.server,
+            self.cwd,
+            self.ssh,
+            host,
+            args,
+        ))
+        .await
+    }
+}
+
 /// Runs `command` to its end: exit code, stdout, stderr.
 async fn output(mut command: tokio::process::Command) -> (Option<i32>, String, String) {
     let out = tokio::time::timeout(WAIT, command.output())
@@ -116,16 +167,9 @@ async fn a_remote_run_completes_and_its_session_is_listed() {
     let server = ModelServer::start(vec![anthropic::text("Hello from the build box.")]).await;
     let daemon = Daemon::start();
     let ssh = FakeSsh::new();
+    let laptop = Laptop::new(&daemon.home, &server, project.path(), &ssh);
 
-    let run = remote(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["run", "say hi"],
-    );
-    let (code, stdout, stderr) = output(run).await;
+    let (code, stdout, stderr) = laptop.run("fake", &["run", "say hi"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         stdout.matches("Hello from the build box.").count(),
@@ -141,15 +185,7 @@ async fn a_remote_run_completes_and_its_session_is_listed() {
         .concat()
     );
 
-    let list = remote(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["sessions", "--json"],
-    );
-    let (code, stdout, stderr) = output(list).await;
+    let (code, stdout, stderr) = laptop.run("fake", &["sessions", "--json"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     let sessions: Vec<Value> = serde_json::from_str(&stdout).unwrap();
     assert_eq!(sessions.len(), 1, "{stdout}");
@@ -161,15 +197,8 @@ async fn without_forward_keys_a_remote_run_uses_the_remote_keys_and_says_which_i
     let server = ModelServer::start(vec![anthropic::text("never")]).await;
     let daemon = Daemon::start();
     let ssh = FakeSsh::new();
-    let run = remote_without_keys(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["run", "say hi"],
-    );
-    let (code, _, stderr) = output(run).await;
+    let laptop = Laptop::new(&daemon.home, &server, project.path(), &ssh);
+    let (code, _, stderr) = laptop.run_without_keys("fake", &["run", "say hi"]).await;
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("ANTHROPIC_API_KEY is not set"), "{stderr}");
     assert!(server.received().is_empty());
@@ -231,6 +260,7 @@ async fn commands_on_this_machines_files_refuse_a_host() {
     let server = ModelServer::start(vec![]).await;
     let daemon = Daemon::start();
     let ssh = FakeSsh::new();
+    let laptop = Laptop::new(&daemon.home, &server, project.path(), &ssh);
     for args in [&["daemon", "install"][..], &["config", "check"]] {
         let refused = remote(&daemon.home, &server, project.path(), &ssh, "fake", args);
         let (code, _, stderr) = output(refused).await;
@@ -241,15 +271,7 @@ async fn commands_on_this_machines_files_refuse_a_host() {
         );
     }
     assert!(ssh.pids().is_empty(), "ssh ran");
-    let status = remote(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["daemon", "status"],
-    );
-    let (code, stdout, stderr) = output(status).await;
+    let (code, stdout, stderr) = laptop.run("fake", &["daemon", "status"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
         stdout.contains(&format!("pid       {}", daemon.pid())),
@@ -265,21 +287,13 @@ async fn daemon_restart_over_the_link_starts_a_new_daemon_there() {
     let mut daemon = Daemon::start();
     let old = daemon.pid();
     let ssh = FakeSsh::new();
-    let restart = remote(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["daemon", "restart"],
-    );
-    let (code, stdout, stderr) = output(restart).await;
+    let laptop = Laptop::new(&daemon.home, &server, project.path(), &ssh);
+    let (code, stdout, stderr) = laptop.run("fake", &["daemon", "restart"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
         stdout.contains(&format!("agentd on fake restarted (pid {old} → ")),
         "{stdout}"
     );
-    assert_eq!(daemon.wait_exit().code(), Some(0), "the old daemon stopped");
     let new: u32 = stdout
         .split(" → ")
         .nth(1)
@@ -287,20 +301,14 @@ async fn daemon_restart_over_the_link_starts_a_new_daemon_there() {
         .and_then(|pid| pid.parse().ok())
         .unwrap_or_else(|| panic!("a new pid in {stdout}"));
     assert_ne!(new, old);
-    let stop = remote(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["daemon", "stop"],
-    );
-    let (code, stdout, stderr) = output(stop).await;
+    let (code, stdout, stderr) = laptop.run("fake", &["daemon", "stop"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
         stdout.contains(&format!("agentd on fake stopped (pid {new})")),
         "{stdout}"
     );
+    drop(laptop);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "the old daemon stopped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -309,20 +317,13 @@ async fn a_named_host_of_client_toml_gives_ssh_its_options_and_the_remote_agentc
     let server = ModelServer::start(vec![]).await;
     let daemon = Daemon::start();
     let ssh = FakeSsh::new();
+    let laptop = Laptop::new(&daemon.home, &server, project.path(), &ssh);
     write_client_toml(
         &daemon.home,
         "[hosts.box]\nssh = \"me@box.internal:2200\"\nagentctl = \"~/bin/agentctl\"\nssh_options = [\"-o\", \"BatchMode=yes\"]\n",
         0o600,
     );
-    let list = remote_without_keys(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "box",
-        &["sessions"],
-    );
-    let (code, _, stderr) = output(list).await;
+    let (code, _, stderr) = laptop.run_without_keys("box", &["sessions"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     let expected: Vec<&str> = [
         &["-o", "BatchMode=yes"][..],
@@ -347,20 +348,13 @@ async fn a_client_toml_with_a_typo_or_writable_by_others_is_refused() {
     let server = ModelServer::start(vec![]).await;
     let daemon = Daemon::start();
     let ssh = FakeSsh::new();
+    let laptop = Laptop::new(&daemon.home, &server, project.path(), &ssh);
     write_client_toml(
         &daemon.home,
         "[hosts.box]\nssh = \"box\"\nforward_key = true\n",
         0o600,
     );
-    let list = remote_without_keys(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "box",
-        &["sessions"],
-    );
-    let (code, _, stderr) = output(list).await;
+    let (code, _, stderr) = laptop.run_without_keys("box", &["sessions"]).await;
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("client.toml"), "{stderr}");
     assert!(stderr.contains("forward_key"), "{stderr}");
@@ -369,15 +363,7 @@ async fn a_client_toml_with_a_typo_or_writable_by_others_is_refused() {
         "[hosts.box]\nssh = \"box\"\nssh_options = [\"-oProxyCommand=touch /tmp/x\"]\n",
         0o666,
     );
-    let list = remote_without_keys(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "box",
-        &["sessions"],
-    );
-    let (code, _, stderr) = output(list).await;
+    let (code, _, stderr) = laptop.run_without_keys("box", &["sessions"]).await;
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("chmod go-w"), "{stderr}");
     assert!(ssh.pids().is_empty(), "ssh ran");
@@ -389,16 +375,11 @@ async fn a_directory_missing_on_the_remote_says_to_give_cwd() {
     let server = ModelServer::start(vec![]).await;
     let daemon = Daemon::start();
     let ssh = FakeSsh::new();
+    let laptop = Laptop::new(&daemon.home, &server, project.path(), &ssh);
     let missing = project.path().join("only-here");
-    let run = remote(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["--cwd", missing.to_str().unwrap(), "run", "hi"],
-    );
-    let (code, _, stderr) = output(run).await;
+    let (code, _, stderr) = laptop
+        .run("fake", &["--cwd", missing.to_str().unwrap(), "run", "hi"])
+        .await;
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("is not a directory on fake; give --cwd DIR"),
@@ -406,15 +387,7 @@ async fn a_directory_missing_on_the_remote_says_to_give_cwd() {
     );
     assert!(server.received().is_empty());
 
-    let relative = remote(
-        &daemon.home,
-        &server,
-        project.path(),
-        &ssh,
-        "fake",
-        &["--cwd", "rel", "run", "hi"],
-    );
-    let (code, _, stderr) = output(relative).await;
+    let (code, _, stderr) = laptop.run("fake", &["--cwd", "rel", "run", "hi"]).await;
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("give an absolute path on fake"), "{stderr}");
 }
@@ -426,51 +399,20 @@ async fn cwd_names_the_remote_directory_of_a_run_and_of_its_lookups() {
     let server = ModelServer::start(vec![anthropic::text("Working there.")]).await;
     let daemon = Daemon::start();
     let ssh = FakeSsh::new();
+    let laptop = Laptop::new(&daemon.home, &server, here.path(), &ssh);
     let dir = there_path.to_str().unwrap();
-    let run = remote(
-        &daemon.home,
-        &server,
-        here.path(),
-        &ssh,
-        "fake",
-        &["--cwd", dir, "run", "hi"],
-    );
-    let (code, _, stderr) = output(run).await;
+    let (code, _, stderr) = laptop.run("fake", &["--cwd", dir, "run", "hi"]).await;
     assert_eq!(code, Some(0), "{stderr}");
-    let list = remote(
-        &daemon.home,
-        &server,
-        here.path(),
-        &ssh,
-        "fake",
-        &["sessions", "--json"],
-    );
-    let (code, stdout, stderr) = output(list).await;
+    let (code, stdout, stderr) = laptop.run("fake", &["sessions", "--json"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     let sessions: Vec<Value> = serde_json::from_str(&stdout).unwrap();
     assert_eq!(sessions.len(), 1, "{stdout}");
     assert_eq!(sessions[0]["cwd"], json!(dir), "{stdout}");
     // `-` is the latest session of that directory, not of this one.
-    let show = remote(
-        &daemon.home,
-        &server,
-        here.path(),
-        &ssh,
-        "fake",
-        &["--cwd", dir, "show", "-"],
-    );
-    let (code, stdout, stderr) = output(show).await;
+    let (code, stdout, stderr) = laptop.run("fake", &["--cwd", dir, "show", "-"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("Working there."), "{stdout}");
-    let show_here = remote(
-        &daemon.home,
-        &server,
-        here.path(),
-        &ssh,
-        "fake",
-        &["show", "-"],
-    );
-    let (code, _, stderr) = output(show_here).await;
+    let (code, _, stderr) = laptop.run("fake", &["show", "-"]).await;
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("no session in"), "{stderr}");
 }
