@@ -307,7 +307,6 @@ async fn daemon_restart_over_the_link_starts_a_new_daemon_there() {
         stdout.contains(&format!("agentd on fake stopped (pid {new})")),
         "{stdout}"
     );
-    drop(laptop);
     assert_eq!(daemon.wait_exit().code(), Some(0), "the old daemon stopped");
 }
 
