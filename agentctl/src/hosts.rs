@@ -113,6 +113,14 @@ impl ClientConfig {
         if let Some(remote) = self.hosts.get(value) {
             return Ok(remote.clone());
         }
+        // A bare name a letter or two from a named host is most likely that host mistyped:
+        // ssh would get it with none of the host's options.
+        if let Some(near) = self.hosts.keys().find(|name| close(value, name)) {
+            eprintln!(
+                "agentctl: `{value}` is not a host of client.toml (did you mean `{near}`?); \
+                 passing it to ssh as it is"
+            );
+        }
         let host: Host = value.parse().map_err(|err| {
             let names = self.hosts.keys().cloned().collect::<Vec<_>>();
             let known = match names.is_empty() {
@@ -128,6 +136,33 @@ impl ClientConfig {
     pub fn named(&self) -> Vec<Remote> {
         self.hosts.values().cloned().collect()
     }
+}
+
+/// Whether `typed` is one or two edits (a letter added, removed, changed or two swapped) from
+/// `name`, and not itself an address (`@`, `.` or `:` in it).
+fn close(typed: &str, name: &str) -> bool {
+    if typed.contains(['@', '.', ':']) || typed == name {
+        return false;
+    }
+    let (a, b): (Vec<char>, Vec<char>) = (typed.chars().collect(), name.chars().collect());
+    if a.len().abs_diff(b.len()) > 2 || a.len() > 64 {
+        return false;
+    }
+    // Optimal string alignment distance, row by row.
+    let mut before: Vec<usize> = Vec::new();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut next = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            next[j] = (row[j] + 1).min(next[j - 1] + 1).min(row[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                next[j] = next[j].min(before[j - 2] + 1);
+            }
+        }
+        before = std::mem::replace(&mut row, next);
+    }
+    row[b.len()] <= 2
 }
 
 /// Reads `<config>/client.toml`; no file is an empty config.
@@ -340,6 +375,17 @@ mod tests {
             let err = parse(text).unwrap_err();
             assert!(err.contains(says), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_name_an_edit_or_two_from_a_named_host_is_seen_as_a_typo() {
+        assert!(close("buidl", "build"));
+        assert!(close("bild", "build"));
+        assert!(close("builds", "build"));
+        assert!(!close("gpu", "build"));
+        assert!(!close("build", "build"));
+        assert!(!close("b.ld", "build"));
+        assert!(!close("me@build", "build"));
     }
 
     #[test]

@@ -423,3 +423,132 @@ async fn a_banner_where_the_welcome_should_be_is_not_a_frame() {
         drop(far_end.await);
     }
 }
+
+/// A far end behind an in-memory pipe: it welcomes the client, answers its first request with
+/// `reply`, then writes `then` and keeps the pipe open until the test ends.
+async fn far_end_answering(
+    reply: Reply,
+    then: impl Iterator<Item = ServerFrame> + Send + 'static,
+) -> (Client, tokio::task::JoinHandle<()>) {
+    let (near, mut far) = tokio::io::duplex(1024 * 1024);
+    let (reader, writer) = tokio::io::split(near);
+    let task = tokio::spawn(async move {
+        let _hello = frame::read_frame::<ClientFrame, _>(&mut far).await;
+        frame::write_frame(&mut far, &welcome("1")).await.unwrap();
+        let Ok(Some(ClientFrame::Request { id, .. })) = frame::read_frame(&mut far).await else {
+            return;
+        };
+        let answer = ServerFrame::Reply {
+            id,
+            result: Ok(reply),
+        };
+        if frame::write_frame(&mut far, &answer).await.is_err() {
+            return;
+        }
+        for next in then {
+            if frame::write_frame(&mut far, &next).await.is_err() {
+                return;
+            }
+        }
+        let _ = frame::read_frame::<ClientFrame, _>(&mut far).await;
+    });
+    let client = Client::over(reader, writer, "hostile test", "far")
+        .await
+        .unwrap();
+    (client, task)
+}
+
+/// A session's listing as a hostile far end writes it.
+fn listing(id: &str, title: &str) -> protocol::SessionInfo {
+    protocol::SessionInfo {
+        id: SessionId(id.to_string()),
+        cwd: format!("/work{ESCAPES}\n[other-host] forged"),
+        title: Some(title.to_string()),
+        model: Some(format!("model{ESCAPES}")),
+        provider: None,
+        mode: protocol::Mode::Default,
+        state: protocol::SessionState::Idle,
+        turns: 0,
+        steer_queued: 0,
+        follow_up_queued: 0,
+        created_ms: 0,
+        last_activity_ms: 0,
+        last_seq: 0,
+        branch: None,
+        parent: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_id_that_is_not_one_ends_the_connection_and_texts_are_tamed() {
+    let bad = format!("s1{ESCAPES}\n[other-host] x");
+    let (client, task) = far_end_answering(
+        Reply::SessionCreated(listing(&bad, "t")),
+        std::iter::empty(),
+    )
+    .await;
+    let err = client
+        .request(Request::Status)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("which is not one"), "{err}");
+    assert!(!err.contains('\x1b') && !err.contains('\n'), "{err:?}");
+    task.abort();
+
+    let title = format!("{ESCAPES}{}", "T".repeat(100_000));
+    let (client, task) = far_end_answering(
+        Reply::SessionCreated(listing("s1", &title)),
+        std::iter::empty(),
+    )
+    .await;
+    let Reply::SessionCreated(info) = client.request(Request::Status).await.unwrap() else {
+        panic!("not the listing")
+    };
+    for text in [
+        &info.cwd,
+        info.title.as_ref().unwrap(),
+        info.model.as_ref().unwrap(),
+    ] {
+        assert!(!text.contains('\x1b') && !text.contains('\n'), "{text:?}");
+        assert!(text.chars().count() <= 4097, "{} characters", text.len());
+    }
+    assert!(info.title.unwrap().chars().count() <= 201);
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summaries_of_more_sessions_than_a_board_follows_end_the_feed() {
+    use agentctl::client::Summaries;
+    use agentctl::client::summaries::MAX_SESSIONS;
+    // Distinct sessions without end, each with a 100 KB title.
+    let title = "T".repeat(100_000);
+    let flood = (0u64..).map(move |n| {
+        ServerFrame::Summary(Box::new(protocol::SessionSummary {
+            info: listing(&format!("s{n}"), &title),
+            activity: protocol::Activity::Idle,
+            activity_since_ms: 0,
+            run: None,
+            pending: Vec::new(),
+            plan: None,
+            shells: 0,
+        }))
+    });
+    let (client, task) = far_end_answering(Reply::Done, flood).await;
+    let feed = Summaries::follow(client).await.unwrap();
+    let closed = tokio::time::timeout(WAIT, async {
+        loop {
+            feed.changed().await;
+            if let Some(reason) = feed.take().closed {
+                break reason.unwrap_or_default();
+            }
+        }
+    })
+    .await
+    .expect("the feed ends");
+    assert!(
+        closed.contains(&format!("more than {MAX_SESSIONS} sessions")),
+        "{closed}"
+    );
+    task.abort();
+}

@@ -339,6 +339,14 @@ async fn a_named_host_of_client_toml_gives_ssh_its_options_and_the_remote_agentc
     ]
     .concat();
     assert_eq!(ssh.args(), expected);
+    // A name a letter from a named host is taken as an address, and said to be one.
+    let (code, _, stderr) = laptop.run_without_keys("bxo", &["sessions"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("`bxo` is not a host of client.toml (did you mean `box`?)"),
+        "{stderr}"
+    );
+    assert!(ssh.args().contains(&"bxo".to_string()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,6 +26,7 @@ use super::frames as frame;
 pub use super::incoming::Incoming;
 use super::paths::socket_name;
 use super::socket::SocketHalf;
+use super::tame;
 use super::trust::{self, Untrusted};
 use super::unread::{Events, UNREAD_LIMIT, Unread};
 
@@ -395,7 +396,10 @@ async fn read_loop(mut reader: Reader, pending: Pending, ended: Ended, unread: A
     let reason = loop {
         let (frame, payload) = match frame::read_payload(&mut reader).await {
             Ok(Some(payload)) => match frame::decode::<ServerFrame>(&payload) {
-                Ok(frame) => (frame, payload.len()),
+                Ok(mut frame) => match tame::frame(&mut frame) {
+                    Ok(()) => (frame, payload.len()),
+                    Err(why) => break Some(why),
+                },
                 Err(err) => break Some(err.to_string()),
             },
             Ok(None) => break None,

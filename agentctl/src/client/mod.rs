@@ -17,6 +17,7 @@ pub mod incoming;
 pub mod reconnect;
 pub mod socket;
 pub mod summaries;
+pub mod tame;
 pub mod trust;
 pub mod unread;
 

@@ -199,6 +199,9 @@ async fn keep(
     }
 }
 
+/// The most sessions a feed keeps summaries of.
+pub const MAX_SESSIONS: usize = 10_000;
+
 /// Applies frames until the connection ends; returns why it ended.
 async fn pass_on(incoming: &mut Events, state: &Shared) -> Option<String> {
     while let Some(frame) = incoming.recv().await {
@@ -206,6 +209,14 @@ async fn pass_on(incoming: &mut Events, state: &Shared) -> Option<String> {
         match frame {
             Incoming::Summary(summary) => {
                 let id = summary.info.id.clone();
+                // A daemon holds as many sessions as its disk; one that claims more than any
+                // board can show is not followed further.
+                if s.sessions.len() >= MAX_SESSIONS && !s.sessions.contains_key(&id) {
+                    return Some(format!(
+                        "the daemon sent the summaries of more than {MAX_SESSIONS} sessions; \
+                         this client follows at most that many"
+                    ));
+                }
                 if let Some(seen) = &mut s.resyncing {
                     seen.insert(id.clone());
                 }

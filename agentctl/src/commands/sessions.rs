@@ -21,7 +21,7 @@ pub async fn list(paths: &Paths, json: bool, all: bool) -> Result<u8, Failure> {
     let listing = client.list_sessions().await.map_err(Failure::new)?;
     for problem in &listing.unreadable {
         let problem =
-            agentctl::client::printable(problem, agentctl::client::far_text::MESSAGE_CHARS);
+            agentctl::client::one_line(problem, agentctl::client::far_text::MESSAGE_CHARS);
         eprintln!("agentctl: a session cannot be read: {problem}");
     }
     let waiting = listing
