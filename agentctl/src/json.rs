@@ -67,8 +67,29 @@ impl Display for JsonEvent<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Every map key here is a string, so serializing cannot fail.
         let line = serde_json::to_string(self).map_err(|_| fmt::Error)?;
-        f.write_str(&line)
+        f.write_str(&escape_obeyed(line))
     }
+}
+
+/// `line` (JSON) with the characters a terminal showing it would obey and JSON leaves as they
+/// are (C1 controls, bidirectional overrides; JSON escapes those below U+0020 itself) written
+/// as `\uXXXX` escapes: the same JSON to a parser, inert on a screen. They only occur inside
+/// strings, where such an escape means the character.
+fn escape_obeyed(line: String) -> String {
+    if !line
+        .chars()
+        .any(|c| agentctl::client::far_text::obeyed(c, true))
+    {
+        return line;
+    }
+    let mut out = String::with_capacity(line.len() + 16);
+    for c in line.chars() {
+        match agentctl::client::far_text::obeyed(c, true) {
+            true => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            false => out.push(c),
+        }
+    }
+    out
 }
 
 /// Token counts with stable field names.

@@ -355,3 +355,28 @@ fn a_plan_prints_its_steps_with_their_status_names() {
         r#"{"items":[{"text":"read the code","status":"done"},{"text":"fix \"it\"","status":"in_progress"},{"text":"test","status":"pending"}],"type":"plan_updated","seq":7,"session":"s1","time_ms":9}"#
     );
 }
+
+#[test]
+fn characters_a_terminal_would_obey_are_escaped_and_read_back_the_same() {
+    let text = "a\u{202e}b\u{9b}2Jc\u{7f}d\u{5d0}";
+    let event = SessionEvent {
+        session: SessionId("s1".into()),
+        seq: 1,
+        time_ms: 9,
+        event: Event::Notice { text: text.into() },
+    };
+    let line = JsonEvent(&event).to_string();
+    assert!(
+        line.contains(r#""text":"a\u202eb\u009b2Jc\u007fd"#),
+        "{line}"
+    );
+    // Right-to-left text itself is shown as it is.
+    assert!(line.contains('\u{5d0}'), "{line}");
+    assert!(
+        !line
+            .chars()
+            .any(|c| agentctl::client::far_text::obeyed(c, true))
+    );
+    let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(back["text"], text);
+}
