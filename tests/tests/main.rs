@@ -32,6 +32,7 @@ mod fuzz;
 mod getting_back;
 mod golden;
 mod hooks;
+mod hostile_chat;
 mod hostile_far_end;
 mod hostile_files;
 mod hostile_input;

@@ -89,6 +89,11 @@ impl AskKeys {
                     eprint!("allow? [y]es / [n]o / [a]lways: ");
                 }
                 while shared.still(turn) {
+                    // A terminal that went away gives no keys: crossterm's poll would spin on
+                    // it, and the run goes on without answers from here.
+                    if crate::screen::terminal_gone() {
+                        return;
+                    }
                     if !event::poll(POLL).unwrap_or(false) {
                         continue;
                     }

@@ -8,3 +8,18 @@ mod region;
 pub mod wrap;
 
 pub use live::{Live, SharedLive};
+
+/// Whether the terminal went away: it hung up, or it cannot be read any more.
+pub fn terminal_gone() -> bool {
+    let mut watch = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll reads and writes the one struct we pass; it does not wait.
+    let ready = unsafe { libc::poll(&mut watch, 1, 0) };
+    if ready < 0 {
+        return std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted;
+    }
+    watch.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}

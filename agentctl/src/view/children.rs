@@ -42,7 +42,8 @@ impl Children {
         });
         let how = if background { " in the background" } else { "" };
         style.dim(&format!(
-            "⧉ subagent {id} ({}){how}: {}",
+            "⧉ subagent {} ({}){how}: {}",
+            super::far::id(id),
             one_line(agent),
             one_line(description)
         ))
@@ -68,7 +69,8 @@ impl Children {
         self.running.retain(|c| &c.id != id);
         let tokens = thousands(usage.total_input() + usage.output);
         let text = format!(
-            "⧉ subagent {id} {} · {} · {tokens} tokens · {}",
+            "⧉ subagent {} {} · {} · {tokens} tokens · {}",
+            super::far::id(id),
             stop.as_str(),
             crate::format::count(turns, "turn"),
             super::tools::duration(duration_ms)
@@ -87,7 +89,7 @@ impl Children {
             .map(|c| {
                 let line = format!(
                     "  ⧉ {} {} · {} · {:.0}s",
-                    c.id,
+                    super::far::id(&c.id),
                     c.description,
                     c.activity,
                     c.started.elapsed().as_secs_f64()

@@ -90,7 +90,7 @@ impl HumanView {
             Event::ThinkingDelta { text } => {
                 self.close_call();
                 self.streamed = true;
-                self.out(&style.dim(text));
+                self.out(&style.dim(&printable(text)));
             }
             Event::AssistantMessage { text, .. } => self.assistant_message(text),
             Event::ToolCall(call) => self.tool_call(call),
@@ -130,7 +130,7 @@ impl HumanView {
                 let summary = one_line(summary);
                 let whose = session
                     .as_ref()
-                    .map(|s| format!(" by subagent {s}"))
+                    .map(|s| format!(" by subagent {}", super::far::id(s)))
                     .unwrap_or_default();
                 self.line(&style.yellow(&format!(
                     "? permission needed{whose} ({request}): {summary}"
@@ -415,7 +415,7 @@ impl HumanView {
             let count = returned_messages.len();
             self.line(&style.dim(&format!("{count} queued message(s) were not sent:")));
             for message in returned_messages {
-                self.line(&style.dim(&format!("  {}", message.text)));
+                self.line(&style.dim(&format!("  {}", printable(&message.text))));
             }
         }
         if self.turns.len() > 1 {

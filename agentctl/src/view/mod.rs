@@ -14,6 +14,8 @@ pub use tools::{tool_label, tool_summary};
 
 mod children;
 mod events;
+pub mod far;
+mod open_line;
 mod plan;
 mod tools;
 
@@ -41,6 +43,8 @@ pub struct HumanView {
     /// On a terminal: the unfinished line, raw, and whether it is reply text.
     open: String,
     open_reply: bool,
+    /// On a stream: the bytes of the reply's open line so far (rendered once it ends).
+    open_bytes: usize,
     /// Whether the cursor is at the start of a line.
     at_line_start: bool,
     /// Whether text deltas of the current reply were shown (so the full message is not).
@@ -94,6 +98,7 @@ impl HumanView {
             reply: crate::reply_text::ReplyText::new(style.colored()),
             open: String::new(),
             open_reply: false,
+            open_bytes: 0,
             at_line_start: true,
             streamed: false,
             calls: Vec::new(),
@@ -178,6 +183,25 @@ impl HumanView {
         if let Some(last) = text.chars().last() {
             self.at_line_start = last == '\n';
         }
+        if reply && !matches!(self.output, Output::Screen(_)) {
+            self.bound_stream_line(text);
+        }
+    }
+
+    /// On a stream: the reply's open line is kept until it ends, to be rendered; one longer
+    /// than `OPEN_LINE_BYTES` is ended there (it is shown already).
+    fn bound_stream_line(&mut self, text: &str) {
+        self.open_bytes = match text.rfind('\n') {
+            _ if !self.reply.is_open() => 0,
+            Some(end) => text.len() - end - 1,
+            None => self.open_bytes.saturating_add(text.len()),
+        };
+        if self.open_bytes > open_line::OPEN_LINE_BYTES {
+            let out = self.reply.push("\n", terminal_width());
+            self.write_stream(&out);
+            self.open_bytes = 0;
+            self.at_line_start = true;
+        }
     }
 
     /// On a terminal: whole lines go up (reply lines rendered as markdown), the rest is the
@@ -200,13 +224,12 @@ impl HumanView {
             self.open_reply = reply;
         }
         self.open.push_str(text);
-        while let Some(end) = self.open.find('\n') {
-            let line: String = self.open.drain(..=end).collect();
-            let line = line.trim_end_matches('\n');
+        // Whole lines go up, and so does a line too long to keep open.
+        for line in open_line::take_lines(&mut self.open) {
             let shown = if self.open_reply {
-                self.reply.line(line)
+                self.reply.line(&line)
             } else {
-                Some(line.to_string())
+                Some(line)
             };
             if let Some(shown) = shown {
                 live.line(shown);
@@ -253,7 +276,7 @@ impl HumanView {
             .iter()
             .find(|(call, ..)| call == id)
             .map(|(_, summary, ..)| summary.clone())
-            .unwrap_or_else(|| tool_label(name))
+            .unwrap_or_else(|| far::line(&tool_label(name)))
     }
 
     /// Draws in the region the running call's line (a spinner, the time it has run and the
@@ -341,9 +364,10 @@ impl HumanView {
         self.style
     }
 
-    /// Shows a note of the client's own, dimmed.
+    /// Shows a note of the client's own, dimmed. What it quotes of the far end (an error, a
+    /// name) is shown, not obeyed.
     pub fn note(&mut self, text: &str) {
-        let text = self.style.dim(text);
+        let text = self.style.dim(&crate::style::printable(text));
         self.line(&text);
     }
 }

@@ -122,7 +122,8 @@ impl Completer {
             })
             .collect();
         for command in commands {
-            let name = format!("/{}", command.name);
+            // A name is typed and shown: nothing in it may be obeyed by the terminal.
+            let name = format!("/{}", crate::view::far::line(&command.name));
             // A built-in command wins on a clash.
             if entries.iter().any(|(n, _)| *n == name) {
                 continue;

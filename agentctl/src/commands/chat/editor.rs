@@ -321,12 +321,14 @@ impl Editor {
                 let about = candidate
                     .about
                     .as_deref()
-                    .map(|a| format!("  \x1b[2m{a}\x1b[0m"))
+                    .map(|a| format!("  \x1b[2m{}\x1b[0m", visible(a)))
                     .unwrap_or_default();
+                // Names come from the far end's files and lists: shown, never obeyed.
+                let name = visible(&candidate.value);
                 let name = if i == menu.selected {
-                    format!("\x1b[7m{}\x1b[0m", candidate.value)
+                    format!("\x1b[7m{name}\x1b[0m")
                 } else {
-                    candidate.value.clone()
+                    name
                 };
                 rows.push(format!("  {name}{about}"));
             }

@@ -14,6 +14,8 @@ pub(super) enum Input {
     CtrlC,
     CtrlD,
     Eof,
+    /// The terminal went away (it hung up): the chat detaches.
+    Gone,
     Failed(String),
 }
 
@@ -23,6 +25,10 @@ pub(super) trait InputLine {
     fn refresh(&self);
     /// Puts text back into the input line.
     fn restore(&self, text: String);
+    /// Whether the terminal the input comes from went away.
+    fn gone(&self) -> bool {
+        false
+    }
     /// Stops reading input.
     fn stop(&self);
 }
@@ -56,7 +62,7 @@ impl InputLine for StdinLine {
     fn refresh(&self) {}
 
     fn restore(&self, text: String) {
-        outln!("(not sent: {text})");
+        outln!("(not sent: {})", crate::style::printable(&text));
     }
 
     fn stop(&self) {}

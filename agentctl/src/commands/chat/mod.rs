@@ -30,7 +30,7 @@ use super::run::provider_env;
 use super::run_keys::Signal;
 use super::{request, unexpected};
 use crate::screen::Live;
-use crate::view::{HumanView, Output, Style};
+use crate::view::{HumanView, Output, Style, far};
 use crate::{Failure, connect};
 pub use args::ChatArgs;
 use complete::Completer;
@@ -93,6 +93,13 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     let commands = complete::project_commands(&follower.client(), &info.cwd).await;
     let completer = Arc::new(Completer::new(&commands, std::path::Path::new(&info.cwd)));
     let style = Style::detect();
+    // SIGTERM or a closed terminal leaves as Ctrl+D does, from the moment the view shows (not
+    // before: until then they end the program at once): the terminal is given back cooked,
+    // and the session goes on.
+    let signals = Signals {
+        terminate: Signal::new(SignalKind::terminate()),
+        hangup: Signal::new(SignalKind::hangup()),
+    };
     let (view, line): (HumanView, Box<dyn InputLine>) = if terminal {
         let live = Live::shared();
         let editor =
@@ -124,15 +131,22 @@ pub async fn chat(paths: &Paths, args: ChatArgs) -> Result<u8, Failure> {
     };
     chat.say(&format!(
         "session {} in {} — /help for keys; Ctrl+D detaches",
-        info.id, info.cwd
+        far::id(&info.id),
+        far::path(&info.cwd)
     ));
-    let code = chat.run(&mut feed, input_rx).await;
+    let code = chat.run(&mut feed, input_rx, signals).await;
     chat.line.stop();
     chat.view.close();
     if let Some(farewell) = chat.farewell.take() {
         outln!("{farewell}");
     }
     code
+}
+
+/// The signals that end the view.
+struct Signals {
+    terminate: Signal,
+    hangup: Signal,
 }
 
 /// What a session was made with, for `/clear`'s fresh one.
@@ -169,19 +183,25 @@ impl Chat {
         &mut self,
         feed: &mut Feed,
         mut input: mpsc::UnboundedReceiver<Input>,
+        signals: Signals,
     ) -> Result<u8, Failure> {
         // The running tool's time and output in the status line, ten times a second.
         let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        // SIGTERM or a closed terminal leaves as Ctrl+D does: the terminal is given back
-        // cooked, and the session goes on.
-        let mut terminate = Signal::new(SignalKind::terminate());
-        let mut hangup = Signal::new(SignalKind::hangup());
+        let Signals {
+            mut terminate,
+            mut hangup,
+        } = signals;
         loop {
             tokio::select! {
                 () = terminate.recv() => return Ok(0),
                 () = hangup.recv() => return Ok(129),
                 _ = ticks.tick() => {
+                    // A terminal that went away ends the chat as a hangup does, whatever the
+                    // key thread makes of it.
+                    if self.line.gone() {
+                        return Ok(129);
+                    }
                     self.view.tick();
                     let waiting = {
                         let status = self.status.lock().unwrap_or_else(|e| e.into_inner());
@@ -205,7 +225,7 @@ impl Chat {
                     }
                     FeedItem::Reconnected { gone, .. } => {
                         if gone.contains(&self.session) {
-                            self.farewell = Some(format!("session {} was deleted while the daemon was away", self.session));
+                            self.farewell = Some(format!("session {} was deleted while the daemon was away", far::id(&self.session)));
                             return Ok(1);
                         }
                         self.say("the daemon is back; following the session again");
@@ -214,19 +234,25 @@ impl Chat {
                         self.farewell = Some(format!(
                             "the daemon closed the connection{}; the session stays: agentctl attach {}",
                             reason_text(reason),
-                            self.session
+                            far::id(&self.session)
                         ));
                         return Ok(1);
                     }
                 },
-                Some(input) = input.recv() => match self.on_input(input).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        self.farewell = Some(format!("detached; the session goes on: agentctl attach {}", self.session));
-                        return Ok(0);
+                Some(input) = input.recv() => {
+                    // A terminal gone is a hangup: nobody reads a farewell.
+                    if let Input::Gone = input {
+                        return Ok(129);
                     }
-                    Err(failure) => self.say(&format!("error: {}", failure.message)),
-                },
+                    match self.on_input(input).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            self.farewell = Some(format!("detached; the session goes on: agentctl attach {}", far::id(&self.session)));
+                            return Ok(0);
+                        }
+                        Err(failure) => self.say(&format!("error: {}", failure.message)),
+                    }
+                }
             }
         }
     }
@@ -297,6 +323,9 @@ impl Chat {
     }
 }
 
+/// `: REASON` of a closed connection, shown on one line, or nothing.
 fn reason_text(reason: Option<String>) -> String {
-    reason.map(|r| format!(": {r}")).unwrap_or_default()
+    reason
+        .map(|r| format!(": {}", far::line(&r)))
+        .unwrap_or_default()
 }

@@ -9,6 +9,7 @@ use super::input::Input;
 use super::status::Status;
 use super::{Chat, request, unexpected};
 use crate::Failure;
+use crate::view::far;
 
 /// What `/init` asks of the agent.
 const INIT_PROMPT: &str = "Look at this project (its layout, how it is built, tested and \
@@ -29,7 +30,7 @@ impl Chat {
                 self.say("(Ctrl+C again to detach; Esc cancels the run)");
                 return Ok(true);
             }
-            Input::CtrlD => return Ok(false),
+            Input::CtrlD | Input::Gone => return Ok(false),
             Input::Eof => {
                 if self.idle() {
                     return Ok(false);
@@ -160,9 +161,9 @@ impl Chat {
                     let title = crate::style::one_line(title);
                     self.say(&format!(
                         "{}  {:<17}  {turns:>9}  {title}  {}",
-                        s.id,
+                        far::id(&s.id),
                         s.state.as_str(),
-                        s.cwd
+                        far::path(&s.cwd)
                     ));
                 }
             }
@@ -233,7 +234,9 @@ impl Chat {
             };
         }
         self.say(&format!(
-            "a fresh session: {fresh} (the last one stays: agentctl attach {old})"
+            "a fresh session: {} (the last one stays: agentctl attach {})",
+            far::id(&fresh),
+            far::id(&old)
         ));
         self.line.refresh();
         Ok(())
@@ -255,12 +258,16 @@ impl Chat {
             .models
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = found.models.clone();
-        let current = found.current.as_deref().unwrap_or("chosen by the server");
-        let mut lines = vec![format!("model: {current} ({})", found.provider)];
+        let current = found
+            .current
+            .as_deref()
+            .map_or_else(|| "chosen by the server".to_string(), far::line);
+        let provider = far::line(&found.provider);
+        let mut lines = vec![format!("model: {current} ({provider})")];
         if found.models.is_empty() {
             lines.push("the provider lists no models".to_string());
         } else {
-            lines.push(format!("{} serves:", found.provider));
+            lines.push(format!("{provider} serves:"));
             lines.extend(found.models.iter().map(|m| {
                 let mark = if Some(m.as_str()) == found.current.as_deref() {
                     "*"

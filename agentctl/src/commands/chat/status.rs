@@ -53,8 +53,9 @@ impl Status {
             let keys = if self.keys_answer() { "y/n/a" } else { "…" };
             let whose = asker
                 .as_ref()
-                .map(|s| format!(" (subagent {s})"))
+                .map(|s| format!(" (subagent {})", crate::view::far::id(s)))
                 .unwrap_or_default();
+            let summary = crate::view::far::line(summary);
             return format!("[approve {request}{whose}: {summary}? {keys}] ");
         }
         let state = self.state.map_or("idle", |s| s.as_str());
@@ -63,7 +64,7 @@ impl Status {
             parts.push(format!("turn {}", self.turn));
         }
         if let Some(model) = &self.model {
-            parts.push(crate::style::one_line(model).into_owned());
+            parts.push(crate::view::far::line(model));
         }
         if self.steer + self.follow_up > 0 {
             parts.push(format!("queued {}/{}", self.steer, self.follow_up));

@@ -1,9 +1,13 @@
 //! The input line on a terminal: a thread that reads keys in raw mode, edits the [`Editor`],
 //! and draws the status and input rows at the bottom of the shared [`Live`] region (the view
-//! draws the rest of it). It ends, and gives the terminal back as it found it, when told to.
+//! draws the rest of it). It ends, and gives the terminal back as it found it, when told to,
+//! and on its own when the terminal goes away (the window closed, tmux killed): the chat then
+//! detaches.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use tokio::sync::mpsc;
@@ -15,12 +19,21 @@ use super::status::Status;
 use crate::Failure;
 use crate::screen::{Live, SharedLive};
 
+/// How long the key thread waits for a key before it looks whether to stop.
+const KEY_WAIT: Duration = Duration::from_millis(50);
+
+/// How long stopping waits for the key thread to end (it looks every [`KEY_WAIT`]). A thread
+/// stuck in the terminal library (which spins on a terminal that hung up while it waited) is
+/// left behind: the program ends anyway.
+const STOP_WAIT: Duration = Duration::from_millis(300);
+
 /// The terminal input line: keys read on their own thread.
 pub(super) struct TerminalLine {
     editor: Arc<Mutex<Editor>>,
     live: SharedLive,
     quit: Arc<AtomicBool>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The key thread, and what says it ended (its sender is dropped then).
+    thread: Mutex<Option<(std::thread::JoinHandle<()>, std_mpsc::Receiver<()>)>>,
 }
 
 /// What the key thread works with.
@@ -72,13 +85,17 @@ impl TerminalLine {
             input,
         };
         let stop = quit.clone();
-        let thread = std::thread::spawn(move || keys.read(&stop));
+        let (ended, done) = std_mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            keys.read(&stop);
+            drop(ended);
+        });
         Live::lock(&live).draw();
         Ok(TerminalLine {
             editor,
             live,
             quit,
-            thread: Mutex::new(Some(thread)),
+            thread: Mutex::new(Some((thread, done))),
         })
     }
 
@@ -106,10 +123,17 @@ impl InputLine for TerminalLine {
         self.refresh();
     }
 
+    fn gone(&self) -> bool {
+        crate::screen::terminal_gone()
+    }
+
     fn stop(&self) {
         self.quit.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = thread.join();
+        if let Some((thread, done)) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // Joined once it ended; a thread that does not end in time is left behind.
+            if let Err(std_mpsc::RecvTimeoutError::Disconnected) = done.recv_timeout(STOP_WAIT) {
+                let _ = thread.join();
+            }
         }
         Live::lock(&self.live).close();
         crate::stdout::write("\x1b[?2004l");
@@ -124,36 +148,52 @@ impl Drop for TerminalLine {
 }
 
 impl Keys {
-    /// Reads keys until `quit` is set or the chat stops listening.
+    /// Reads keys until `quit` is set, the chat stops listening or the terminal goes away.
     fn read(&self, quit: &AtomicBool) {
         while !quit.load(Ordering::Relaxed) {
-            match event::poll(std::time::Duration::from_millis(50)) {
-                Ok(false) => continue,
-                Ok(true) => {}
-                Err(err) => {
-                    let _ = self.input.send(Input::Failed(err.to_string()));
-                    return;
-                }
-            }
-            let keep_on = match event::read() {
-                Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => self.key(key),
-                Ok(Event::Paste(text)) => {
-                    self.edit(|editor| editor.insert(&text.replace("\r\n", "\n")));
-                    true
-                }
-                Ok(Event::Resize(..)) => {
-                    Live::lock(&self.live).draw();
-                    true
-                }
-                Ok(_) => true,
-                Err(err) => {
-                    let _ = self.input.send(Input::Failed(err.to_string()));
-                    return;
-                }
-            };
-            if !keep_on {
+            // The terminal library reads a terminal that hung up over and over without end:
+            // it is not asked once the terminal is gone. (One that goes while the library
+            // waits keeps this thread; the chat sees it gone too and ends without it.)
+            if crate::screen::terminal_gone() {
+                let _ = self.input.send(Input::Gone);
                 return;
             }
+            let next = event::poll(KEY_WAIT).and_then(|ready| match ready {
+                true => event::read().map(Some),
+                false => Ok(None),
+            });
+            match next {
+                Ok(None) => {}
+                Ok(Some(event)) => {
+                    if !self.event(event) {
+                        return;
+                    }
+                }
+                Err(err) => {
+                    let _ = self.input.send(if crate::screen::terminal_gone() {
+                        Input::Gone
+                    } else {
+                        Input::Failed(err.to_string())
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Handles one event of the terminal; false when the chat no longer listens.
+    fn event(&self, event: Event) -> bool {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
+            Event::Paste(text) => {
+                self.edit(|editor| editor.insert(&text.replace("\r\n", "\n")));
+                true
+            }
+            Event::Resize(..) => {
+                Live::lock(&self.live).draw();
+                true
+            }
+            _ => true,
         }
     }
 
@@ -282,3 +322,4 @@ impl Keys {
         text
     }
 }
+
