@@ -322,4 +322,3 @@ impl Keys {
         text
     }
 }
-
