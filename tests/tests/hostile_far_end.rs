@@ -513,7 +513,7 @@ async fn a_session_id_that_is_not_one_ends_the_connection_and_texts_are_tamed() 
         assert!(!text.contains('\x1b') && !text.contains('\n'), "{text:?}");
         assert!(text.chars().count() <= 4097, "{} characters", text.len());
     }
-    assert!(info.title.unwrap().chars().count() <= 201);
+    assert!(info.title.unwrap().chars().count() <= 501);
     task.abort();
 }
 

@@ -9,10 +9,14 @@ use protocol::{Activity, Reply, ServerFrame, SessionId, SessionInfo, SessionSumm
 
 use super::far_text::{self, one_line};
 
-/// The most characters of a session's directory kept.
+/// The most characters of a session's directory kept (a daemon takes at most 4096 bytes).
 const PATH_CHARS: usize = 4096;
 
-/// The most characters of a title, a model's or provider's name, a branch, a tool's name.
+/// The most characters of a title kept (a daemon takes at most 500).
+const TITLE_CHARS: usize = 500;
+
+/// The most characters of a model's or provider's name, a branch, a tool's name (a daemon
+/// takes names of at most 200).
 const NAME_CHARS: usize = 200;
 
 /// The most characters of what a request or a tool works on.
@@ -77,8 +81,10 @@ fn info(info: &mut SessionInfo) -> Result<(), String> {
         id(parent)?;
     }
     info.cwd = one_line(&info.cwd, PATH_CHARS);
+    if let Some(title) = &mut info.title {
+        *title = one_line(title, TITLE_CHARS);
+    }
     for name in [
-        &mut info.title,
         &mut info.model,
         &mut info.provider,
         &mut info.branch,
@@ -168,6 +174,6 @@ mod tests {
         assert!(!info.cwd.contains('\x1b') && !info.cwd.contains('\n'));
         assert_eq!(info.cwd.chars().count(), PATH_CHARS + 1);
         let title = info.title.unwrap();
-        assert!(!title.contains('\x1b') && title.chars().count() == NAME_CHARS + 1);
+        assert!(!title.contains('\x1b') && title.chars().count() == TITLE_CHARS + 1);
     }
 }
