@@ -84,13 +84,9 @@ fn info(info: &mut SessionInfo) -> Result<(), String> {
     if let Some(title) = &mut info.title {
         *title = one_line(title, TITLE_CHARS);
     }
-    for name in [
-        &mut info.model,
-        &mut info.provider,
-        &mut info.branch,
-    ]
-    .into_iter()
-    .flatten()
+    for name in [&mut info.model, &mut info.provider, &mut info.branch]
+        .into_iter()
+        .flatten()
     {
         *name = one_line(name, NAME_CHARS);
     }
