@@ -244,8 +244,7 @@ fn read_trusted(path: &Path) -> Result<Option<String>, String> {
     let meta = file
         .metadata()
         .map_err(|err| format!("cannot read it ({err})"))?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = agentctl::client::trust::current_uid();
     if !meta.is_file() {
         return Err("it is not a regular file".into());
     }

@@ -10,6 +10,10 @@ pub const MESSAGE_CHARS: usize = 2000;
 /// The most characters of a short name the daemon gives (its version).
 pub const NAME_CHARS: usize = 64;
 
+/// The most characters of a path the daemon gives (a session's directory: a daemon takes at
+/// most 4096 bytes).
+pub const PATH_CHARS: usize = 4096;
+
 /// `text` with every character a terminal would obey shown as `�` (tabs and newlines stay),
 /// cut after `max_chars` characters with `…` added.
 pub fn printable(text: &str, max_chars: usize) -> String {

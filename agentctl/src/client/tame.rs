@@ -7,10 +7,7 @@
 
 use protocol::{Activity, Reply, ServerFrame, SessionId, SessionInfo, SessionSummary};
 
-use super::far_text::{self, one_line};
-
-/// The most characters of a session's directory kept (a daemon takes at most 4096 bytes).
-const PATH_CHARS: usize = 4096;
+use super::far_text::{self, PATH_CHARS, one_line};
 
 /// The most characters of a title kept (a daemon takes at most 500).
 const TITLE_CHARS: usize = 500;

@@ -90,8 +90,9 @@ pub fn check_peer(
     Ok(())
 }
 
+/// The user this process runs as (its effective uid).
 #[cfg(unix)]
-fn current_uid() -> u32 {
+pub fn current_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }

@@ -3,11 +3,8 @@
 //! daemon may be on another machine (docs/architecture.md#another-machine-over-ssh), so none
 //! of its names is trusted to be plain.
 
-use agentctl::client::far_text::{MESSAGE_CHARS, NAME_CHARS, one_line};
+use agentctl::client::far_text::{MESSAGE_CHARS, NAME_CHARS, PATH_CHARS, one_line};
 use protocol::SessionId;
-
-/// The most characters of a directory shown.
-const PATH_CHARS: usize = 4096;
 
 /// A session's id as shown.
 pub fn id(session: &SessionId) -> String {
