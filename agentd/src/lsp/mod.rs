@@ -239,18 +239,19 @@ async fn check(
 ) -> Option<Introduced> {
     let (synced, baseline) = {
         let mut docs = running.docs.lock().await;
-        // The file is open but its diagnostics are still to come (a `read` just opened it):
-        // they are the baseline, worth part of the wait.
+        // The file is open but its diagnostics are still to come (a `read` just opened it on a
+        // server still starting, or a loaded machine): they are the baseline, without which
+        // every error of the file would count as new. They may take the whole wait; the new
+        // text then gets half a wait more, so a cold start costs at most one and a half.
         if let Some(version) = docs.version(file.path)
             && instance
                 .published
                 .get(file.path)
                 .is_none_or(|p| p.version.is_some_and(|v| v < version))
         {
-            let part = tokio::time::Instant::now() + wait / 2;
             instance
                 .published
-                .settled(file.path, version, Instant::now(), part.min(deadline))
+                .settled(file.path, version, Instant::now(), deadline)
                 .await;
         }
         let baseline = instance.published.get(file.path);
@@ -258,6 +259,7 @@ async fn check(
         (synced, baseline)
     };
     let sent = Instant::now();
+    let deadline = deadline.max(tokio::time::Instant::now() + wait / 2);
     let after = instance
         .published
         .settled(file.path, synced.version, sent, deadline)
