@@ -18,14 +18,37 @@ fn install_dir() -> PathBuf {
     cache.join("agentd-tests/pyright")
 }
 
-/// The installed `pyright-langserver`; `None`, with a message on stderr naming the script that
-/// installs it, when it is missing (the test skips).
-pub fn pyright_or_skip() -> Option<PathBuf> {
+/// The installed `pyright-langserver`, for one test at a time: a cold pyright costs about a
+/// second and a half of CPU, and several starting at once on a small machine would each take
+/// longer than the waits under test. Held until the test ends.
+pub struct Pyright {
+    /// The program.
+    path: PathBuf,
+    /// This test's turn.
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for Pyright {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+/// The installed `pyright-langserver` (see [`Pyright`]); `None`, with a message on stderr naming
+/// the script that installs it, when it is missing (the test skips).
+pub fn pyright_or_skip() -> Option<Pyright> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let bin = install_dir().join("node_modules/.bin/pyright-langserver");
     let node = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .any(|dir| dir.join("node").is_file());
     if bin.is_file() && node {
-        return Some(bin);
+        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        return Some(Pyright {
+            path: bin,
+            _turn: turn,
+        });
     }
     eprintln!(
         "SKIPPED: pyright is not installed at {} (or node is not on PATH); run tests/scripts/install-lsp.sh",

@@ -188,7 +188,12 @@ impl LspHub {
     /// diagnostics; the ones the change introduced, as text for the tool's result (`shown` is the
     /// path as the model sees it). `None` when no server serves the file, `wait_ms` is 0, the
     /// server cannot run, or nothing new came.
-    pub(crate) async fn changed(&self, file: FileText<'_>, shown: &str) -> Option<String> {
+    pub(crate) async fn changed(
+        &self,
+        file: FileText<'_>,
+        before: Option<&str>,
+        shown: &str,
+    ) -> Option<String> {
         let wait = (self.inner.config)().wait();
         if wait.is_zero() {
             return None;
@@ -212,7 +217,7 @@ impl LspHub {
                     }
                 };
             let checked = tokio::select! {
-                checked = check(instance, &running, &file, language, wait, deadline) => checked,
+                checked = check(instance, &running, (&file, before), language, wait, deadline) => checked,
                 () = running.live.ended() => continue,
             };
             return checked.and_then(|found| found.describe(&name, shown));
@@ -227,31 +232,38 @@ impl LspHub {
     }
 }
 
-/// Tells `running` (of `instance`) of `file`'s new text and waits until `deadline` for its
-/// diagnostics; what the change introduced.
+/// Tells `running` (of `instance`) of `file`'s new text (`before` it: the text it replaced, when
+/// the file existed) and waits until `deadline` for its diagnostics; what the change introduced.
 async fn check(
     instance: &Instance,
     running: &Running,
-    file: &FileText<'_>,
+    (file, before): (&FileText<'_>, Option<&str>),
     language: &str,
     wait: Duration,
     deadline: tokio::time::Instant,
 ) -> Option<Introduced> {
     let (synced, baseline) = {
         let mut docs = running.docs.lock().await;
-        // The file is open but its diagnostics are still to come (a `read` just opened it on a
-        // server still starting, or a loaded machine): they are the baseline, without which
-        // every error of the file would count as new. They may take the whole wait; the new
-        // text then gets half a wait more, so a cold start costs at most one and a half.
+        // Not open yet (no `read` opened it, or its opening raced this edit while the server
+        // started): open it with the text it had before the change, so that what the change
+        // introduced can be told from what was there.
+        if docs.version(file.path).is_none()
+            && let Some(before) = before
+        {
+            docs.sync(&running.live, file.path, language, before, false);
+        }
+        // The file is open but its diagnostics are still to come (a `read` just opened it):
+        // they are the baseline, worth part of the wait.
         if let Some(version) = docs.version(file.path)
             && instance
                 .published
                 .get(file.path)
                 .is_none_or(|p| p.version.is_some_and(|v| v < version))
         {
+            let part = tokio::time::Instant::now() + wait / 2;
             instance
                 .published
-                .settled(file.path, version, Instant::now(), deadline)
+                .settled(file.path, version, Instant::now(), part.min(deadline))
                 .await;
         }
         let baseline = instance.published.get(file.path);
@@ -259,7 +271,6 @@ async fn check(
         (synced, baseline)
     };
     let sent = Instant::now();
-    let deadline = deadline.max(tokio::time::Instant::now() + wait / 2);
     let after = instance
         .published
         .settled(file.path, synced.version, sent, deadline)

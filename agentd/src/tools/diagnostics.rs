@@ -42,14 +42,15 @@ pub(crate) fn opened(path: &Path, ctx: &ToolContext) {
     });
 }
 
-/// `output` of a `write` or `edit` that left `path` holding `text`, with the diagnostics the
-/// change introduced appended (`shown` is the path as the model sees it). Adds nothing, at once,
-/// when no server serves the file; a cancel ends the wait.
+/// `output` of a `write` or `edit` that left `path` holding `text` (and `before` it, when the
+/// file existed), with the diagnostics the change introduced appended (`shown` is the path as
+/// the model sees it). Adds nothing, at once, when no server serves the file; a cancel ends the
+/// wait.
 pub(crate) async fn checked(
     output: ToolOutput,
     path: &Path,
     shown: &str,
-    text: &str,
+    (before, text): (Option<&str>, &str),
     ctx: &ToolContext,
 ) -> ToolOutput {
     let Some(hub) = &ctx.lsp else { return output };
@@ -60,7 +61,7 @@ pub(crate) async fn checked(
         env: &ctx.env,
     };
     let piece = tokio::select! {
-        piece = hub.changed(file, shown) => piece,
+        piece = hub.changed(file, before, shown) => piece,
         () = ctx.cancel.cancelled() => None,
     };
     match piece {

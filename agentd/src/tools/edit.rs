@@ -92,7 +92,7 @@ pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         "Edited {shown}{how}\n{}",
         change_diff(&shown, &before, &after)
     ));
-    super::diagnostics::checked(output, &path, &shown, &after, &ctx).await
+    super::diagnostics::checked(output, &path, &shown, (Some(&before), &after), &ctx).await
 }
 
 /// The unified diff (three lines of context) of a file the agent changed, capped: the model

@@ -68,7 +68,8 @@ pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     }
     let verb = if existed { "Replaced" } else { "Created" };
     let output = done(verb, &shown, before.as_deref(), &args.content);
-    super::diagnostics::checked(output, &path, &shown, &args.content, &ctx).await
+    let texts = (before.as_deref(), args.content.as_str());
+    super::diagnostics::checked(output, &path, &shown, texts, &ctx).await
 }
 
 /// The result of a write that was made: what it did, and the diff when the file was there.
