@@ -106,3 +106,18 @@ pub async fn exited(pid: u32) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The daemon log's language-server lines in `home` (the last 40), for a failing test's message:
+/// why a server did not start or answer is written there, not to the model.
+pub fn server_log(home: &crate::Home) -> String {
+    let text = std::fs::read_to_string(home.paths().log_file()).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("language server") || l.contains("lsp"))
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(40)..];
+    format!(
+        "\n--- daemon log (language servers) ---\n{}",
+        tail.join("\n")
+    )
+}

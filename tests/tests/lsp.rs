@@ -6,7 +6,9 @@
 
 use protocol::Event;
 use serde_json::json;
-use tests::language_servers::{children_named, exited, pyright_config, pyright_or_skip};
+use tests::language_servers::{
+    children_named, exited, pyright_config, pyright_or_skip, server_log,
+};
 use tests::model_server::anthropic;
 use tests::{TestEnv, finished, session_in, start_run, tool_results, until_finished};
 
@@ -86,7 +88,8 @@ async fn an_edit_that_introduces_a_type_error_gets_it_and_the_fix_gets_none() {
         broken.contains(&format!(
             "\ndiagnostics (pyright): 1 new error\n  {TYPE_ERROR}"
         )),
-        "{broken}"
+        "{broken}{}",
+        server_log(&env.daemon.home)
     );
     // The model read it in the result of its call.
     assert!(received_result(&env, 2).contains(TYPE_ERROR));
@@ -122,7 +125,11 @@ async fn two_sessions_in_one_project_share_one_server() {
     }
     let events = env.run("break m.py").await;
     let first = &tool_results(&events)[1].2;
-    assert!(first.contains(TYPE_ERROR), "{first}");
+    assert!(
+        first.contains(TYPE_ERROR),
+        "{first}{}",
+        server_log(&env.daemon.home)
+    );
     let first = the_pyright(&env);
     let (client, session, mut incoming) = session_in(&env.daemon, env.project()).await;
     start_run(&client, &session, "write n.py", env.options()).await;
@@ -160,7 +167,11 @@ async fn a_killed_server_is_started_again_and_diagnostics_come_back() {
     }
     let events = env.run("break m.py").await;
     let first = &tool_results(&events)[1].2;
-    assert!(first.contains(TYPE_ERROR), "{first}");
+    assert!(
+        first.contains(TYPE_ERROR),
+        "{first}{}",
+        server_log(&env.daemon.home)
+    );
     let killed = the_pyright(&env);
     tests::signal(killed, libc::SIGKILL);
     assert!(exited(killed).await, "pyright {killed} did not die");
@@ -194,7 +205,11 @@ async fn an_idle_server_is_stopped() {
     }
     let events = env.run("break m.py").await;
     let first = &tool_results(&events)[1].2;
-    assert!(first.contains(TYPE_ERROR), "{first}");
+    assert!(
+        first.contains(TYPE_ERROR),
+        "{first}{}",
+        server_log(&env.daemon.home)
+    );
     let server = the_pyright(&env);
     assert!(exited(server).await, "idle pyright {server} still runs");
     assert!(children_named(env.daemon.pid(), "pyright").is_empty());
@@ -236,7 +251,11 @@ async fn a_file_no_server_serves_gets_nothing_added_and_starts_nothing() {
     ]);
     let events = env.run("break m.py").await;
     let first = &tool_results(&events)[1].2;
-    assert!(first.contains(TYPE_ERROR), "{first}");
+    assert!(
+        first.contains(TYPE_ERROR),
+        "{first}{}",
+        server_log(&env.daemon.home)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,7 +18,8 @@ use tests::{
 
 /// The probe: `probe.py KEY SECRET PORT`. On `didOpen` and `didChange` it tries to write a file
 /// in its working directory (the project), read `KEY` and `SECRET`, and connect to
-/// 127.0.0.1:`PORT`, and publishes one error saying what worked. At `initialize` it starts a
+/// 127.0.0.1:`PORT`, and publishes one error saying what worked, after whether it could see the
+/// client process `initialize` named (`client=none` when it named none). At `initialize` it starts a
 /// `sleep` in a session of its own, which must go with the server all the same.
 const PROBE: &str = r#"
 import json, os, socket, subprocess, sys
@@ -65,8 +66,15 @@ def read_file(path):
 def connect():
     socket.create_connection(("127.0.0.1", port), timeout=3).close()
 
+client = "client=none"
+
+def watch_client(pid):
+    # What servers built on vscode-languageserver do every 3 s: exit when the client is gone.
+    global client
+    client = attempt("client", lambda: os.kill(pid, 0))
+
 def probe(document):
-    found = " ".join([
+    found = " ".join([client,
         attempt("write", write),
         attempt("key", read_file(key)),
         attempt("secret", read_file(secret)),
@@ -82,6 +90,8 @@ while True:
     message = read()
     method = message.get("method")
     if method == "initialize":
+        if message["params"].get("processId"):
+            watch_client(message["params"]["processId"])
         subprocess.Popen(["sleep", "1000"], start_new_session=True)
         send({"jsonrpc": "2.0", "id": message["id"],
               "result": {"capabilities": {"textDocumentSync": 1}}})
@@ -229,7 +239,7 @@ async fn a_server_writes_nothing_reads_no_secret_and_reaches_no_network_in_every
         // The diagnostics still come, and say that nothing got through.
         assert!(
             result.contains(
-                "diagnostics (probe): 1 error (all errors in the file)\n  x.probe:1:1 error: probe: write=no("
+                "diagnostics (probe): 1 error (all errors in the file)\n  x.probe:1:1 error: probe: client=none write=no("
             ),
             "{name}: {result}"
         );
@@ -267,7 +277,7 @@ async fn with_the_sandbox_off_a_server_runs_with_the_users_rights() {
         .write_probe_file(&project, "x.probe", Mode::Default)
         .await;
     assert!(
-        result.contains("x.probe:1:1 error: probe: write=ok key=ok secret=ok net=ok"),
+        result.contains("x.probe:1:1 error: probe: client=ok write=ok key=ok secret=ok net=ok"),
         "{result}"
     );
     assert!(project.join("written-by-server").exists());
@@ -284,7 +294,7 @@ async fn a_confined_server_that_dies_inside_the_sandbox_is_started_again() {
         .write_probe_file(&project, "x.probe", Mode::Default)
         .await;
     assert!(
-        first.contains("x.probe:1:1 error: probe: write=no("),
+        first.contains("x.probe:1:1 error: probe: client=none write=no("),
         "{first}"
     );
     // The server itself, not the sandbox helper that leads its group (nor the helper's first
@@ -311,7 +321,7 @@ async fn a_confined_server_that_dies_inside_the_sandbox_is_started_again() {
         .write_probe_file(&project, "y.probe", Mode::Default)
         .await;
     assert!(
-        second.contains("y.probe:1:1 error: probe: write=no("),
+        second.contains("y.probe:1:1 error: probe: client=none write=no("),
         "{second}"
     );
     assert_ne!(children_named(daemon, "__sandbox"), helpers);

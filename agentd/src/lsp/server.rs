@@ -176,7 +176,7 @@ impl Live {
             stderr,
             _group: group,
         };
-        let params = initialize_params(spec, root_uri, folder);
+        let params = initialize_params(spec, root_uri, folder, confined);
         let answer =
             tokio::time::timeout(START_TIMEOUT, live.socket.request::<RawInitialize>(params)).await;
         let result = match answer {
@@ -264,10 +264,14 @@ impl Request for RawInitialize {
 
 /// What the daemon tells a server of itself at `initialize`: push diagnostics with versions,
 /// settings by request, progress, UTF-8 columns if it can (docs/architecture.md#language-servers).
+/// A `confined` server is not told the daemon's pid: it could not see it from inside the sandbox
+/// (its own pid namespace, signals scoped), and servers that watch their client's pid (pyright,
+/// every server built on vscode-languageserver) would take the daemon for dead and exit.
 fn initialize_params(
     spec: &ServerSpec,
     root_uri: Url,
     folder: WorkspaceFolder,
+    confined: bool,
 ) -> serde_json::Value {
     let dynamic = Some(true);
     let capabilities = ClientCapabilities {
@@ -312,7 +316,7 @@ fn initialize_params(
     // Some servers still read the deprecated `rootUri`.
     #[allow(deprecated)]
     let params = InitializeParams {
-        process_id: Some(std::process::id()),
+        process_id: (!confined).then(std::process::id),
         root_uri: Some(root_uri),
         initialization_options: spec.init_options.clone(),
         capabilities,
