@@ -283,3 +283,50 @@ async fn with_language_servers_off_a_python_edit_gets_nothing_added() {
     assert!(!result.contains("diagnostics"), "{result}");
     assert!(children_named(env.daemon.pid(), "pyright").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_a_command_changed_is_seen_anew_by_the_server() {
+    let Some(pyright) = pyright_or_skip() else {
+        return;
+    };
+    let mut env = TestEnv::builder()
+        .config(&pyright_config(&pyright, 15000, 600))
+        .file("pyproject.toml", "")
+        .file("lib.py", "VALUE = 1\n")
+        .file("m.py", "from lib import VALUE\n\nprint(VALUE)\n")
+        .model(vec![
+            anthropic::tool("read", json!({"path": "m.py"})),
+            // The server learns VALUE's type: a number.
+            edit("print(VALUE)", "z: str = VALUE"),
+            // lib.py, which no tool opened, changes behind the server's back.
+            anthropic::tool(
+                "bash",
+                json!({"command": "printf 'VALUE = \"s\"\\n' > lib.py"}),
+            ),
+            edit("z: str = VALUE", "y: int = VALUE"),
+            anthropic::text("Done."),
+        ])
+        .start()
+        .await;
+    if !env.daemon.sandbox_or_skip() {
+        return;
+    }
+    let events = env.run("use the value as a number").await;
+    let results = tool_results(&events);
+    assert!(
+        results[1]
+            .2
+            .contains("Type \"Literal[1]\" is not assignable"),
+        "{}",
+        results[1].2
+    );
+    assert!(!results[2].1, "the command failed: {}", results[2].2);
+    let edited = &results[3].2;
+    assert!(
+        edited.contains(
+            "diagnostics (pyright): 1 new error\n  m.py:3:10 error: Type \"Literal['s']\" is not assignable to declared type \"int\""
+        ),
+        "{edited}{}",
+        server_log(&env.daemon.home)
+    );
+}

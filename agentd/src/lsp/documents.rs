@@ -5,17 +5,22 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use lsp_types::notification::{DidChangeTextDocument, DidOpenTextDocument, DidSaveTextDocument};
+use lsp_types::notification::{
+    DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, DidSaveTextDocument,
+};
 use lsp_types::{
-    DidChangeTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
-    TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem, Url,
-    VersionedTextDocumentIdentifier,
+    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
+    DidSaveTextDocumentParams, TextDocumentContentChangeEvent, TextDocumentIdentifier,
+    TextDocumentItem, Url, VersionedTextDocumentIdentifier,
 };
 
 use super::server::Live;
 
 /// Files kept open on one server at most; more are not told to it.
 const MAX_OPEN: usize = 2000;
+/// The bytes of the open files' texts kept for one server at most (each is kept to tell what a
+/// change introduced); past it no more files are opened.
+const MAX_OPEN_BYTES: usize = 64 << 20;
 
 /// An open file: the version the server has and its text.
 struct Doc {
@@ -35,12 +40,32 @@ pub(crate) struct Synced {
 #[derive(Default)]
 pub(crate) struct Documents {
     open: HashMap<PathBuf, Doc>,
+    /// The bytes of the texts in `open`.
+    bytes: usize,
 }
 
 impl Documents {
     /// The version the server has of `path`, when it is open.
     pub(crate) fn version(&self, path: &Path) -> Option<i32> {
         self.open.get(path).map(|doc| doc.version)
+    }
+
+    /// The open files.
+    pub(crate) fn paths(&self) -> Vec<PathBuf> {
+        self.open.keys().cloned().collect()
+    }
+
+    /// Tells `live` that `path` is closed (it is gone from the disk); nothing when not open.
+    pub(crate) fn close(&mut self, live: &Live, path: &Path) {
+        let Some(doc) = self.open.remove(path) else {
+            return;
+        };
+        self.bytes -= doc.text.len();
+        if let Ok(uri) = Url::from_file_path(path) {
+            live.notify::<DidCloseTextDocument>(DidCloseTextDocumentParams {
+                text_document: TextDocumentIdentifier::new(uri),
+            });
+        }
     }
 
     /// Tells `live` that `path` (of language `language`) holds `text`: opened, changed (and saved
@@ -61,6 +86,10 @@ impl Documents {
                 previous: Some(doc.text.clone()),
             },
             Some(doc) => {
+                if self.bytes - doc.text.len() + text.len() > MAX_OPEN_BYTES {
+                    return None;
+                }
+                self.bytes = self.bytes - doc.text.len() + text.len();
                 doc.version += 1;
                 let previous = std::mem::replace(&mut doc.text, text.to_string());
                 live.notify::<DidChangeTextDocument>(DidChangeTextDocumentParams {
@@ -77,9 +106,10 @@ impl Documents {
                 }
             }
             None => {
-                if self.open.len() >= MAX_OPEN {
+                if self.open.len() >= MAX_OPEN || self.bytes + text.len() > MAX_OPEN_BYTES {
                     return None;
                 }
+                self.bytes += text.len();
                 live.notify::<DidOpenTextDocument>(DidOpenTextDocumentParams {
                     text_document: TextDocumentItem::new(
                         uri.clone(),

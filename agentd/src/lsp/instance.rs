@@ -102,6 +102,14 @@ impl Instance {
         }
     }
 
+    /// Whether `session` uses the instance.
+    pub(crate) fn is_used_by(&self, session: &SessionId) -> bool {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(session)
+    }
+
     /// Records that `session` no longer uses the instance (it was unloaded or deleted).
     pub(crate) fn not_used_by(&self, session: &SessionId) {
         self.sessions

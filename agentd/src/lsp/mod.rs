@@ -8,6 +8,7 @@ pub(crate) mod config;
 pub(crate) mod confine;
 pub(crate) mod defaults;
 pub(crate) mod diagnostics;
+pub(crate) mod disk;
 pub(crate) mod documents;
 pub(crate) mod encoding;
 pub(crate) mod handlers;

@@ -90,6 +90,14 @@ impl PublishedStore {
             .cloned()
     }
 
+    /// Forgets `path`'s diagnostics (it was closed: a later open starts its versions anew).
+    pub(crate) fn forget(&self, path: &Path) {
+        self.files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path);
+    }
+
     /// Forgets everything (the server was started again and publishes anew).
     pub(crate) fn clear(&self) {
         self.files.lock().unwrap_or_else(|e| e.into_inner()).clear();

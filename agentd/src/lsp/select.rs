@@ -33,6 +33,11 @@ impl ServerSpec {
             && self.init_options == other.init_options
             && self.settings == other.settings
     }
+
+    /// Whether the server serves `path` (by its extension or language id).
+    pub(crate) fn covers(&self, path: &Path) -> bool {
+        covers(&self.languages, path)
+    }
 }
 
 /// Whether a `languages` list covers `path`: by its extension or its language id.

@@ -17,6 +17,7 @@ pub(crate) mod gate;
 pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod kill_shell;
+mod lsp_disk;
 pub(crate) mod near_text;
 pub(crate) mod output;
 pub(crate) mod pool;
