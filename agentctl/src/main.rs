@@ -8,6 +8,7 @@ mod cli;
 mod colored_diff;
 mod commands;
 mod connect;
+mod diagnostics_piece;
 mod format;
 mod host;
 mod hosts;

@@ -330,3 +330,59 @@ async fn a_file_a_command_changed_is_seen_anew_by_the_server() {
         server_log(&env.daemon.home)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_view_shows_the_diagnostics_under_the_diff() {
+    let Some(pyright) = pyright_or_skip() else {
+        return;
+    };
+    let project = tempfile::tempdir().expect("a project");
+    std::fs::write(project.path().join("pyproject.toml"), "").expect("pyproject.toml");
+    std::fs::write(project.path().join("m.py"), CLEAN).expect("m.py");
+    let server = tests::model_server::ModelServer::start(vec![
+        anthropic::tool("read", json!({"path": "m.py"})),
+        edit("x: int = 1", "x: int = \"s\""),
+        anthropic::tool("write", json!({"path": "n.py", "content": "y: str = 1\n"})),
+        anthropic::text("Done."),
+    ])
+    .await;
+    let daemon = tests::Daemon::start_in(tests::Home::with_config(&pyright_config(
+        &pyright, 15000, 600,
+    )));
+    if !daemon.sandbox_or_skip() {
+        return;
+    }
+    let pty = tests::pty::Pty::agentctl(
+        &daemon.home,
+        &server,
+        project.path(),
+        &["--color", "always", "run", "--yes", "break it"],
+        (40, 80),
+    );
+    pty.expect("Done.");
+    assert_eq!(pty.wait(), Some(0));
+    let lines = pty.transcript(40, 80);
+    let shown = lines.join("\n");
+    // Under the diff's last line, apart from it, the server's error; under a new file's lines,
+    // its errors.
+    assert!(
+        shown.contains(&format!(
+            "  +x: int = \"s\"\n   print(add(x, 2))\n  diagnostics (pyright): 1 new error\n    {TYPE_ERROR}\n"
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  +y: str = 1\n  diagnostics (pyright): 1 error (all errors in the file)\n    n.py:1:10 error: Type \"Literal[1]\" is not assignable to declared type \"str\" [reportAssignmentType]\nDone."),
+        "{shown}"
+    );
+    // The header in yellow, the error in red.
+    let raw = String::from_utf8_lossy(&pty.raw()).into_owned();
+    assert!(
+        raw.contains("\x1b[33mdiagnostics (pyright): 1 new error\x1b[0m"),
+        "{raw:?}"
+    );
+    assert!(
+        raw.contains(&format!("\x1b[31m{TYPE_ERROR}\x1b[0m")),
+        "{raw:?}"
+    );
+}
