@@ -122,7 +122,10 @@ impl Live {
             .process_group(0);
         let confined = matches!(launch, Launch::Confined { .. });
         if confined {
-            command.env("TMPDIR", crate::sandbox::policy::TMP_MOUNT);
+            let tmp = crate::sandbox::policy::TMP_MOUNT;
+            command.env("TMPDIR", tmp);
+            // rust-analyzer's `cargo check` writes its build where it can: the private /tmp.
+            command.env("CARGO_TARGET_DIR", format!("{tmp}/cargo-target"));
         }
         let mut child = command
             .spawn()
