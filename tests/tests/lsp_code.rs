@@ -167,3 +167,48 @@ async fn a_session_without_files_a_server_covers_is_not_offered_the_tool() {
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(status.contains("lsp       0 running"), "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_to_the_daemons_own_process_files_shows_nothing_of_them() {
+    let Some(pyright) = pyright_or_skip() else {
+        return;
+    };
+    let mut env = TestEnv::builder()
+        .config(&pyright_config(&pyright, 15000, 600))
+        .daemon_env("CANARY_API_KEY", "sk-canary-4321")
+        .file("pyproject.toml", "")
+        .file("m.py", "import e\nprint(e)\n")
+        .model(vec![
+            code(json!({"operation": "hover", "path": "e.py", "line": 1, "symbol": "zzz"})),
+            code(json!({"operation": "definition", "path": "m.py", "line": 1, "symbol": "e"})),
+            anthropic::tool("read", json!({"path": "s.txt"})),
+            anthropic::tool("grep", json!({"pattern": "canary", "path": "/proc/self"})),
+            anthropic::text("Nothing."),
+        ])
+        .start()
+        .await;
+    // A repository's links into /proc: in the daemon, `self` is the daemon.
+    std::os::unix::fs::symlink("/proc/self/environ", env.project().join("e.py")).expect("a link");
+    std::os::unix::fs::symlink("/proc/self/status", env.project().join("s.txt")).expect("a link");
+    let events = env.run("look").await;
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 4, "{results:?}");
+    for (name, _, output) in &results {
+        assert!(!output.contains("sk-canary"), "{name}: {output}");
+        assert!(!output.contains("VmRSS"), "{name}: {output}");
+    }
+    assert!(results[0].1, "{:?}", results[0]);
+    assert!(
+        results[0].2.contains("kernel interface file"),
+        "{:?}",
+        results[0]
+    );
+    assert!(
+        results[2].2.contains("kernel interface file"),
+        "{:?}",
+        results[2]
+    );
+    for request in env.server.received() {
+        assert!(!request.body.to_string().contains("sk-canary"));
+    }
+}
