@@ -48,6 +48,7 @@ mod live;
 mod local_models;
 mod lsp;
 mod lsp_code;
+mod lsp_hostile;
 mod lsp_sandbox;
 mod mcp_servers;
 mod mcp_tools;

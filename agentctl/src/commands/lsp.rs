@@ -15,7 +15,10 @@ pub async fn list(paths: &Paths, json: bool) -> Result<u8, Failure> {
     };
     if json {
         let rows: Vec<serde_json::Value> = servers.iter().map(server_json).collect();
-        outln!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!(
+            "{}",
+            crate::json::escape_obeyed(serde_json::to_string_pretty(&rows)?)
+        );
     } else if servers.is_empty() {
         outln!(
             "no language servers running; one starts when a session reads or edits a file a server serves (`[lsp.NAME]` in config.toml, or pyright, rust-analyzer, gopls … on PATH)"

@@ -67,7 +67,12 @@ impl LspConfig {
         Duration::from_millis(self.wait_ms)
     }
 
-    /// How long a server may go unused.
+    /// Whether server `name` was turned off (`[lsp] enabled = false`, or its own entry's).
+    pub(crate) fn server_off(&self, name: &str) -> bool {
+        !self.enabled || self.servers.get(name).and_then(|e| e.enabled) == Some(false)
+    }
+
+    /// How long a server may go unused before it is stopped.
     pub(crate) fn idle_stop(&self) -> Duration {
         Duration::from_secs(self.idle_stop_secs.max(1))
     }

@@ -61,7 +61,12 @@ pub(crate) fn router(
     });
     router
         .notification::<PublishDiagnostics>(|state, params| {
-            if let Ok(path) = params.uri.to_file_path() {
+            // Only the root's files are edited through this server: what it says of others
+            // is not kept.
+            if let Ok(path) = params.uri.to_file_path()
+                && let Ok(root) = state.folder.uri.to_file_path()
+                && path.starts_with(&root)
+            {
                 state
                     .published
                     .record(path, params.version, params.diagnostics);

@@ -47,6 +47,8 @@ pub(crate) struct Instance {
     busy: AtomicUsize,
     /// The sessions that used it, as `agentctl lsp list` shows them.
     sessions: Mutex<BTreeSet<SessionId>>,
+    /// Fired when it is stopped for good: a start under way gives up at once.
+    stopping: tokio_util::sync::CancellationToken,
 }
 
 /// A use of an instance: while it lives the instance is not idle, and its end counts as the
@@ -90,6 +92,7 @@ impl Instance {
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
             sessions: Mutex::default(),
+            stopping: tokio_util::sync::CancellationToken::new(),
         }
     }
 
@@ -240,7 +243,11 @@ impl Instance {
             sandboxed,
             self.published.clone(),
         );
-        match started_live.await {
+        let started_live = tokio::select! {
+            started = started_live => started,
+            () = self.stopping.cancelled() => Err("stopped while starting".to_string()),
+        };
+        match started_live {
             Ok(live) => {
                 tracing::info!(
                     server = %name,
@@ -276,6 +283,7 @@ impl Instance {
 
     /// Stops the server for good if it runs: `shutdown`, `exit`, and its group killed.
     pub(crate) async fn stop(&self) {
+        self.stopping.cancel();
         let running = {
             let mut slot = self.slot.lock().await;
             slot.retired = true;

@@ -11,6 +11,7 @@ pub(crate) mod diagnostics;
 pub(crate) mod disk;
 pub(crate) mod documents;
 pub(crate) mod encoding;
+pub(crate) mod frames;
 pub(crate) mod handlers;
 pub(crate) mod instance;
 mod listing;
@@ -35,6 +36,9 @@ type Key = (PathBuf, String);
 
 /// The largest file told to a server.
 const MAX_FILE_BYTES: usize = 4 << 20;
+/// Servers kept at once (each may take a gigabyte or more); past it the least recently used
+/// is stopped for the next.
+pub(crate) const MAX_SERVERS: usize = 8;
 
 /// A file the agent read or changed, as the servers are told of it.
 pub(crate) struct FileText<'a> {
@@ -133,6 +137,22 @@ impl LspHub {
         {
             tracing::info!(server = %spec.name, root = %root.display(), "language server settings changed; starting it anew");
             tokio::spawn(async move { old.stop().await });
+        }
+        if !instances.contains_key(&key) && instances.len() >= MAX_SERVERS {
+            // Room is made by the least recently used server not in use; with every one in
+            // use, the file gets no server.
+            let (oldest, idle) = instances
+                .iter()
+                .map(|(k, i)| (k.clone(), i.idle_for()))
+                .max_by_key(|(_, idle)| *idle)?;
+            if idle.is_zero() {
+                tracing::warn!(server = %spec.name, root = %root.display(), "{MAX_SERVERS} language servers are in use; none is started for this root");
+                return None;
+            }
+            if let Some(old) = instances.remove(&oldest) {
+                tracing::info!(server = %old.spec.name, root = %old.root.display(), "{MAX_SERVERS} language servers run; stopping the least recently used");
+                tokio::spawn(async move { old.stop().await });
+            }
         }
         let instance = instances
             .entry(key)
@@ -288,21 +308,24 @@ async fn check(
     ))
 }
 
-/// Stops the servers unused for `[lsp] idle_stop_secs`, until the hub is gone.
+/// Stops the servers unused for `[lsp] idle_stop_secs`, and those the configuration turned off,
+/// until the hub is gone.
 async fn stop_idle(hub: Weak<Inner>) {
     loop {
         let idle = match hub.upgrade() {
             Some(inner) => (inner.config)().idle_stop(),
             None => return,
         };
-        tokio::time::sleep((idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(30)))
+        tokio::time::sleep((idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(5)))
             .await;
         let Some(inner) = hub.upgrade() else { return };
+        let config = (inner.config)();
+        let idle = config.idle_stop();
         let idle_ones: Vec<Arc<Instance>> = {
             let mut instances = inner.instances.lock().unwrap_or_else(|e| e.into_inner());
             let keys: Vec<Key> = instances
                 .iter()
-                .filter(|(_, i)| i.idle_for() >= idle)
+                .filter(|(_, i)| i.idle_for() >= idle || config.server_off(&i.spec.name))
                 .map(|(k, _)| k.clone())
                 .collect();
             keys.iter().filter_map(|k| instances.remove(k)).collect()

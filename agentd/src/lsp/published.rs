@@ -20,9 +20,13 @@ const QUIET: Duration = Duration::from_millis(200);
 const MAX_QUIET: Duration = Duration::from_millis(1500);
 /// Files whose diagnostics are kept at most; a server that publishes for more is ignored for
 /// the others.
-const MAX_FILES: usize = 5000;
+const MAX_FILES: usize = 2000;
 /// Diagnostics kept at most per file.
-const MAX_PER_FILE: usize = 1000;
+const MAX_PER_FILE: usize = 500;
+/// Diagnostics kept at most over all files; a publish past it keeps what fits.
+const MAX_ITEMS: usize = 50_000;
+/// Characters of a diagnostic's message kept (the model is shown fewer).
+const MAX_MESSAGE_CHARS: usize = 1000;
 
 /// One publish.
 #[derive(Debug, Clone)]
@@ -54,6 +58,28 @@ impl Default for PublishedStore {
     }
 }
 
+/// `item` with only what the daemon reads of it (range, severity, code, source, the message's
+/// start): a server's related information and data can be large.
+fn slim(item: &mut Diagnostic) {
+    if let Some((cut, _)) = item.message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        item.message.truncate(cut);
+    }
+    item.related_information = None;
+    item.data = None;
+    item.code_description = None;
+    item.tags = None;
+    if let Some(source) = &mut item.source
+        && let Some((cut, _)) = source.char_indices().nth(100)
+    {
+        source.truncate(cut);
+    }
+    if let Some(lsp_types::NumberOrString::String(code)) = &mut item.code
+        && let Some((cut, _)) = code.char_indices().nth(100)
+    {
+        code.truncate(cut);
+    }
+}
+
 impl PublishedStore {
     /// Records a publish for `path`.
     pub(crate) fn record(&self, path: PathBuf, version: Option<i32>, mut items: Vec<Diagnostic>) {
@@ -63,6 +89,13 @@ impl PublishedStore {
             if files.len() >= MAX_FILES && !files.contains_key(&path) {
                 return;
             }
+            let others: usize = files
+                .iter()
+                .filter(|(p, _)| **p != path)
+                .map(|(_, f)| f.items.len())
+                .sum();
+            items.truncate(MAX_ITEMS.saturating_sub(others));
+            items.iter_mut().for_each(slim);
             files.insert(
                 path,
                 Published {

@@ -151,11 +151,21 @@ impl Live {
         let (main_loop, socket) = MainLoop::new_client(|socket| {
             router(socket, name, published, settings, folder.clone())
         });
+        // The server's output reaches the JSON-RPC layer only as bounded, well-formed messages.
+        let (checked, relay_end) = tokio::io::duplex(64 << 10);
+        {
+            let name = spec.name.clone();
+            tokio::spawn(async move {
+                if let Err(why) = super::frames::relay(stdout, relay_end).await {
+                    tracing::warn!(server = %name, pid, "language server output refused: {why}; it is stopped");
+                }
+            });
+        }
         let (ended_tx, ended) = watch::channel(false);
         let name = spec.name.clone();
         tokio::spawn(async move {
             let outcome = main_loop
-                .run_buffered(stdout.compat(), stdin.compat_write())
+                .run_buffered(checked.compat(), stdin.compat_write())
                 .await;
             if let Err(err) = outcome {
                 tracing::info!(server = %name, pid, "language server connection ended: {err}");

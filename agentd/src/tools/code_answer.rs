@@ -176,9 +176,16 @@ fn location_line(
         Some(text) => {
             let column = encoding.to_chars(text, place.units) + 1;
             let source: String = text.trim().chars().take(MAX_LINE_CHARS).collect();
-            format!("{shown}:{}:{column}  {source}", place.line + 1)
+            format!(
+                "{shown}:{}:{column}  {source}",
+                place.line.saturating_add(1)
+            )
         }
-        None => format!("{shown}:{}:{}", place.line + 1, place.units + 1),
+        None => format!(
+            "{shown}:{}:{}",
+            place.line.saturating_add(1),
+            place.units.saturating_add(1)
+        ),
     }
 }
 
@@ -238,7 +245,7 @@ fn at(uri: &lsp_types::Url, line: Option<u32>, ctx: &ToolContext) -> String {
         .to_file_path()
         .map_or_else(|()| uri.to_string(), |p| display(&ctx.cwd, &p));
     match line {
-        Some(line) => format!("{shown}:{}", line + 1),
+        Some(line) => format!("{shown}:{}", line.saturating_add(1)),
         None => shown,
     }
 }
@@ -261,7 +268,7 @@ fn nested(symbols: &[DocumentSymbol], depth: usize, shown: &str, out: &mut Vec<S
             "  ".repeat(depth.min(8)),
             kind(symbol.kind),
             symbol.name,
-            symbol.selection_range.start.line + 1
+            symbol.selection_range.start.line.saturating_add(1)
         ));
         if let Some(children) = &symbol.children {
             nested(children, depth + 1, shown, out);
