@@ -121,3 +121,28 @@ pub fn server_log(home: &crate::Home) -> String {
         tail.join("\n")
     )
 }
+
+/// The start of a small LSP server in Python for the tests: `import json, sys`, `read()` (the
+/// next message from stdin; exits at its end) and `send(message)` (to stdout).
+pub const LSP_STDIO_PY: &str = r#"import json, sys
+
+def read():
+    length = None
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        line = line.strip()
+        if not line:
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return json.loads(sys.stdin.buffer.read(length))
+
+def send(message):
+    body = json.dumps(message).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+
+"#;

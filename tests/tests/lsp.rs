@@ -19,6 +19,15 @@ const CLEAN: &str =
 /// What pyright says of `x: int = "s"` on line 5.
 const TYPE_ERROR: &str = "m.py:5:10 error: Type \"Literal['s']\" is not assignable to declared type \"int\" [reportAssignmentType]";
 
+/// A project with a clean `m.py`, served by the installed pyright (stopped after
+/// `idle_stop_secs` unused).
+fn pyright_project(pyright: &std::path::Path, idle_stop_secs: u64) -> tests::TestEnvBuilder {
+    TestEnv::builder()
+        .config(&pyright_config(pyright, 15000, idle_stop_secs))
+        .file("pyproject.toml", "")
+        .file("m.py", CLEAN)
+}
+
 /// An `edit` of m.py from `old` to `new`.
 fn edit(old: &str, new: &str) -> tests::model_server::Scripted {
     anthropic::tool(
@@ -104,10 +113,7 @@ async fn two_sessions_in_one_project_share_one_server() {
     let Some(pyright) = pyright_or_skip() else {
         return;
     };
-    let mut env = TestEnv::builder()
-        .config(&pyright_config(&pyright, 15000, 600))
-        .file("pyproject.toml", "")
-        .file("m.py", CLEAN)
+    let mut env = pyright_project(&pyright, 600)
         .model(vec![
             anthropic::tool("read", json!({"path": "m.py"})),
             edit("x: int = 1", "x: int = \"s\""),
@@ -149,10 +155,7 @@ async fn a_killed_server_is_started_again_and_diagnostics_come_back() {
     let Some(pyright) = pyright_or_skip() else {
         return;
     };
-    let mut env = TestEnv::builder()
-        .config(&pyright_config(&pyright, 15000, 600))
-        .file("pyproject.toml", "")
-        .file("m.py", CLEAN)
+    let mut env = pyright_project(&pyright, 600)
         .model(vec![
             anthropic::tool("read", json!({"path": "m.py"})),
             edit("x: int = 1", "x: int = \"s\""),
@@ -189,10 +192,7 @@ async fn an_idle_server_is_stopped() {
     let Some(pyright) = pyright_or_skip() else {
         return;
     };
-    let mut env = TestEnv::builder()
-        .config(&pyright_config(&pyright, 15000, 1))
-        .file("pyproject.toml", "")
-        .file("m.py", CLEAN)
+    let mut env = pyright_project(&pyright, 1)
         .model(vec![
             anthropic::tool("read", json!({"path": "m.py"})),
             edit("x: int = 1", "x: int = \"s\""),
@@ -220,10 +220,7 @@ async fn a_file_no_server_serves_gets_nothing_added_and_starts_nothing() {
     let Some(pyright) = pyright_or_skip() else {
         return;
     };
-    let mut env = TestEnv::builder()
-        .config(&pyright_config(&pyright, 15000, 600))
-        .file("pyproject.toml", "")
-        .file("m.py", CLEAN)
+    let mut env = pyright_project(&pyright, 600)
         .file("notes.txt", "x: int = 1\n")
         .model(vec![
             anthropic::tool("read", json!({"path": "notes.txt"})),

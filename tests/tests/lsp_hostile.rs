@@ -5,36 +5,17 @@
 //! one misbehaviour per mode.
 
 use serde_json::{Value, json};
-use tests::language_servers::exited;
+use tests::language_servers::{LSP_STDIO_PY, exited};
 use tests::model_server::anthropic;
 use tests::{TestEnv, rss, tool_results};
 
-/// The server: `evil.py MODE`. `hugelen` answers `initialize` with a message claiming 10^14
-/// bytes; `flood` first publishes 1000 diagnostics for each of 300 files outside the project,
+/// The server (after [`LSP_STDIO_PY`]): `evil.py MODE`. `hugelen` answers `initialize` with a message claiming 10^14
+/// bytes; `noread` answers `initialize` and then never reads again; `flood` first publishes 1000 diagnostics for each of 300 files outside the project,
 /// then one for the opened file; `fine` publishes one diagnostic per opened or changed file.
 const EVIL: &str = r#"
 import json, sys
 
 mode = sys.argv[1]
-
-def read():
-    length = None
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            sys.exit(0)
-        line = line.strip()
-        if not line:
-            break
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    return json.loads(sys.stdin.buffer.read(length))
-
-def send(message):
-    body = json.dumps(message).encode()
-    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    sys.stdout.buffer.flush()
 
 def publish(uri, version, items):
     send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
@@ -48,7 +29,12 @@ while True:
     message = read()
     method = message.get("method")
     if method == "initialize":
-        if mode == "hugelen":
+        if mode == "noread":
+            send({"jsonrpc": "2.0", "id": message["id"],
+                  "result": {"capabilities": {"textDocumentSync": 1}}})
+            import time
+            time.sleep(100000)
+        elif mode == "hugelen":
             sys.stdout.buffer.write(b"Content-Length: 100000000000000\r\n\r\n{")
             sys.stdout.buffer.flush()
         else:
@@ -67,6 +53,11 @@ while True:
         send({"jsonrpc": "2.0", "id": message["id"], "result": None})
 "#;
 
+/// The server's program.
+fn evil() -> String {
+    format!("{LSP_STDIO_PY}{EVIL}")
+}
+
 /// The configuration of the `evil` server in `mode`, for `.evil` files, rooted at `evil.py`.
 fn config(mode: &str) -> String {
     format!(
@@ -79,6 +70,18 @@ fn write(path: &str) -> tests::model_server::Scripted {
     anthropic::tool("write", json!({"path": path, "content": "hello\n"}))
 }
 
+/// A project with the server in `mode` and a model that writes `x.evil`; `None` (the test
+/// skips) without a sandbox.
+async fn writing_x(mode: &str) -> Option<TestEnv> {
+    let env = TestEnv::builder()
+        .config(&config(mode))
+        .file("evil.py", &evil())
+        .model(vec![write("x.evil"), anthropic::text("Done.")])
+        .start()
+        .await;
+    env.daemon.sandbox_or_skip().then_some(env)
+}
+
 /// `agentctl lsp list --json`.
 fn listed(env: &TestEnv) -> Vec<Value> {
     let out = env.daemon.home.run_agentctl(&["lsp", "list", "--json"]);
@@ -89,15 +92,9 @@ fn listed(env: &TestEnv) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_claiming_a_hundred_terabytes_ends_the_server_not_the_daemon() {
-    let mut env = TestEnv::builder()
-        .config(&config("hugelen"))
-        .file("evil.py", EVIL)
-        .model(vec![write("x.evil"), anthropic::text("Done.")])
-        .start()
-        .await;
-    if !env.daemon.sandbox_or_skip() {
+    let Some(mut env) = writing_x("hugelen").await else {
         return;
-    }
+    };
     let events = env.run("write it").await;
     let results = tool_results(&events);
     assert!(results[0].2.starts_with("Created x.evil"), "{results:?}");
@@ -115,15 +112,9 @@ async fn a_message_claiming_a_hundred_terabytes_ends_the_server_not_the_daemon()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_diagnostics_for_files_elsewhere_is_not_kept() {
-    let mut env = TestEnv::builder()
-        .config(&config("flood"))
-        .file("evil.py", EVIL)
-        .model(vec![write("x.evil"), anthropic::text("Done.")])
-        .start()
-        .await;
-    if !env.daemon.sandbox_or_skip() {
+    let Some(mut env) = writing_x("flood").await else {
         return;
-    }
+    };
     let before = rss(env.daemon.pid());
     let events = env.run("write it").await;
     let results = tool_results(&events);
@@ -140,7 +131,7 @@ async fn a_root_in_every_directory_starts_at_most_eight_servers() {
     let mut reply = anthropic::reply();
     for n in 0..12 {
         builder = builder
-            .file(&format!("p{n}/evil.py"), EVIL)
+            .file(&format!("p{n}/evil.py"), &evil())
             .file(&format!("p{n}/a.evil"), "a\n");
         reply = reply.tool("read", json!({"path": format!("p{n}/a.evil")}));
     }
@@ -167,15 +158,9 @@ async fn a_root_in_every_directory_starts_at_most_eight_servers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_the_configuration_turns_off_is_stopped() {
-    let mut env = TestEnv::builder()
-        .config(&config("fine"))
-        .file("evil.py", EVIL)
-        .model(vec![write("x.evil"), anthropic::text("Done.")])
-        .start()
-        .await;
-    if !env.daemon.sandbox_or_skip() {
+    let Some(mut env) = writing_x("fine").await else {
         return;
-    }
+    };
     let events = env.run("write it").await;
     assert!(tool_results(&events)[0].2.contains("evil: seen"));
     let rows = listed(&env);
@@ -183,4 +168,37 @@ async fn a_server_the_configuration_turns_off_is_stopped() {
     let off = config("fine").replace("[lsp.evil]\n", "[lsp.evil]\nenabled = false\n");
     std::fs::write(env.daemon.home.paths().config_file(), off).expect("the configuration");
     assert!(exited(pid).await, "the turned-off server {pid} still runs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_reading_is_stopped_before_its_backlog_grows() {
+    // Twelve files of 3 MB read at once: 36 MB sent to a server that takes none of it.
+    let content = "y\n".repeat(1_500_000);
+    let mut builder = TestEnv::builder()
+        .config(&config("noread"))
+        .file("evil.py", &evil());
+    let mut reply = anthropic::reply();
+    for n in 0..12 {
+        builder = builder.file(&format!("f{n}.evil"), &content);
+        reply = reply.tool("read", json!({"path": format!("f{n}.evil"), "limit": 1}));
+    }
+    let mut env = builder
+        .model(vec![reply.build(), anthropic::text("Read.")])
+        .start()
+        .await;
+    if !env.daemon.sandbox_or_skip() {
+        return;
+    }
+    env.run("read them").await;
+    // The files are opened on the server in the background, after the reads.
+    let deadline = std::time::Instant::now() + tests::WAIT;
+    let wanted = "language server is not reading its input (32 MiB waiting); stopping it";
+    let log = loop {
+        let log = std::fs::read_to_string(env.daemon.home.paths().log_file()).unwrap_or_default();
+        if log.contains(wanted) || std::time::Instant::now() > deadline {
+            break log;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(log.contains(wanted), "{log}");
 }

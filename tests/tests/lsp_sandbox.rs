@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 use protocol::{CreateSession, Mode, Reply, Request};
 use serde_json::json;
-use tests::language_servers::{children_named, exited};
+use tests::language_servers::{LSP_STDIO_PY, children_named, exited};
 use tests::model_server::{ModelServer, anthropic};
 use tests::{
     Daemon, Home, WAIT, descendants, run_options, start_run, tool_results, until_finished,
 };
 
-/// The probe: `probe.py KEY SECRET PORT`. On `didOpen` and `didChange` it tries to write a file
+/// The probe (after [`LSP_STDIO_PY`]): `probe.py KEY SECRET PORT`. On `didOpen` and `didChange` it tries to write a file
 /// in its working directory (the project), read `KEY` and `SECRET`, and connect to
 /// 127.0.0.1:`PORT`, and publishes one error saying what worked, after whether it could see the
 /// client process `initialize` named (`client=none` when it named none). At `initialize` it starts a
@@ -25,25 +25,6 @@ const PROBE: &str = r#"
 import json, os, socket, subprocess, sys
 
 key, secret, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-
-def read():
-    length = None
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            sys.exit(0)
-        line = line.strip()
-        if not line:
-            break
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    return json.loads(sys.stdin.buffer.read(length))
-
-def send(message):
-    body = json.dumps(message).encode()
-    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    sys.stdout.buffer.flush()
 
 def attempt(name, action):
     try:
@@ -159,7 +140,7 @@ impl Setup {
             .expect("a real path")
             .join(name);
         std::fs::create_dir_all(&dir).expect("the project");
-        std::fs::write(dir.join("probe.py"), PROBE).expect("the probe");
+        std::fs::write(dir.join("probe.py"), format!("{LSP_STDIO_PY}{PROBE}")).expect("the probe");
         dir
     }
 

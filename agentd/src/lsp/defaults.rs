@@ -100,3 +100,16 @@ pub(crate) fn language_id(path: &Path) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+/// The language id told to a server for `path`: the known one, else the extension itself (a
+/// configured server of a language agentd does not know), else `plaintext`.
+pub(crate) fn document_language(path: &Path) -> String {
+    match language_id(path) {
+        Some(id) => id.to_string(),
+        None => path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("plaintext")
+            .to_string(),
+    }
+}

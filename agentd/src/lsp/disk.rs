@@ -90,10 +90,10 @@ async fn tell(instance: Arc<Instance>, since: SystemTime, disk: Arc<dyn Disk>) {
     for path in docs.paths() {
         let reading = (disk.clone(), path.clone());
         let now = tokio::task::spawn_blocking(move || reading.0.read(&reading.1)).await;
-        let language = defaults::language_id(&path).unwrap_or("plaintext");
+        let language = defaults::document_language(&path);
         match now {
             Ok(OnDisk::Text(text)) => {
-                docs.sync(&running.live, &path, language, &text, true);
+                docs.sync(&running.live, &path, &language, &text, true);
             }
             Ok(OnDisk::Gone) => {
                 docs.close(&running.live, &path);

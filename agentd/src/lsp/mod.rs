@@ -15,6 +15,7 @@ pub(crate) mod frames;
 pub(crate) mod handlers;
 pub(crate) mod instance;
 mod listing;
+pub(crate) mod outbox;
 pub(crate) mod published;
 pub(crate) mod query;
 pub(crate) mod root;
@@ -188,9 +189,7 @@ impl LspHub {
         let Some(in_use) = self.instance_for(&file) else {
             return;
         };
-        let Some(language) = defaults::language_id(file.path) else {
-            return;
-        };
+        let language = defaults::document_language(file.path);
         let starting = self.ensure(in_use.instance(), file.env);
         let (path, text) = (file.path.to_path_buf(), file.text.to_string());
         tokio::spawn(async move {
@@ -199,7 +198,7 @@ impl LspHub {
                 // An edit that came first told the server the newer text.
                 let mut docs = running.docs.lock().await;
                 if docs.version(&path).is_none() {
-                    docs.sync(&running.live, &path, language, &text, false);
+                    docs.sync(&running.live, &path, &language, &text, false);
                 }
             }
         });
@@ -221,7 +220,7 @@ impl LspHub {
         }
         let in_use = self.instance_for(&file)?;
         let instance = in_use.instance();
-        let language = defaults::language_id(file.path).unwrap_or("plaintext");
+        let language = defaults::document_language(file.path);
         let deadline = tokio::time::Instant::now() + wait;
         let name = instance.spec.name.clone();
         // A server found dead mid-check (it died just before) is started again once.
@@ -238,7 +237,7 @@ impl LspHub {
                     }
                 };
             let checked = tokio::select! {
-                checked = check(instance, &running, (&file, before), language, wait, deadline) => checked,
+                checked = check(instance, &running, (&file, before), &language, wait, deadline) => checked,
                 () = running.live.ended() => continue,
             };
             return checked.and_then(|found| found.describe(&name, shown));
@@ -331,11 +330,9 @@ async fn stop_idle(hub: Weak<Inner>) {
             keys.iter().filter_map(|k| instances.remove(k)).collect()
         };
         drop(inner);
+        // Stopped at once (a start under way gives up); `stop` logs a server that ran.
         for instance in idle_ones {
-            if instance.running().await.is_some() {
-                tracing::info!(server = %instance.spec.name, root = %instance.root.display(), "language server idle; stopping it");
-            }
-            instance.stop().await;
+            tokio::spawn(async move { instance.stop().await });
         }
     }
 }

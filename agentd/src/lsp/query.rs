@@ -98,13 +98,13 @@ impl LspHub {
                 ));
             }
         };
-        let language = defaults::language_id(file.path).unwrap_or("plaintext");
+        let language = defaults::document_language(file.path);
         let synced =
             running
                 .docs
                 .lock()
                 .await
-                .sync(&running.live, file.path, language, file.text, false);
+                .sync(&running.live, file.path, &language, file.text, false);
         if synced.is_none() {
             return Err(format!(
                 "the language server {name} has too many files open to take {shown}; use grep"

@@ -27,6 +27,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use super::confine::{Launch, ServerSandbox};
 use super::encoding::Encoding;
 use super::handlers::{Stop, router};
+use super::outbox::Counted;
 use super::published::PublishedStore;
 use super::select::ServerSpec;
 use crate::mcp::stderr::Tail;
@@ -52,8 +53,10 @@ pub(crate) struct Live {
     ended: watch::Receiver<bool>,
     /// The end of what it wrote to stderr.
     stderr: Arc<Tail>,
+    /// What was sent to it and what it took.
+    outbox: Arc<super::outbox::Outbox>,
     /// Its process group, killed when this goes.
-    _group: Group,
+    group: Group,
 }
 
 /// A server's process group, and its record for the next daemon.
@@ -161,11 +164,13 @@ impl Live {
                 }
             });
         }
+        let outbox = Arc::new(super::outbox::Outbox::default());
+        let sent = outbox.clone();
         let (ended_tx, ended) = watch::channel(false);
         let name = spec.name.clone();
         tokio::spawn(async move {
             let outcome = main_loop
-                .run_buffered(checked.compat(), stdin.compat_write())
+                .run_buffered(checked.compat(), Counted::new(stdin, sent).compat_write())
                 .await;
             if let Err(err) = outcome {
                 tracing::info!(server = %name, pid, "language server connection ended: {err}");
@@ -187,7 +192,8 @@ impl Live {
             confined,
             ended,
             stderr,
-            _group: group,
+            outbox,
+            group,
         };
         let params = initialize_params(spec, root_uri, folder, confined);
         let answer =
@@ -237,8 +243,21 @@ impl Live {
         self.stderr.describe()
     }
 
-    /// Sends a notification; a server that went is noticed on the next use.
+    /// Sends a notification; a server that went is noticed on the next use. A server that has
+    /// not taken what was sent to it for a while is stopped instead (it is started again on the
+    /// next need).
     pub(crate) fn notify<N: Notification>(&self, params: N::Params) {
+        if !self.outbox.admit(&params) {
+            tracing::warn!(
+                pid = self.pid,
+                "language server is not reading its input ({} MiB waiting); stopping it",
+                super::outbox::MAX_BACKLOG >> 20
+            );
+            if let Ok(pgid) = i32::try_from(self.group.pid) {
+                processes::kill_group(pgid, self.group.start);
+            }
+            return;
+        }
         let _ = self.socket.notify::<N>(params);
     }
 

@@ -75,16 +75,8 @@ pub(crate) fn build(policy: &Policy) -> Result<(), String> {
     for (path, fd) in readable.iter().filter(|(path, fd)| !same_file(path, fd)) {
         let point = mount_point(path, fd, &scratch, &restored)?;
         bind(&fd_path(fd), &fd_path(&point), true)
+            .and_then(|()| remount_read_only(path))
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let kept = locked_flags(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        mount(
-            None,
-            path,
-            None,
-            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept,
-            None,
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
         restored.push(path.clone());
     }
     // What lies inside a root that came back is covered again.
@@ -213,6 +205,11 @@ impl Drop for Blank {
 /// not drop `nosuid` or `nodev` that it inherited).
 fn read_only(path: &Path) -> std::io::Result<()> {
     bind(path, path, true)?;
+    remount_read_only(path)
+}
+
+/// Makes the bind mount at `path` read-only, keeping the flags its mount has.
+fn remount_read_only(path: &Path) -> std::io::Result<()> {
     let kept = locked_flags(path)?;
     mount(
         None,
