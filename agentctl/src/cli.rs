@@ -7,7 +7,7 @@ use crate::style::ColorChoice;
 
 mod actions;
 
-pub use actions::{ConfigAction, DaemonAction, ListAction, McpAction};
+pub use actions::{ConfigAction, DaemonAction, ListAction, LspAction, McpAction};
 
 /// Drive the agentd coding agent from any terminal: give it a task, watch it work, answer its
 /// questions, and come back to it later.
@@ -357,6 +357,13 @@ pub enum Command {
     Mcp {
         #[command(subcommand)]
         action: McpAction,
+    },
+    /// The language servers the daemon runs (one per project root and server) and their state.
+    ///
+    /// Example: `agentctl lsp list`
+    Lsp {
+        #[command(subcommand)]
+        action: LspAction,
     },
     /// The hooks of config.toml, in the order each event runs them.
     ///

@@ -75,7 +75,7 @@ impl Display for JsonEvent<'_> {
 /// are (C1 controls, bidirectional overrides; JSON escapes those below U+0020 itself) written
 /// as `\uXXXX` escapes: the same JSON to a parser, inert on a screen. They only occur inside
 /// strings, where such an escape means the character.
-fn escape_obeyed(line: String) -> String {
+pub(crate) fn escape_obeyed(line: String) -> String {
     if !line
         .chars()
         .any(|c| agentctl::client::far_text::obeyed(c, true))

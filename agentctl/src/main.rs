@@ -8,6 +8,7 @@ mod cli;
 mod colored_diff;
 mod commands;
 mod connect;
+mod diagnostics_piece;
 mod format;
 mod host;
 mod hosts;
@@ -25,7 +26,7 @@ mod view;
 use std::process::ExitCode;
 
 use clap::Parser;
-use cli::{AllowKind, Cli, Command, ConfigAction, DaemonAction, ListAction, McpAction};
+use cli::{AllowKind, Cli, Command, ConfigAction, DaemonAction, ListAction, LspAction, McpAction};
 use commands::extensions::Which;
 use protocol::{Decision, Delivery, PermissionClass};
 
@@ -326,6 +327,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Mcp {
             action: McpAction::List { json },
         } => commands::mcp::list(&paths, json).await,
+        Command::Lsp {
+            action: LspAction::List { json },
+        } => commands::lsp::list(&paths, json).await,
         Command::Acp => acp::serve(&paths).await,
         Command::Bridge => commands::bridge::bridge(&paths).await,
         Command::Hooks {

@@ -60,6 +60,12 @@ fn attach_in(text: &str, cwd: &Path, home: Option<&Path>) -> Result<Attached, St
             ));
         }
         seen.push(path.clone());
+        if let Some(real) = leads_out(named, &path, cwd) {
+            return Err(format!(
+                "@{named} is a link to {}, outside this directory; mention that file itself to attach it, or remove the @",
+                real.display()
+            ));
+        }
         if crate::images::has_image_extension(named) {
             let image = crate::images::read(&path, named)
                 .map_err(|e| format!("{e}; remove the @ to send the word as text"))?;
@@ -102,6 +108,25 @@ pub fn resolve(named: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
 }
 
 /// The first [`MAX_FILE_BYTES`] of a text file, and its whole size.
+/// Where `path` (mentioned as `named`, relative to `cwd`) really is, when a link takes it out of
+/// `cwd`: a repository's `notes.txt` that is a link to `~/.ssh/id_ed25519` is not sent under its
+/// harmless name. A file named outside `cwd` (an absolute path, `~/…`, `../…`) is the user's
+/// own choice.
+fn leads_out(named: &str, path: &Path, cwd: &Path) -> Option<PathBuf> {
+    let relative = Path::new(named);
+    if relative.is_absolute()
+        || named.starts_with('~')
+        || relative
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return None;
+    }
+    let real = path.canonicalize().ok()?;
+    let top = cwd.canonicalize().ok()?;
+    (!real.starts_with(&top)).then_some(real)
+}
+
 fn read_capped(path: &Path) -> Result<(String, u64), String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let total = file.metadata().map_err(|e| e.to_string())?.len();
@@ -144,6 +169,34 @@ pub fn collapse(text: &str) -> (&str, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_out_of_the_directory_is_not_sent_under_its_name() {
+        let (dir, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let key = outside.path().join("id_ed25519");
+        std::fs::write(&key, "PRIVATE KEY").unwrap();
+        std::os::unix::fs::symlink(&key, dir.path().join("notes.txt")).unwrap();
+        let refused = attach("look at @notes.txt", dir.path()).err().unwrap();
+        assert!(refused.contains("@notes.txt is a link to"), "{refused}");
+        assert!(refused.contains("outside this directory"), "{refused}");
+        // Named as what it is, it goes.
+        let named = format!("look at @{}", key.display());
+        assert!(
+            attach(&named, dir.path())
+                .unwrap()
+                .text
+                .contains("PRIVATE KEY")
+        );
+        // A link inside the directory is fine.
+        std::fs::write(dir.path().join("real.md"), "inside").unwrap();
+        std::os::unix::fs::symlink("real.md", dir.path().join("alias.md")).unwrap();
+        assert!(
+            attach("@alias.md", dir.path())
+                .unwrap()
+                .text
+                .contains("inside")
+        );
+    }
 
     #[test]
     fn a_mentioned_file_goes_along_and_the_view_shows_its_path() {

@@ -158,6 +158,12 @@ mod tests {
         std::os::unix::fs::symlink("/proc/self/environ", commands.join("env.md")).unwrap();
         assert_eq!(expand("/env", &dirs), None);
         assert!(discover(&dirs).iter().all(|c| c.name != "env"));
+        // Nor a project's link that leads out of the project (a key file, say).
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("id"), "PRIVATE KEY").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("id"), commands.join("key.md")).unwrap();
+        assert_eq!(expand("/key", &dirs), None);
+        assert!(discover(&dirs).iter().all(|c| c.name != "key"));
         assert_eq!(expand("/nope x", &dirs), None);
         assert_eq!(expand("not a command", &dirs), None);
         assert_eq!(expand("/../../etc/passwd", &dirs), None);

@@ -171,6 +171,8 @@ pub struct Config {
     pub(crate) web_search: Option<crate::web::SearchConfig>,
     /// Settings of the built-in tools (background shells running at once).
     pub(crate) tools: crate::tools::config::ToolsConfig,
+    /// Language servers (docs/architecture.md#language-servers).
+    pub(crate) lsp: crate::lsp::config::LspConfig,
 }
 
 /// The `[mcp_servers]` entries, checked one by one.
@@ -249,6 +251,7 @@ impl Default for Config {
             web: crate::web::WebConfig::default(),
             web_search: None,
             tools: crate::tools::config::ToolsConfig::default(),
+            lsp: crate::lsp::config::LspConfig::default(),
         }
     }
 }

@@ -122,12 +122,24 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
         crate::tools::processes::ProcessRecords::in_dir(paths.commands_dir()),
         config_rx.clone(),
     );
+    let lsp = {
+        let config = config_rx.clone();
+        crate::lsp::LspHub::new(
+            crate::tools::processes::ProcessRecords::in_dir(paths.commands_dir()),
+            Arc::new(move || config.borrow().config.lsp.clone()),
+            crate::lsp::confine::ServerSandbox::new(&paths, {
+                let config = config_rx.clone();
+                Arc::new(move || config.borrow().config.sandbox.clone())
+            }),
+        )
+    };
     let supervisor = Supervisor::spawn_with_mailbox(
         SupervisorArgs {
             paths: paths.clone(),
             config: config_rx,
             http,
             mcp: mcp.clone(),
+            lsp: lsp.clone(),
             stop: stop.clone(),
         },
         kameo::mailbox::unbounded(),
@@ -140,6 +152,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
         socket: paths.socket.to_string_lossy().into_owned(),
         config: config_for_connections,
         mcp: mcp.clone(),
+        lsp: lsp.clone(),
         config_dir: paths.config_dir.clone(),
     });
 
@@ -192,6 +205,7 @@ pub async fn run(paths: Paths) -> Result<(), StartError> {
     supervisor.wait_for_shutdown().await;
     // No MCP server outlives the daemon.
     mcp.shutdown().await;
+    lsp.shutdown().await;
     let drained = tokio::time::timeout(Duration::from_secs(2), async {
         while connections.join_next().await.is_some() {}
     })

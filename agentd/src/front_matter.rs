@@ -25,7 +25,8 @@ pub(crate) enum FrontMatterError {
         /// Why.
         source: crate::regular_file::OpenError,
     },
-    /// A link that leads into the kernel's files (`/proc`, `/sys`, `/dev`).
+    /// A link that leads into the kernel's files (`/proc`, `/sys`, `/dev`), or out of the project
+    /// that holds it.
     #[error("{} leads to {}, which is not a file of yours; it was skipped", path.display(), real.display())]
     NotYours {
         /// The file as found.
@@ -73,9 +74,20 @@ pub(crate) fn read<T: DeserializeOwned + Default>(
             path: path.to_path_buf(),
             source,
         })?;
+    // A project's file (under its `.agents` or `.claude`) is the project's own: a link that leads
+    // out of the project (to a key file, say) is refused too.
+    let project = path
+        .ancestors()
+        .find(|a| {
+            a.file_name()
+                .is_some_and(|n| n == ".agents" || n == ".claude")
+        })
+        .and_then(Path::parent)
+        .and_then(|p| p.canonicalize().ok());
     if ["/proc", "/sys", "/dev"]
         .iter()
         .any(|p| real.starts_with(p))
+        || project.is_some_and(|project| !real.starts_with(project))
     {
         return Err(FrontMatterError::NotYours {
             path: path.to_path_buf(),

@@ -16,6 +16,7 @@ pub(crate) mod front_matter;
 pub(crate) mod health;
 pub(crate) mod hooks;
 pub(crate) mod images;
+pub(crate) mod lsp;
 pub mod mcp;
 pub(crate) mod model_profile;
 pub(crate) mod permission;

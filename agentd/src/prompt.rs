@@ -121,6 +121,14 @@ fn branch(root: &Path) -> Option<String> {
     };
     let head = read_text(&git_dir.join("HEAD"), MAX_GIT_FILE)?;
     let head = head.trim();
+    // Only what a HEAD holds (a link in a repository may lead elsewhere): a ref, or a commit.
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+".contains(c);
+    let is_ref = head
+        .strip_prefix("ref: ")
+        .is_some_and(|r| r.chars().all(plain));
+    if !is_ref && !head.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
     match head.strip_prefix("ref: ") {
         Some(reference) => Some(
             reference
@@ -144,10 +152,22 @@ pub(crate) fn project_instructions(cwd: &Path) -> Vec<(PathBuf, String)> {
         .take_while(|d| d.starts_with(&top))
         .collect();
     dirs.reverse();
+    // The project's own files only: a link that leads out of it (to a key file, say) is not
+    // read into every request.
+    let Ok(real_top) = top.canonicalize() else {
+        return Vec::new();
+    };
+    let own = |path: &Path| {
+        path.canonicalize()
+            .is_ok_and(|real| real.starts_with(&real_top))
+    };
     let mut found = Vec::new();
     for dir in dirs {
         for name in ["AGENTS.md", "CLAUDE.md"] {
             let path = dir.join(name);
+            if !own(&path) {
+                continue;
+            }
             // A character is at most 4 bytes: this is enough for the characters kept.
             if let Some(text) = read_text(&path, MAX_INSTRUCTIONS * 4 + 4) {
                 let text = text.trim();
@@ -199,12 +219,34 @@ mod tests {
     }
 
     #[test]
-    fn a_detached_head_of_any_text_is_shown_without_panicking() {
+    fn only_a_ref_or_a_commit_is_shown_from_head() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".git")).unwrap();
-        // The 12th byte falls inside a character.
-        std::fs::write(dir.path().join(".git/HEAD"), "ééééééééé\n").unwrap();
-        assert_eq!(branch(dir.path()).as_deref(), Some("detached at ééééééééé"));
+        let head = dir.path().join(".git/HEAD");
+        std::fs::write(&head, "0123456789abcdef0123\n").unwrap();
+        assert_eq!(
+            branch(dir.path()).as_deref(),
+            Some("detached at 0123456789ab")
+        );
+        // A HEAD that is a link to something else (a key file) shows nothing of it.
+        std::fs::write(&head, "ééééééééé\n").unwrap();
+        assert_eq!(branch(dir.path()), None);
+        std::fs::write(&head, "ANTHROPIC_API_KEY=sk-x\n").unwrap();
+        assert_eq!(branch(dir.path()), None);
+    }
+
+    #[test]
+    fn instructions_that_lead_out_of_the_project_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("repo"), dir.path().join("key"));
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(&outside, "ANTHROPIC_API_KEY=sk-secret").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("AGENTS.md")).unwrap();
+        std::fs::write(root.join("rules.md"), "own rules").unwrap();
+        std::os::unix::fs::symlink("rules.md", root.join("CLAUDE.md")).unwrap();
+        let found = project_instructions(&root);
+        let texts: Vec<&str> = found.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(texts, vec!["own rules"]);
     }
 
     #[test]

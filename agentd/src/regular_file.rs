@@ -38,15 +38,61 @@ pub(crate) fn open(path: &Path) -> Result<File, OpenError> {
     if kind != "a regular file" {
         return Err(OpenError::NotRegular { kind });
     }
+    if on_kernel_fs(&file) {
+        return Err(OpenError::NotRegular { kind: KERNEL_FILE });
+    }
     clear_nonblocking(&file)?;
     Ok(file)
+}
+
+/// What a file of `/proc`, `/sys` and the like is called in a refusal.
+const KERNEL_FILE: &str = "a kernel interface file (/proc, /sys), not a file of a project";
+
+/// Whether `file` lies on one of the kernel's pseudo file systems. Their "regular" files are
+/// the reading process's own state: for the daemon, `/proc/self/environ` holds its keys, and a
+/// project's symlink to it must not be read into a tool result or sent to a language server.
+#[cfg(target_os = "linux")]
+fn on_kernel_fs(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    /// procfs, sysfs, debugfs, securityfs, tracefs, configfs, bpf, cgroup, cgroup2, efivarfs.
+    const KERNEL_FS: [i64; 10] = [
+        0x9fa0,
+        0x6265_6572,
+        0x6462_6720,
+        0x7363_6673,
+        0x7472_6163,
+        0x6265_6570,
+        0xcafe_4a11,
+        0x0027_e0eb,
+        0x6367_7270,
+        0xde5e_81e4,
+    ];
+    // SAFETY: fstatfs writes into the struct we pass, on a descriptor we own.
+    let kind = unsafe {
+        let mut stat = std::mem::zeroed::<libc::statfs>();
+        if libc::fstatfs(file.as_raw_fd(), &mut stat) != 0 {
+            // Undecided: refuse.
+            return true;
+        }
+        stat.f_type as i64
+    };
+    KERNEL_FS.contains(&kind)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn on_kernel_fs(_: &File) -> bool {
+    false
 }
 
 /// Opens `path` for reading without blocking and without looking at it again, for a file that
 /// a directory listing already called regular: if it was swapped for a FIFO since, reads see
 /// no data instead of waiting; the caller bounds what it reads.
 pub(crate) fn open_listed(path: &Path) -> io::Result<File> {
-    open_nonblocking(path)
+    let file = open_nonblocking(path)?;
+    if on_kernel_fs(&file) {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, KERNEL_FILE));
+    }
+    Ok(file)
 }
 
 /// Reads at most `max` bytes of the regular file `path`; `Ok((bytes, true))` when the file had
@@ -229,6 +275,23 @@ mod tests {
                 other => panic!("{}: {other:?}", path.display()),
             }
         }
+    }
+
+    #[test]
+    fn the_kernels_files_are_refused_even_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("e.py");
+        std::os::unix::fs::symlink("/proc/self/environ", &link).unwrap();
+        for path in [Path::new("/proc/self/status"), link.as_path()] {
+            match open(path) {
+                Err(OpenError::NotRegular { kind }) => assert_eq!(kind, KERNEL_FILE),
+                other => panic!("{}: {other:?}", path.display()),
+            }
+            assert!(open_listed(path).is_err(), "{}", path.display());
+        }
+        let plain = dir.path().join("m.py");
+        std::fs::write(&plain, "x = 1\n").unwrap();
+        assert!(open(&plain).is_ok());
     }
 
     #[test]

@@ -43,4 +43,4 @@ pub use usage::{ModelUsage, UsageReport, UsageTotals};
 pub use work::{PlanCount, PlanItem, PlanStatus, ShellEnd, ShellInfo};
 
 /// The version of the wire protocol; bumped on every incompatible change.
-pub const PROTOCOL_VERSION: u32 = 17;
+pub const PROTOCOL_VERSION: u32 = 18;

@@ -8,7 +8,7 @@ use crate::event::SessionEvent;
 use crate::request::RequestId;
 use crate::run::RunId;
 use crate::session::{ListCursor, SessionId, SessionInfo};
-use crate::status::{DaemonStatus, McpServerInfo};
+use crate::status::{DaemonStatus, LspServerInfo, McpServerInfo};
 
 /// Every frame the daemon sends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,6 +147,8 @@ pub enum Reply {
         /// The longest the daemon waits for them, in milliseconds (0 when it does not wait).
         grace_ms: u64,
     },
+    /// The language servers the daemon runs, one per project root and server (`LspList`).
+    LspServers(Vec<LspServerInfo>),
 }
 
 /// Why a request or connection failed.

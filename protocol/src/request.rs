@@ -243,6 +243,8 @@ pub enum Request {
         /// The image's hash, as its `ImageRef` gives it.
         hash: String,
     },
+    /// The language servers and their state; replies `LspServers`.
+    LspList,
 }
 
 /// The settings of a new session.

@@ -1,4 +1,4 @@
-//! The daemon's status and its MCP servers.
+//! The daemon's status, its MCP servers and its language servers.
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +38,8 @@ pub struct DaemonStatus {
     pub config_generation: u64,
     /// The configured MCP servers and their instances.
     pub mcp_servers: Vec<McpServerInfo>,
+    /// Language servers running now.
+    pub lsp_servers: u32,
     /// What the sandbox of `auto` mode can do here, found at start.
     pub sandbox: String,
 }
@@ -80,6 +82,28 @@ pub struct McpServerInfo {
     pub pid: Option<u32>,
     /// Tools it offers.
     pub tools: u32,
+    /// The last thing that went wrong, with the tail of its stderr when there is one.
+    pub last_error: Option<String>,
+}
+
+/// One language server instance (a server for one project root) as `agentctl lsp list` shows
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LspServerInfo {
+    /// The server's name (`pyright`, a `[lsp.NAME]` entry).
+    pub name: String,
+    /// The project root it serves.
+    pub root: String,
+    /// `starting`, `ready`, `restarting`, `failed` or `stopped`.
+    pub state: String,
+    /// Its process, while it runs.
+    pub pid: Option<u32>,
+    /// The sessions that used it.
+    pub sessions: Vec<SessionId>,
+    /// The file extensions or language ids it serves.
+    pub languages: Vec<String>,
+    /// How many times it was started again after a crash.
+    pub restarts: u32,
     /// The last thing that went wrong, with the tail of its stderr when there is one.
     pub last_error: Option<String>,
 }

@@ -46,6 +46,7 @@ fn main() {
     });
     let policy = |network: bool| agentd::sandbox::Policy {
         writable: vec![project.clone()],
+        readable: Vec::new(),
         protected: vec![project.join(".git")],
         hidden: vec![hidden.clone()],
         secrets: vec![home.join(".ssh"), home.join(".netrc")],

@@ -7,6 +7,7 @@ mod fixture;
 pub mod fuzz;
 pub mod images;
 pub mod json_run;
+pub mod language_servers;
 mod logs;
 pub mod mcp;
 mod measure;

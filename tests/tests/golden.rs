@@ -110,6 +110,7 @@ fn requests() -> Vec<Request> {
         },
         Request::Status,
         Request::McpList,
+        Request::LspList,
         Request::Extensions {
             cwd: "/work/app".into(),
         },
@@ -396,10 +397,12 @@ fn replies() -> Vec<Reply> {
             config_fail_closed: true,
             config_generation: 1,
             mcp_servers: vec![mcp_server()],
+            lsp_servers: 1,
             sandbox: "Landlock ABI 7 (writes confined), no network (a user and network namespace)"
                 .into(),
         }),
         Reply::McpServers(vec![mcp_server()]),
+        Reply::LspServers(vec![lsp_server()]),
         Reply::Extensions(Extensions {
             hooks: vec![HookInfo {
                 event: "PreToolUse".into(),
@@ -517,6 +520,19 @@ fn mcp_server() -> McpServerInfo {
     }
 }
 
+fn lsp_server() -> LspServerInfo {
+    LspServerInfo {
+        name: "pyright".into(),
+        root: "/work/app".into(),
+        state: "ready".into(),
+        pid: Some(4444),
+        sessions: vec![session()],
+        languages: vec!["py".into(), "pyi".into()],
+        restarts: 1,
+        last_error: Some("exited: killed".into()),
+    }
+}
+
 fn request_name(request: &Request) -> &'static str {
     match request {
         Request::CreateSession(_) => "CreateSession",
@@ -532,6 +548,7 @@ fn request_name(request: &Request) -> &'static str {
         Request::DeleteSession { .. } => "DeleteSession",
         Request::Status => "Status",
         Request::McpList => "McpList",
+        Request::LspList => "LspList",
         Request::Extensions { .. } => "Extensions",
         Request::SetSessionMcpServers { .. } => "SetSessionMcpServers",
         Request::Diff { .. } => "Diff",
@@ -561,6 +578,7 @@ fn reply_name(reply: &Reply) -> &'static str {
         Reply::Sent { .. } => "Sent",
         Reply::Status(_) => "Status",
         Reply::McpServers(_) => "McpServers",
+        Reply::LspServers(_) => "LspServers",
         Reply::Extensions(_) => "Extensions",
         Reply::Diff(_) => "Diff",
         Reply::Rewound(_) => "Rewound",
@@ -750,8 +768,8 @@ fn every_kind_of_frame_has_a_sample() {
     let events: BTreeSet<_> = events().iter().map(Event::kind).collect();
     // The name functions match exhaustively, so a new variant fails to compile until it is
     // named there; these counts then fail until it has a sample.
-    assert_eq!(requests.len(), 29);
-    assert_eq!(replies.len(), 18);
+    assert_eq!(requests.len(), 30);
+    assert_eq!(replies.len(), 19);
     assert_eq!(events.len(), 32);
 }
 

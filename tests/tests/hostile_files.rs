@@ -160,5 +160,7 @@ async fn a_detached_head_that_is_not_ascii_does_not_break_the_system_prompt() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(system.contains("detached at ééééééééé"), "{system}");
+    // What is neither a ref nor a commit is not shown (a HEAD may be a link to a secret).
+    assert!(system.contains("Git repository: yes (root "), "{system}");
+    assert!(!system.contains("é"), "{system}");
 }

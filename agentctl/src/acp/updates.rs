@@ -90,7 +90,7 @@ fn kind(tool: &str) -> ToolKind {
         "read" => ToolKind::Read,
         "write" | "edit" => ToolKind::Edit,
         "bash" => ToolKind::Execute,
-        "grep" | "glob" | "web_search" => ToolKind::Search,
+        "grep" | "glob" | "web_search" | "code" => ToolKind::Search,
         "fetch" => ToolKind::Fetch,
         "task" | "todo" => ToolKind::Think,
         _ => ToolKind::Other,
@@ -106,7 +106,7 @@ pub fn args(call: &ToolCallInfo) -> Value {
 /// at when it says.
 fn locations(tool: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
     let path = match tool {
-        "read" | "write" | "edit" | "grep" | "glob" => args["path"].as_str(),
+        "read" | "write" | "edit" | "grep" | "glob" | "code" => args["path"].as_str(),
         _ => None,
     };
     let Some(path) = path else {

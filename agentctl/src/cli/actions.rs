@@ -15,6 +15,20 @@ pub enum McpAction {
     },
 }
 
+/// What `lsp` does.
+#[derive(Subcommand)]
+pub enum LspAction {
+    /// List the language servers: root, state, pid, sessions using each, restarts and last
+    /// error.
+    ///
+    /// Example: `agentctl lsp list --json`
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// What `hooks`, `skills` and `commands` do.
 #[derive(Subcommand)]
 pub enum ListAction {

@@ -214,6 +214,7 @@ pub async fn status(paths: &Paths) -> Result<u8, Failure> {
         None => {}
     }
     outln!("sandbox   {}", shown(&status.sandbox));
+    outln!("lsp       {} running", status.lsp_servers);
     if status.mcp_servers.is_empty() {
         outln!("mcp       no servers configured");
     } else {

@@ -37,7 +37,10 @@ pub async fn list(paths: &Paths, which: Which, json: bool) -> Result<u8, Failure
     let (header, rows, none, values): (&[&str], Vec<Vec<String>>, &str, serde_json::Value) =
         table(&found, which);
     if json {
-        outln!("{}", serde_json::to_string_pretty(&values)?);
+        outln!(
+            "{}",
+            crate::json::escape_obeyed(serde_json::to_string_pretty(&values)?)
+        );
     } else if rows.is_empty() {
         outln!("{none}");
     } else {

@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod daemon_remote;
 pub mod extensions;
 pub mod here;
+pub mod lsp;
 pub mod mcp;
 pub mod models;
 pub mod oneshot;

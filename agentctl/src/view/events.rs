@@ -369,7 +369,13 @@ impl HumanView {
                 .find(|(call, ..)| call == id)
                 .map(|(.., args)| args.clone())
                 .unwrap_or_else(|| "{}".to_string());
-            for line in crate::colored_diff::tool_change(name, &args, output, style) {
+            let (change, diagnostics) = crate::diagnostics_piece::split(output);
+            for line in crate::colored_diff::tool_change(name, &args, change, style) {
+                self.line(&line);
+            }
+            for line in
+                diagnostics.map_or_else(Vec::new, |d| crate::diagnostics_piece::shown(d, style))
+            {
                 self.line(&line);
             }
         }

@@ -51,6 +51,16 @@ pub fn tool_summary(name: &str, args: &str) -> String {
             }
         }
         "glob" => field("pattern"),
+        // `references add (util.py:1)`, `workspace_symbols Parser`.
+        "code" => {
+            let what = [field("symbol"), field("query")].join(" ");
+            let place = match (field("path"), value["line"].as_u64()) {
+                (path, _) if path.is_empty() => String::new(),
+                (path, Some(line)) => format!(" ({path}:{line})"),
+                (path, None) => format!(" ({path})"),
+            };
+            format!("{} {}{place}", field("operation"), what.trim())
+        }
         "fetch" => field("url"),
         "web_search" => field("query"),
         // The plan itself is shown as its own block.
@@ -101,5 +111,16 @@ mod tests {
             tool_summary("kill_shell", r#"{"id": "2"}"#),
             "kill_shell shell 2"
         );
+    }
+
+    #[test]
+    fn a_code_call_reads_as_what_it_asks_where() {
+        let asked = r#"{"operation": "references", "path": "util.py", "line": 1, "symbol": "add"}"#;
+        assert_eq!(
+            tool_summary("code", asked),
+            "code references add (util.py:1)"
+        );
+        let query = r#"{"operation": "workspace_symbols", "query": "Parser"}"#;
+        assert_eq!(tool_summary("code", query), "code workspace_symbols Parser");
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct Shared {
     pub(crate) config: tokio::sync::watch::Receiver<ConfigState>,
     /// The MCP servers.
     pub(crate) mcp: crate::mcp::McpHub,
+    /// The language servers.
+    pub(crate) lsp: crate::lsp::LspHub,
     /// The user's configuration directory (agents, skills, commands).
     pub(crate) config_dir: std::path::PathBuf,
 }

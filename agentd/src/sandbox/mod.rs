@@ -90,6 +90,7 @@ fn probe(helper: &Path) -> Support {
     let _ = std::fs::write(&secret_file, "");
     let policy = Policy {
         writable: vec![work.clone()],
+        readable: Vec::new(),
         protected: vec![protected],
         hidden: vec![hidden],
         secrets: vec![secret, secret_file],

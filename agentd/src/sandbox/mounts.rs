@@ -2,7 +2,8 @@
 //! builds one: a private, size-limited `/tmp` and `/dev/shm`, the daemon's directories covered
 //! by an empty tmpfs, credential stores covered by an unreadable one (a file by an unreadable
 //! empty file), protected paths bound read-only over themselves, and writable roots that those
-//! steps covered bound back in. Nothing here changes what other processes see.
+//! steps covered bound back in (readable roots too, read-only). Nothing here changes what other
+//! processes see.
 //!
 //! Landlock cannot make a read-only hole in a writable tree; a read-only bind mount can, and the
 //! two intersect: a write must pass both.
@@ -32,6 +33,11 @@ pub(crate) fn build(policy: &Policy) -> Result<(), String> {
         .iter()
         .filter_map(|path| open_path(path).ok().map(|fd| (path.clone(), fd)))
         .collect();
+    let readable: Vec<(PathBuf, OwnedFd)> = policy
+        .readable
+        .iter()
+        .filter_map(|path| open_path(path).ok().map(|fd| (path.clone(), fd)))
+        .collect();
     let size = format!("size={}m", policy.limits.tmp_size_mb);
     if policy.tmp {
         tmpfs(Path::new(TMP_MOUNT), &format!("mode=1777,{size}"))
@@ -44,6 +50,12 @@ pub(crate) fn build(policy: &Policy) -> Result<(), String> {
     pin_ancestors(policy, |_| true)?;
     cover(policy, |_| true)?;
 
+    // What covers the way to a root is the sandbox's own (its /tmp, an empty tmpfs), not the
+    // host's, unless a root already restored is on the way.
+    let scratch: Vec<&Path> = std::iter::once(Path::new(TMP_MOUNT))
+        .chain(policy.hidden.iter().map(PathBuf::as_path))
+        .chain(policy.secrets.iter().map(PathBuf::as_path))
+        .collect();
     // Writable roots that the steps above hid or made read-only come back as they are.
     let mut restored: Vec<PathBuf> = Vec::new();
     for (path, fd) in &roots {
@@ -53,17 +65,19 @@ pub(crate) fn build(policy: &Policy) -> Result<(), String> {
             .iter()
             .any(|p| path.starts_with(p) && path != p);
         if hidden || inside_protected {
-            // What covers the way there is the sandbox's own (its /tmp, an empty tmpfs), not
-            // the host's, unless a root already restored is on the way.
-            let scratch: Vec<&Path> = std::iter::once(Path::new(TMP_MOUNT))
-                .chain(policy.hidden.iter().map(PathBuf::as_path))
-                .chain(policy.secrets.iter().map(PathBuf::as_path))
-                .collect();
             let point = mount_point(path, fd, &scratch, &restored)?;
             bind(&fd_path(fd), &fd_path(&point), true)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             restored.push(path.clone());
         }
+    }
+    // Readable roots the steps above hid come back read-only.
+    for (path, fd) in readable.iter().filter(|(path, fd)| !same_file(path, fd)) {
+        let point = mount_point(path, fd, &scratch, &restored)?;
+        bind(&fd_path(fd), &fd_path(&point), true)
+            .and_then(|()| remount_read_only(path))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        restored.push(path.clone());
     }
     // What lies inside a root that came back is covered again.
     if !restored.is_empty() {
@@ -191,6 +205,11 @@ impl Drop for Blank {
 /// not drop `nosuid` or `nodev` that it inherited).
 fn read_only(path: &Path) -> std::io::Result<()> {
     bind(path, path, true)?;
+    remount_read_only(path)
+}
+
+/// Makes the bind mount at `path` read-only, keeping the flags its mount has.
+fn remount_read_only(path: &Path) -> std::io::Result<()> {
     let kept = locked_flags(path)?;
     mount(
         None,

@@ -15,6 +15,10 @@ use super::limits::Limits;
 pub struct Policy {
     /// Directories (and files) below which writes are allowed.
     pub writable: Vec<PathBuf>,
+    /// Directories that stay readable, never writable, where the sandbox's own steps would
+    /// hide them: a language server's project under `/tmp` (covered by the private one) or in
+    /// the daemon's data directory (a worktree).
+    pub readable: Vec<PathBuf>,
     /// Paths that stay read-only even inside a writable root, because what is written there
     /// runs later outside the sandbox (`.git`, the daemon's files, shell start-up files).
     pub protected: Vec<PathBuf>,
@@ -71,6 +75,7 @@ impl Policy {
         }
         for (flag, paths) in [
             ("--write", &self.writable),
+            ("--read", &self.readable),
             ("--protect", &self.protected),
             ("--hide", &self.hidden),
             ("--secret", &self.secrets),
@@ -114,6 +119,7 @@ impl Policy {
                 }
                 Some("--") => break,
                 Some("--write") => &mut policy.writable,
+                Some("--read") => &mut policy.readable,
                 Some("--protect") => &mut policy.protected,
                 Some("--hide") => &mut policy.hidden,
                 Some("--secret") => &mut policy.secrets,
@@ -170,6 +176,7 @@ mod tests {
     fn the_helper_line_round_trips() {
         let policy = Policy {
             writable: vec!["/w".into(), "/x y".into()],
+            readable: vec!["/tmp/project".into()],
             protected: vec!["/w/.git".into()],
             hidden: vec!["/run/agentd".into()],
             secrets: vec!["/home/u/.ssh".into(), "/home/u/.netrc".into()],

@@ -223,6 +223,8 @@ impl Actor for SessionActor {
         self.workspace.forget_watches(&self.env.files);
         // Its `session`-scope MCP servers go with it.
         self.env.mcp.end_session(self.shown.id()).await;
+        // Its language servers stay for the other sessions; they no longer list it.
+        self.env.lsp.end_session(self.shown.id());
         Ok(())
     }
 }

@@ -35,6 +35,8 @@ pub(crate) struct SessionEnv {
     pub(crate) processes: crate::tools::processes::ProcessRecords,
     /// The MCP servers, shared by every session.
     pub(crate) mcp: crate::mcp::McpHub,
+    /// The language servers, shared by every session.
+    pub(crate) lsp: crate::lsp::LspHub,
     /// The web cache and clients of `fetch` and `web_search`, shared by every session.
     pub(crate) web: crate::web::Web,
     /// Which sessions have a run going, for the next daemon.

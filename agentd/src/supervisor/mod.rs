@@ -53,6 +53,8 @@ pub(crate) struct SupervisorArgs {
     pub(crate) http: reqwest::Client,
     /// The MCP servers.
     pub(crate) mcp: crate::mcp::McpHub,
+    /// The language servers.
+    pub(crate) lsp: crate::lsp::LspHub,
     /// The daemon's planned stop.
     pub(crate) stop: crate::stop::PlannedStop,
 }
@@ -103,6 +105,7 @@ impl Actor for Supervisor {
             files: crate::stale_files::FileWatcher::start(),
             processes: crate::tools::processes::ProcessRecords::in_dir(args.paths.commands_dir()),
             mcp: args.mcp,
+            lsp: args.lsp,
             web: crate::web::Web::default(),
             running,
             directory: Arc::new(directory::SupervisorDirectory(me.downgrade())),
@@ -373,6 +376,7 @@ impl Message<Status> for Supervisor {
             config_fail_closed,
             config_generation,
             mcp_servers: self.env.mcp.list(),
+            lsp_servers: self.env.lsp.running(),
             sandbox: match crate::sandbox::support() {
                 crate::sandbox::Support::Available(how) => format!(
                     "{how}; {}",

@@ -19,11 +19,23 @@ async fn supervisor(home: &std::path::Path) -> ActorRef<Supervisor> {
         crate::tools::processes::ProcessRecords::in_dir(paths.commands_dir()),
         config.clone(),
     );
+    let lsp = {
+        let config = config.clone();
+        crate::lsp::LspHub::new(
+            crate::tools::processes::ProcessRecords::default(),
+            std::sync::Arc::new(move || config.borrow().config.lsp.clone()),
+            crate::lsp::confine::ServerSandbox::new(
+                &paths,
+                std::sync::Arc::new(crate::sandbox::config::SandboxConfig::default),
+            ),
+        )
+    };
     Supervisor::spawn(SupervisorArgs {
         paths,
         config,
         http,
         mcp,
+        lsp,
         stop: crate::stop::PlannedStop::new(),
     })
 }

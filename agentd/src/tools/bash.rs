@@ -82,7 +82,9 @@ pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         Ok(confined) => confined.unzip(),
         Err(why) => return ToolOutput::error(why),
     };
+    let started = std::time::SystemTime::now();
     let ran = run_command(&args.command, &ctx, policy.as_ref(), timeout).await;
+    super::lsp_disk::commands_ran(started, &ctx).await;
     // Whatever protected name the command created is looked at once all its processes are gone.
     let notes = command::after(guard).await;
     let mut result = match ran {

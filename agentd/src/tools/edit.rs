@@ -88,10 +88,11 @@ pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         return ToolOutput::error(format!("cannot write {shown}: {err}"));
     }
     let how = how.map(|h| format!(" ({h})")).unwrap_or_default();
-    ToolOutput::ok(format!(
+    let output = ToolOutput::ok(format!(
         "Edited {shown}{how}\n{}",
         change_diff(&shown, &before, &after)
-    ))
+    ));
+    super::diagnostics::checked(output, &path, &shown, (Some(&before), &after), &ctx).await
 }
 
 /// The unified diff (three lines of context) of a file the agent changed, capped: the model

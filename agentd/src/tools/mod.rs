@@ -4,8 +4,11 @@
 pub(crate) mod bash;
 pub(crate) mod bash_output;
 pub(crate) mod batch;
+pub(crate) mod code;
+mod code_answer;
 pub(crate) mod command;
 pub(crate) mod config;
+mod diagnostics;
 pub(crate) mod edit;
 mod edit_match;
 pub(crate) mod fetch;
@@ -14,6 +17,7 @@ pub(crate) mod gate;
 pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod kill_shell;
+mod lsp_disk;
 pub(crate) mod near_text;
 pub(crate) mod output;
 pub(crate) mod pool;
@@ -76,11 +80,14 @@ pub enum Tool {
     BashOutput,
     /// End a background shell.
     KillShell,
+    /// Ask the language server about code (offered only when a server covers the session's
+    /// files).
+    Code,
 }
 
 impl Tool {
     /// Every tool, in the order the model is told of them.
-    pub(crate) const ALL: [Tool; 11] = [
+    pub(crate) const ALL: [Tool; 12] = [
         Tool::Read,
         Tool::Write,
         Tool::Edit,
@@ -89,6 +96,7 @@ impl Tool {
         Tool::KillShell,
         Tool::Grep,
         Tool::Glob,
+        Tool::Code,
         Tool::Fetch,
         Tool::WebSearch,
         Tool::Todo,
@@ -113,6 +121,7 @@ impl Tool {
             Tool::Todo => "todo",
             Tool::BashOutput => "bash_output",
             Tool::KillShell => "kill_shell",
+            Tool::Code => "code",
         }
     }
 
@@ -120,7 +129,13 @@ impl Tool {
     pub(crate) fn concurrency_safe(self) -> bool {
         matches!(
             self,
-            Tool::Read | Tool::Grep | Tool::Glob | Tool::Fetch | Tool::WebSearch | Tool::BashOutput
+            Tool::Read
+                | Tool::Grep
+                | Tool::Glob
+                | Tool::Code
+                | Tool::Fetch
+                | Tool::WebSearch
+                | Tool::BashOutput
         )
     }
 
@@ -132,7 +147,8 @@ impl Tool {
             | Tool::Glob
             | Tool::Todo
             | Tool::BashOutput
-            | Tool::KillShell => PermissionClass::Read,
+            | Tool::KillShell
+            | Tool::Code => PermissionClass::Read,
             Tool::Write | Tool::Edit => PermissionClass::Write,
             Tool::Bash => PermissionClass::Command,
             Tool::Fetch | Tool::WebSearch => PermissionClass::Network,
@@ -161,6 +177,7 @@ impl Tool {
             Tool::Todo => todo::spec(),
             Tool::BashOutput => bash_output::spec(),
             Tool::KillShell => kill_shell::spec(),
+            Tool::Code => code::spec(),
         }
     }
 }
@@ -228,6 +245,9 @@ pub struct ToolContext {
     pub(crate) web: crate::web::WebCall,
     /// Where `read` stores an image it gives the model, or why the model takes none.
     pub(crate) images: crate::images::ImageAccess,
+    /// The language servers that check the files `write` and `edit` change and answer `code`
+    /// (none: no check).
+    pub(crate) lsp: Option<crate::lsp::LspHub>,
 }
 
 impl ToolContext {
@@ -251,6 +271,7 @@ impl ToolContext {
             shells: shells::Shells::detached(),
             web: crate::web::WebCall::standalone(),
             images: Err("no session here stores images".to_string()),
+            lsp: None,
         }
     }
 }
@@ -274,6 +295,7 @@ pub async fn execute(tool: Tool, args: Value, ctx: ToolContext) -> ToolOutput {
         Tool::Todo => with_args(tool, args, |a| todo::run(a, ctx)).await,
         Tool::BashOutput => with_args(tool, args, |a| bash_output::run(a, ctx)).await,
         Tool::KillShell => with_args(tool, args, |a| kill_shell::run(a, ctx)).await,
+        Tool::Code => with_args(tool, args, |a| code::run(a, ctx)).await,
     };
     if output.output.len() > tool.output_limit() + OUTPUT_MARGIN {
         tracing::warn!(
@@ -300,7 +322,11 @@ pub(crate) fn read_visible(
 
 /// The refusal of a call that would read, search or list what the agent may not see.
 fn hidden_target(tool: Tool, args: &Value, ctx: &ToolContext) -> Option<ToolOutput> {
-    if !matches!(tool, Tool::Read | Tool::Edit | Tool::Grep | Tool::Glob) || ctx.hidden.is_empty() {
+    if !matches!(
+        tool,
+        Tool::Read | Tool::Edit | Tool::Grep | Tool::Glob | Tool::Code
+    ) || ctx.hidden.is_empty()
+    {
         return None;
     }
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");

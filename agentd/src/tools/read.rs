@@ -65,8 +65,11 @@ pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
         args.limit.unwrap_or(DEFAULT_LIMIT),
         Tool::Read.output_limit(),
     );
-    match read_window(path, window, &ctx).await {
-        Ok(text) => ToolOutput::ok(text),
+    match read_window(path.clone(), window, &ctx).await {
+        Ok(text) => {
+            super::diagnostics::opened(&path, &ctx);
+            ToolOutput::ok(text)
+        }
         Err(message) => ToolOutput::error(format!("cannot read {shown}: {message}")),
     }
 }

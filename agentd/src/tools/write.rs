@@ -66,16 +66,23 @@ pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
     if let Err(err) = write_whole(&ctx, &path, args.content.as_bytes()).await {
         return ToolOutput::error(format!("cannot write {shown}: {err}"));
     }
-    let lines = args.content.lines().count();
     let verb = if existed { "Replaced" } else { "Created" };
+    let output = done(verb, &shown, before.as_deref(), &args.content);
+    let texts = (before.as_deref(), args.content.as_str());
+    super::diagnostics::checked(output, &path, &shown, texts, &ctx).await
+}
+
+/// The result of a write that was made: what it did, and the diff when the file was there.
+fn done(verb: &str, shown: &str, before: Option<&str>, content: &str) -> ToolOutput {
+    let lines = content.lines().count();
     let summary = format!(
         "{verb} {shown} ({}, {} bytes)",
         plural(lines, "line"),
-        args.content.len()
+        content.len()
     );
     match before {
-        Some(before) if before != args.content => {
-            let note = if same_code(&before, &args.content) {
+        Some(before) if before != content => {
+            let note = if same_code(before, content) {
                 format!(
                     "\nOnly whitespace changed in {shown} (blank lines, spaces at line ends, the \
                      last newline); the code is as it was. If the task asked for a change to the \
@@ -86,7 +93,7 @@ pub(crate) async fn run(args: Args, ctx: ToolContext) -> ToolOutput {
             };
             ToolOutput::ok(format!(
                 "{summary}{note}\n{}",
-                change_diff(&shown, &before, &args.content)
+                change_diff(shown, before, content)
             ))
         }
         _ => ToolOutput::ok(summary),

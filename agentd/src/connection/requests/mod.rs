@@ -27,6 +27,7 @@ impl Connection {
             Request::ListSessions { after } => self.list(after).await,
             Request::Status => self.status().await,
             Request::McpList => Ok(Reply::McpServers(self.shared.mcp.list())),
+            Request::LspList => Ok(Reply::LspServers(self.shared.lsp.list())),
             Request::Extensions { cwd } => Ok(Reply::Extensions(self.extensions(&cwd))),
             Request::SetSessionMcpServers { session, servers } => {
                 self.set_mcp_servers(session, servers).await

@@ -41,6 +41,7 @@ impl Workspace {
         crate::sandbox::Sandbox {
             policy: crate::sandbox::Policy {
                 writable,
+                readable: Vec::new(),
                 protected,
                 hidden: hidden.daemon.clone(),
                 secrets: hidden.secrets.clone(),

@@ -161,16 +161,20 @@ impl SessionActor {
             allowed_tools: child.and_then(|c| c.tools.clone()),
             subagent: child.is_some(),
         };
+        let env = Arc::new(self.workspace.command_env(&config));
+        let code = self.env.lsp.covers_dir(self.cwd(), &env);
         let place = Workplace {
             side: SessionSide {
                 id: self.shown.id().clone(),
                 cwd: self.cwd().to_path_buf(),
-                env: Arc::new(self.workspace.command_env(&config)),
+                env,
             },
             files: self.workspace.files(),
             processes: self.env.processes.clone(),
             tools: self.env.tools.clone(),
             mcp: self.env.mcp.clone(),
+            lsp: self.env.lsp.for_session(self.shown.id().clone()),
+            code,
             checkpoints: config
                 .checkpoints
                 .enabled

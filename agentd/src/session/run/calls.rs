@@ -166,6 +166,7 @@ impl Run {
                                 timeout: self.setup.config.web.timeout(),
                             },
                             images: self.setup.place.images.clone(),
+                            lsp: Some(self.setup.place.lsp.clone()),
                         };
                         Box::pin(tools::execute(tool, args, ctx))
                     }

@@ -64,6 +64,10 @@ pub(crate) struct Workplace {
     pub(crate) tools: ToolPool,
     /// The MCP servers.
     pub(crate) mcp: McpHub,
+    /// The language servers, for this session.
+    pub(crate) lsp: crate::lsp::LspHub,
+    /// Whether a language server covers the session's files (`code` is offered).
+    pub(crate) code: bool,
     /// Where the run's checkpoints go; `None` when they are off.
     pub(crate) checkpoints: Option<Arc<Checkpoints>>,
     /// The session's background shells, with the limit the run's configuration sets.

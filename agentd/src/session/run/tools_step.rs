@@ -91,13 +91,15 @@ impl Run {
     }
 
     /// The built-in tools this run offers: its profile's, `web_search` only when a search
-    /// service is configured.
+    /// service is configured, `code` only when a language server covers the session's files.
     pub(super) fn builtin_tools(&self) -> Vec<Tool> {
         let searches = self.setup.place.search.is_some();
+        let code = self.setup.place.code;
         builtins(self.harness.profile)
             .iter()
             .copied()
             .filter(|tool| *tool != Tool::WebSearch || searches)
+            .filter(|tool| *tool != Tool::Code || code)
             .collect()
     }
 
