@@ -28,6 +28,18 @@ fn pyright_project(pyright: &std::path::Path, idle_stop_secs: u64) -> tests::Tes
         .file("m.py", CLEAN)
 }
 
+/// Runs "break m.py" in `env`, whose model reads m.py and then breaks `x`'s type; fails unless
+/// the edit's result carries pyright's error.
+async fn broken(env: &mut TestEnv) {
+    let events = env.run("break m.py").await;
+    let first = &tool_results(&events)[1].2;
+    assert!(
+        first.contains(TYPE_ERROR),
+        "{first}{}",
+        server_log(&env.daemon.home)
+    );
+}
+
 /// An `edit` of m.py from `old` to `new`.
 fn edit(old: &str, new: &str) -> tests::model_server::Scripted {
     anthropic::tool(
@@ -129,13 +141,7 @@ async fn two_sessions_in_one_project_share_one_server() {
     if !env.daemon.sandbox_or_skip() {
         return;
     }
-    let events = env.run("break m.py").await;
-    let first = &tool_results(&events)[1].2;
-    assert!(
-        first.contains(TYPE_ERROR),
-        "{first}{}",
-        server_log(&env.daemon.home)
-    );
+    broken(&mut env).await;
     let first = the_pyright(&env);
     let (client, session, mut incoming) = session_in(&env.daemon, env.project()).await;
     start_run(&client, &session, "write n.py", env.options()).await;
@@ -168,13 +174,7 @@ async fn a_killed_server_is_started_again_and_diagnostics_come_back() {
     if !env.daemon.sandbox_or_skip() {
         return;
     }
-    let events = env.run("break m.py").await;
-    let first = &tool_results(&events)[1].2;
-    assert!(
-        first.contains(TYPE_ERROR),
-        "{first}{}",
-        server_log(&env.daemon.home)
-    );
+    broken(&mut env).await;
     let killed = the_pyright(&env);
     tests::signal(killed, libc::SIGKILL);
     assert!(exited(killed).await, "pyright {killed} did not die");
@@ -203,13 +203,7 @@ async fn an_idle_server_is_stopped() {
     if !env.daemon.sandbox_or_skip() {
         return;
     }
-    let events = env.run("break m.py").await;
-    let first = &tool_results(&events)[1].2;
-    assert!(
-        first.contains(TYPE_ERROR),
-        "{first}{}",
-        server_log(&env.daemon.home)
-    );
+    broken(&mut env).await;
     let server = the_pyright(&env);
     assert!(exited(server).await, "idle pyright {server} still runs");
     assert!(children_named(env.daemon.pid(), "pyright").is_empty());
@@ -246,13 +240,7 @@ async fn a_file_no_server_serves_gets_nothing_added_and_starts_nothing() {
         edit("x: int = 1", "x: int = \"s\""),
         anthropic::text("Broken."),
     ]);
-    let events = env.run("break m.py").await;
-    let first = &tool_results(&events)[1].2;
-    assert!(
-        first.contains(TYPE_ERROR),
-        "{first}{}",
-        server_log(&env.daemon.home)
-    );
+    broken(&mut env).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

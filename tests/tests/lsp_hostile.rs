@@ -82,6 +82,20 @@ async fn writing_x(mode: &str) -> Option<TestEnv> {
     env.daemon.sandbox_or_skip().then_some(env)
 }
 
+/// Starts `builder` with a model that makes the calls of `reply` in one turn and runs them;
+/// `None` (the test skips) without a sandbox.
+async fn reads(builder: tests::TestEnvBuilder, reply: anthropic::Reply) -> Option<TestEnv> {
+    let mut env = builder
+        .model(vec![reply.build(), anthropic::text("Read.")])
+        .start()
+        .await;
+    if !env.daemon.sandbox_or_skip() {
+        return None;
+    }
+    env.run("read them").await;
+    Some(env)
+}
+
 /// `agentctl lsp list --json`.
 fn listed(env: &TestEnv) -> Vec<Value> {
     let out = env.daemon.home.run_agentctl(&["lsp", "list", "--json"]);
@@ -135,14 +149,9 @@ async fn a_root_in_every_directory_starts_at_most_eight_servers() {
             .file(&format!("p{n}/a.evil"), "a\n");
         reply = reply.tool("read", json!({"path": format!("p{n}/a.evil")}));
     }
-    let mut env = builder
-        .model(vec![reply.build(), anthropic::text("Read.")])
-        .start()
-        .await;
-    if !env.daemon.sandbox_or_skip() {
+    let Some(env) = reads(builder, reply).await else {
         return;
-    }
-    env.run("read them all").await;
+    };
     // The starts go on in the background: wait until none is still starting.
     let deadline = std::time::Instant::now() + tests::WAIT;
     let rows = loop {
@@ -182,14 +191,9 @@ async fn a_server_that_stops_reading_is_stopped_before_its_backlog_grows() {
         builder = builder.file(&format!("f{n}.evil"), &content);
         reply = reply.tool("read", json!({"path": format!("f{n}.evil"), "limit": 1}));
     }
-    let mut env = builder
-        .model(vec![reply.build(), anthropic::text("Read.")])
-        .start()
-        .await;
-    if !env.daemon.sandbox_or_skip() {
+    let Some(env) = reads(builder, reply).await else {
         return;
-    }
-    env.run("read them").await;
+    };
     // The files are opened on the server in the background, after the reads.
     let deadline = std::time::Instant::now() + tests::WAIT;
     let wanted = "language server is not reading its input (32 MiB waiting); stopping it";
