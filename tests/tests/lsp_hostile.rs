@@ -33,7 +33,9 @@ while True:
             send({"jsonrpc": "2.0", "id": message["id"],
                   "result": {"capabilities": {"textDocumentSync": 1}}})
             import time
-            time.sleep(100000)
+            # Long enough for the test; it goes by itself when a killed daemon could not stop it.
+            time.sleep(30)
+            sys.exit(0)
         elif mode == "hugelen":
             sys.stdout.buffer.write(b"Content-Length: 100000000000000\r\n\r\n{")
             sys.stdout.buffer.flush()
