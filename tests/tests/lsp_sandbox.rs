@@ -73,7 +73,7 @@ while True:
     if method == "initialize":
         if message["params"].get("processId"):
             watch_client(message["params"]["processId"])
-        subprocess.Popen(["sleep", "1000"], start_new_session=True)
+        subprocess.Popen(["sleep", "120"], start_new_session=True)
         send({"jsonrpc": "2.0", "id": message["id"],
               "result": {"capabilities": {"textDocumentSync": 1}}})
     elif method in ("textDocument/didOpen", "textDocument/didChange"):
