@@ -85,22 +85,34 @@ async fn tell(instance: Arc<Instance>, since: SystemTime, disk: Arc<dyn Disk>) {
     })
     .await
     .unwrap_or_default();
+    // The open files are read under the documents' lock, so that no edit's text is overtaken
+    // by an older read; all in one blocking task.
     let mut docs = running.docs.lock().await;
+    let paths = docs.paths();
+    let now: Vec<(PathBuf, OnDisk)> = tokio::task::spawn_blocking(move || {
+        paths
+            .into_iter()
+            .map(|path| {
+                let found = disk.read(&path);
+                (path, found)
+            })
+            .collect()
+    })
+    .await
+    .unwrap_or_default();
     let mut events = Vec::new();
-    for path in docs.paths() {
-        let reading = (disk.clone(), path.clone());
-        let now = tokio::task::spawn_blocking(move || reading.0.read(&reading.1)).await;
-        let language = defaults::document_language(&path);
-        match now {
-            Ok(OnDisk::Text(text)) => {
+    for (path, found) in now {
+        match found {
+            OnDisk::Text(text) => {
+                let language = defaults::document_language(&path);
                 docs.sync(&running.live, &path, &language, &text, true);
             }
-            Ok(OnDisk::Gone) => {
+            OnDisk::Gone => {
                 docs.close(&running.live, &path);
                 instance.published.forget(&path);
                 events.extend(event(&path, FileChangeType::DELETED));
             }
-            Ok(OnDisk::Unreadable) | Err(_) => {}
+            OnDisk::Unreadable => {}
         }
     }
     for (path, created) in written {

@@ -35,8 +35,8 @@ use select::ServerSpec;
 /// An instance's key: its root and the server's name.
 type Key = (PathBuf, String);
 
-/// The largest file told to a server.
-const MAX_FILE_BYTES: usize = 4 << 20;
+/// The largest file told to a server (a bigger one is neither opened nor re-read for it).
+pub(crate) const MAX_FILE_BYTES: usize = 4 << 20;
 /// Servers kept at once (each may take a gigabyte or more); past it the least recently used
 /// is stopped for the next.
 pub(crate) const MAX_SERVERS: usize = 8;

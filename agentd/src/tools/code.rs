@@ -23,7 +23,6 @@ use crate::lsp::query::Asking;
 use crate::tool_spec::ToolSpec;
 
 /// The largest file the tool asks about.
-const MAX_FILE_BYTES: usize = 4 << 20;
 /// Lines around the named one searched for a symbol that is not on it.
 const NEARBY_LINES: usize = 5;
 
@@ -214,14 +213,15 @@ async fn question(
 /// Reads `path` as UTF-8 text for the tool (hidden files refused).
 async fn read_text(path: &Path, ctx: &ToolContext) -> Result<String, String> {
     let (reading, hidden) = (path.to_path_buf(), ctx.hidden.clone());
-    let (bytes, more) =
-        tokio::task::spawn_blocking(move || super::read_visible(&reading, &hidden, MAX_FILE_BYTES))
-            .await
-            .map_err(|e| e.to_string())??;
+    let (bytes, more) = tokio::task::spawn_blocking(move || {
+        super::read_visible(&reading, &hidden, crate::lsp::MAX_FILE_BYTES)
+    })
+    .await
+    .map_err(|e| e.to_string())??;
     if more {
         return Err(format!(
             "larger than {} MiB; use grep",
-            MAX_FILE_BYTES >> 20
+            crate::lsp::MAX_FILE_BYTES >> 20
         ));
     }
     String::from_utf8(bytes).map_err(|_| "not UTF-8 text; use grep".to_string())

@@ -6,9 +6,7 @@ use std::path::Path;
 
 use super::{ToolContext, ToolOutput};
 use crate::lsp::FileText;
-
-/// The largest file opened on a server after a `read`.
-const MAX_OPENED_BYTES: usize = 4 << 20;
+use crate::lsp::disk::OnDisk;
 
 /// Opens `path`, which the agent just read, on its server in the background; nothing when no
 /// server serves it.
@@ -25,14 +23,10 @@ pub(crate) fn opened(path: &Path, ctx: &ToolContext) {
     );
     tokio::spawn(async move {
         let reading = path.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            super::read_visible(&reading, &hidden, MAX_OPENED_BYTES)
-        })
-        .await;
-        let Ok(Ok((bytes, false))) = read else { return };
-        let Ok(text) = String::from_utf8(bytes) else {
-            return;
-        };
+        let read =
+            tokio::task::spawn_blocking(move || super::lsp_disk::server_text(&reading, &hidden))
+                .await;
+        let Ok(OnDisk::Text(text)) = read else { return };
         hub.opened(FileText {
             path: &path,
             text: &text,

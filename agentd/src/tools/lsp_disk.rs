@@ -10,8 +10,6 @@ use super::ToolContext;
 use crate::lsp::disk::{Disk, OnDisk};
 use crate::sandbox::hidden::HiddenPaths;
 
-/// The largest file re-read for a server.
-const MAX_BYTES: usize = 4 << 20;
 /// How long a command's result waits for its servers to be told (they go on being told after).
 const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -20,17 +18,23 @@ struct SessionDisk {
     hidden: Arc<HiddenPaths>,
 }
 
+/// `path` as a language server may be told of it: read as `read` would (what the agent may not
+/// see stays unseen), whole, UTF-8 text, at most [`crate::lsp::MAX_FILE_BYTES`].
+pub(super) fn server_text(path: &Path, hidden: &HiddenPaths) -> OnDisk {
+    if let Err(e) = path.symlink_metadata()
+        && e.kind() == std::io::ErrorKind::NotFound
+    {
+        return OnDisk::Gone;
+    }
+    match super::read_visible(path, hidden, crate::lsp::MAX_FILE_BYTES) {
+        Ok((bytes, false)) => String::from_utf8(bytes).map_or(OnDisk::Unreadable, OnDisk::Text),
+        _ => OnDisk::Unreadable,
+    }
+}
+
 impl Disk for SessionDisk {
     fn read(&self, path: &Path) -> OnDisk {
-        if let Err(e) = path.symlink_metadata()
-            && e.kind() == std::io::ErrorKind::NotFound
-        {
-            return OnDisk::Gone;
-        }
-        match super::read_visible(path, &self.hidden, MAX_BYTES) {
-            Ok((bytes, false)) => String::from_utf8(bytes).map_or(OnDisk::Unreadable, OnDisk::Text),
-            _ => OnDisk::Unreadable,
-        }
+        server_text(path, &self.hidden)
     }
 
     fn written_since(
