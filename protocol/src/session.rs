@@ -134,6 +134,30 @@ pub struct SessionInfo {
     pub parent: Option<SessionId>,
 }
 
+impl SessionInfo {
+    /// An idle session `id` in `cwd` with nothing in it yet: no title, model, turns or queue,
+    /// times zero. A listing built from it names only the fields that differ.
+    pub fn idle(id: SessionId, cwd: impl Into<String>) -> SessionInfo {
+        SessionInfo {
+            id,
+            cwd: cwd.into(),
+            title: None,
+            model: None,
+            provider: None,
+            mode: Mode::Default,
+            state: SessionState::Idle,
+            turns: 0,
+            steer_queued: 0,
+            follow_up_queued: 0,
+            created_ms: 0,
+            last_activity_ms: 0,
+            last_seq: 0,
+            branch: None,
+            parent: None,
+        }
+    }
+}
+
 /// Where a page of the session listing ended: the last session's creation time and id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListCursor {

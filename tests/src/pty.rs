@@ -313,7 +313,7 @@ fn parse(raw: &[u8], rows: u16, cols: u16) -> vt100::Parser {
 /// A new pseudo-terminal of `rows` × `cols`: its master and its slave side. Both descriptors
 /// are close-on-exec from the start, so a process another test starts meanwhile (the tests
 /// share one process) never inherits the terminal and holds it open past its child's end.
-fn open_pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
+pub fn open_pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
     use std::os::unix::fs::OpenOptionsExt;
     let open = |path: &std::path::Path| {
         std::fs::OpenOptions::new()

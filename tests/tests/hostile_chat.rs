@@ -5,7 +5,6 @@
 //! `agentctl bridge` (the stand-in ssh runs the bridge against the task's socket).
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agentctl::client::frames as frame;
 use protocol::{
-    ClientFrame, ErrorCode, ErrorInfo, Event, Mode, PROTOCOL_VERSION, PermissionRequestId, Reply,
+    ClientFrame, ErrorCode, ErrorInfo, Event, PROTOCOL_VERSION, PermissionRequestId, Reply,
     Request, ServerFrame, SessionEvent, SessionId, SessionInfo, SessionState, Welcome,
 };
 use tests::model_server::ModelServer;
@@ -158,21 +157,11 @@ fn event(seq: u64, event: Event) -> SessionEvent {
 /// The far end's session, in `cwd`, in `state`.
 fn info(cwd: &str, state: SessionState) -> SessionInfo {
     SessionInfo {
-        id: SessionId(SESSION.into()),
-        cwd: cwd.into(),
         title: Some(HOSTILE.into()),
         model: Some(HOSTILE.into()),
         provider: Some(HOSTILE.into()),
-        mode: Mode::Default,
         state,
-        turns: 0,
-        steer_queued: 0,
-        follow_up_queued: 0,
-        created_ms: 0,
-        last_activity_ms: 0,
-        last_seq: 0,
-        branch: None,
-        parent: None,
+        ..SessionInfo::idle(SessionId(SESSION.into()), cwd)
     }
 }
 
@@ -278,7 +267,7 @@ struct Terminal {
 
 impl Terminal {
     fn spawn(mut command: Command, controlling: bool) -> Terminal {
-        let (master, slave) = open_pty();
+        let (master, slave) = tests::pty::open_pty(24, 80);
         let stdio = |fd: &OwnedFd| std::process::Stdio::from(fd.try_clone().unwrap());
         command
             .stdin(stdio(&slave))
@@ -383,59 +372,12 @@ impl Drop for Terminal {
     }
 }
 
-/// A new pseudo-terminal of 24 × 80: its master and its slave side.
-fn open_pty() -> (OwnedFd, OwnedFd) {
-    use std::os::unix::fs::OpenOptionsExt;
-    let open = |path: &Path| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
-            .open(path)
-            .map(OwnedFd::from)
-            .unwrap()
-    };
-    let master = open(Path::new("/dev/ptmx"));
-    let mut name = [0u8; 128];
-    // SAFETY: grantpt, unlockpt and ptsname_r on a master we own, into a buffer we pass.
-    let rc = unsafe {
-        let fd = master.as_raw_fd();
-        if libc::grantpt(fd) != 0 || libc::unlockpt(fd) != 0 {
-            -1
-        } else {
-            libc::ptsname_r(fd, name.as_mut_ptr().cast(), name.len())
-        }
-    };
-    assert_eq!(rc, 0, "the pty's slave side is unlocked and named");
-    let name = std::ffi::CStr::from_bytes_until_nul(&name).unwrap();
-    let slave = open(Path::new(name.to_str().unwrap()));
-    let size = libc::winsize {
-        ws_row: 24,
-        ws_col: 80,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCSWINSZ reads the winsize we pass.
-    assert_eq!(
-        unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &size) },
-        0
-    );
-    (master, slave)
-}
-
 /// `agentctl attach` of a new session of this machine's daemon, on a [`Terminal`].
 async fn attached(daemon: &Daemon, server: &ModelServer, controlling: bool) -> (Terminal, String) {
     let project = tempfile::tempdir().unwrap();
-    let create = Request::CreateSession(protocol::CreateSession {
-        cwd: project.path().display().to_string(),
-        model: None,
-        provider: None,
-        mode: None,
-        max_turns: None,
-        title: None,
-        env: Vec::new(),
-        worktree: false,
-    });
+    let create = Request::CreateSession(protocol::CreateSession::in_dir(
+        project.path().display().to_string(),
+    ));
     let Reply::SessionCreated(info) = daemon.client().await.request(create).await.unwrap() else {
         panic!("no session created");
     };

@@ -461,21 +461,12 @@ async fn far_end_answering(
 /// A session's listing as a hostile far end writes it.
 fn listing(id: &str, title: &str) -> protocol::SessionInfo {
     protocol::SessionInfo {
-        id: SessionId(id.to_string()),
-        cwd: format!("/work{ESCAPES}\n[other-host] forged"),
         title: Some(title.to_string()),
         model: Some(format!("model{ESCAPES}")),
-        provider: None,
-        mode: protocol::Mode::Default,
-        state: protocol::SessionState::Idle,
-        turns: 0,
-        steer_queued: 0,
-        follow_up_queued: 0,
-        created_ms: 0,
-        last_activity_ms: 0,
-        last_seq: 0,
-        branch: None,
-        parent: None,
+        ..protocol::SessionInfo::idle(
+            SessionId(id.to_string()),
+            format!("/work{ESCAPES}\n[other-host] forged"),
+        )
     }
 }
 

@@ -104,25 +104,11 @@ fn id(session: &SessionId) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::{Mode, SessionState};
 
     fn listing(id: &str, cwd: &str) -> SessionInfo {
         SessionInfo {
-            id: SessionId(id.to_string()),
-            cwd: cwd.to_string(),
             title: Some("t\x1b]0;x\x07".repeat(100)),
-            model: None,
-            provider: None,
-            mode: Mode::Default,
-            state: SessionState::Idle,
-            turns: 0,
-            steer_queued: 0,
-            follow_up_queued: 0,
-            created_ms: 0,
-            last_activity_ms: 0,
-            last_seq: 0,
-            branch: None,
-            parent: None,
+            ..SessionInfo::idle(SessionId(id.to_string()), cwd)
         }
     }
 

@@ -7,21 +7,8 @@ use super::{SummaryHub, forward};
 
 fn summary(id: &str, turns: u64) -> SessionSummary {
     let info = SessionInfo {
-        id: SessionId(id.to_string()),
-        cwd: "/".to_string(),
-        title: None,
-        model: None,
-        provider: None,
-        mode: protocol::Mode::Default,
-        state: protocol::SessionState::Idle,
         turns,
-        steer_queued: 0,
-        follow_up_queued: 0,
-        created_ms: 0,
-        last_activity_ms: 0,
-        last_seq: 0,
-        branch: None,
-        parent: None,
+        ..SessionInfo::idle(SessionId(id.to_string()), "/")
     };
     SessionSummary::idle(info, None)
 }

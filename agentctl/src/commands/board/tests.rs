@@ -8,25 +8,16 @@ use super::model::Board;
 
 fn summary(id: &str, parent: Option<&str>, group: Group, time: u64) -> SessionSummary {
     let info = SessionInfo {
-        id: SessionId(id.to_string()),
-        cwd: format!("/work/{id}"),
         title: Some(format!("title {id}")),
-        model: None,
-        provider: None,
-        mode: protocol::Mode::Default,
         state: if group == Group::Working {
             SessionState::Running
         } else {
             SessionState::Idle
         },
-        turns: 0,
-        steer_queued: 0,
-        follow_up_queued: 0,
         created_ms: time,
         last_activity_ms: time,
-        last_seq: 0,
-        branch: None,
         parent: parent.map(|p| SessionId(p.to_string())),
+        ..SessionInfo::idle(SessionId(id.to_string()), format!("/work/{id}"))
     };
     let end = |stop_reason| {
         Some(RunSummary {
