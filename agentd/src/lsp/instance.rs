@@ -22,8 +22,6 @@ use crate::tools::processes::ProcessRecords;
 const FAILED_AFTER: usize = 5;
 /// The window crashes are counted in.
 const CRASH_WINDOW: Duration = Duration::from_secs(600);
-/// The longest wait before a crashed server is started again.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// A running server with the files it has open.
 pub(crate) struct Running {
@@ -298,12 +296,10 @@ impl Instance {
 }
 
 /// The wait before starting a server again after `crashes` crashes in a row: none after the
-/// first, then 1, 2, 4 ... seconds, at most a minute.
+/// first, then the MCP servers' 1, 2, 4 ... seconds, at most a minute.
 fn backoff(crashes: usize) -> Duration {
-    match crashes {
-        0 | 1 => Duration::ZERO,
-        n => Duration::from_secs(1u64 << (n - 2).min(6)).min(MAX_BACKOFF),
-    }
+    let after_the_first = u32::try_from(crashes.saturating_sub(1)).unwrap_or(u32::MAX);
+    crate::mcp::server::backoff(after_the_first)
 }
 
 #[cfg(test)]
@@ -315,6 +311,6 @@ mod tests {
         assert_eq!(backoff(1), Duration::ZERO);
         assert_eq!(backoff(2), Duration::from_secs(1));
         assert_eq!(backoff(4), Duration::from_secs(4));
-        assert_eq!(backoff(40), MAX_BACKOFF);
+        assert_eq!(backoff(40), Duration::from_secs(60));
     }
 }

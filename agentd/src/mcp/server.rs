@@ -469,8 +469,9 @@ async fn list_tools(
 }
 
 /// The wait after `failed` starts in a row before the next try: 1, 2, 4 ... seconds, at most a
-/// minute. (A server that died after a good start is started again at once.)
-fn backoff(failed: u32) -> Duration {
+/// minute. (A server that died after a good start is started again at once.) Language servers
+/// wait the same.
+pub(crate) fn backoff(failed: u32) -> Duration {
     match failed {
         0 => Duration::ZERO,
         n => Duration::from_secs(1u64 << (n - 1).min(6)).min(MAX_BACKOFF),
