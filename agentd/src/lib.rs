@@ -24,6 +24,7 @@ pub(crate) mod prices;
 pub(crate) mod prompt;
 pub mod provider;
 pub(crate) mod regular_file;
+pub(crate) mod restart_backoff;
 pub mod sandbox;
 pub(crate) mod session;
 pub mod shell_env;

@@ -296,10 +296,10 @@ impl Instance {
 }
 
 /// The wait before starting a server again after `crashes` crashes in a row: none after the
-/// first, then the MCP servers' 1, 2, 4 ... seconds, at most a minute.
+/// first, then 1, 2, 4 ... seconds, at most a minute.
 fn backoff(crashes: usize) -> Duration {
     let after_the_first = u32::try_from(crashes.saturating_sub(1)).unwrap_or(u32::MAX);
-    crate::mcp::server::backoff(after_the_first)
+    crate::restart_backoff::backoff(after_the_first)
 }
 
 #[cfg(test)]

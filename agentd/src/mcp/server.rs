@@ -26,8 +26,6 @@ use crate::tools::processes::{self, ProcessRecords, Recorded};
 
 /// Failed starts after which a server counts as failed (it is still tried again, later).
 const FAILED_AFTER: u32 = 3;
-/// The longest wait between two tries to start a server.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// How long the end of a failed server's stderr is waited for, to say what it said.
 const STDERR_GRACE: Duration = Duration::from_millis(500);
 /// How long a stopping server may take to go before its process group is killed.
@@ -258,7 +256,8 @@ impl Instance {
         if let (Some(at), Some(error)) = (conn.last_failure, &conn.last_error)
             && conn.failed_starts > 0
         {
-            let wait = backoff(conn.failed_starts);
+            // A server that died after a good start is started again at once.
+            let wait = crate::restart_backoff::backoff(conn.failed_starts);
             let left = wait.saturating_sub(at.elapsed());
             if !left.is_zero() {
                 return Err(format!(
@@ -466,27 +465,4 @@ async fn list_tools(
         tools.truncate(limit);
     }
     Ok(tools)
-}
-
-/// The wait after `failed` starts in a row before the next try: 1, 2, 4 ... seconds, at most a
-/// minute. (A server that died after a good start is started again at once.) Language servers
-/// wait the same.
-pub(crate) fn backoff(failed: u32) -> Duration {
-    match failed {
-        0 => Duration::ZERO,
-        n => Duration::from_secs(1u64 << (n - 1).min(6)).min(MAX_BACKOFF),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_grows_to_a_minute() {
-        assert_eq!(backoff(0), Duration::ZERO);
-        assert_eq!(backoff(1), Duration::from_secs(1));
-        assert_eq!(backoff(3), Duration::from_secs(4));
-        assert_eq!(backoff(30), MAX_BACKOFF);
-    }
 }
